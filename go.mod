@@ -1,0 +1,3 @@
+module sudoku-fcgi
+
+go 1.26

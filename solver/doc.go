@@ -1,0 +1,10 @@
+// Package solver parses and solves 9x9 Sudoku puzzles.
+//
+// It uses only the standard library, keeps no mutable global state, never
+// logs, and is safe for concurrent use: every call works on its own copy of
+// the grid. Solve allocates nothing on the heap.
+//
+// A puzzle is 81 cells in row-major order: '1'-'9' are givens, '0' and '.'
+// are blanks. Parse rejects anything else, and givens that conflict, with an
+// error that wraps ErrInvalid and says what is wrong and where.
+package solver

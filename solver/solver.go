@@ -1,0 +1,190 @@
+package solver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"strings"
+)
+
+// Sentinel errors. Check them with errors.Is.
+var (
+	// ErrInvalid is wrapped by every error Parse returns.
+	ErrInvalid = errors.New("solver: invalid puzzle")
+	// ErrBudget is returned by SolveContext when the context ends before
+	// the search does.
+	ErrBudget = errors.New("solver: search budget exceeded")
+)
+
+// Grid is a puzzle or a solution: cell i (row i/9, column i%9) holds 0 for a
+// blank or a digit 1-9.
+type Grid [81]uint8
+
+// String returns the grid as 81 characters, '0' for a blank.
+func (g Grid) String() string {
+	var b [81]byte
+	for i, v := range g {
+		b[i] = '0' + v
+	}
+	return string(b[:])
+}
+
+// ParseError describes a malformed puzzle. It wraps ErrInvalid.
+type ParseError struct {
+	Msg string
+}
+
+func (e *ParseError) Error() string        { return e.Msg }
+func (e *ParseError) Is(target error) bool { return target == ErrInvalid }
+
+// Parse reads an 81-cell puzzle, ignoring surrounding white space.
+func Parse(s string) (Grid, error) {
+	var g Grid
+	s = strings.TrimSpace(s)
+	if len(s) != 81 {
+		return g, &ParseError{fmt.Sprintf("got %d cells, want 81", len(s))}
+	}
+	for i := 0; i < 81; i++ {
+		c := s[i]
+		switch {
+		case c >= '1' && c <= '9':
+			g[i] = c - '0'
+		case c == '0' || c == '.':
+		default:
+			return g, &ParseError{fmt.Sprintf("cell %d (row %d, column %d): unexpected %q", i+1, i/9+1, i%9+1, rune(c))}
+		}
+	}
+	if err := checkConflicts(&g); err != nil {
+		return g, err
+	}
+	return g, nil
+}
+
+func checkConflicts(g *Grid) error {
+	var rows, cols, boxes [9]uint16
+	for i, v := range g {
+		if v == 0 {
+			continue
+		}
+		r, c, b := i/9, i%9, i/27*3+i%9/3
+		bit := uint16(1) << v
+		switch {
+		case rows[r]&bit != 0:
+			return &ParseError{fmt.Sprintf("row %d has two %ds", r+1, v)}
+		case cols[c]&bit != 0:
+			return &ParseError{fmt.Sprintf("column %d has two %ds", c+1, v)}
+		case boxes[b]&bit != 0:
+			return &ParseError{fmt.Sprintf("box %d has two %ds", b+1, v)}
+		}
+		rows[r] |= bit
+		cols[c] |= bit
+		boxes[b] |= bit
+	}
+	return nil
+}
+
+// Result is the outcome of a search.
+type Result struct {
+	// Solution is the first solution found; valid only when Count > 0.
+	Solution Grid
+	// Count is the number of solutions found, at most the limit.
+	Count int
+}
+
+// Solve searches for up to limit solutions (limit < 1 counts as 1). With
+// limit 2, Count == 1 proves the solution unique.
+func Solve(g Grid, limit int) Result {
+	r, _ := solve(nil, g, limit)
+	return r
+}
+
+// SolveContext is Solve that stops with ErrBudget once ctx is done. It
+// checks ctx cheaply, every few hundred search nodes.
+func SolveContext(ctx context.Context, g Grid, limit int) (Result, error) {
+	return solve(ctx, g, limit)
+}
+
+// ---- placeholder search: plain bitmask backtracking (to be replaced) ----
+
+type search struct {
+	ctx     context.Context
+	rows    [9]uint16
+	cols    [9]uint16
+	boxes   [9]uint16
+	cells   Grid
+	limit   int
+	res     Result
+	nodes   int
+	stopped bool
+}
+
+func solve(ctx context.Context, g Grid, limit int) (Result, error) {
+	if limit < 1 {
+		limit = 1
+	}
+	s := search{ctx: ctx, cells: g, limit: limit}
+	if checkConflicts(&g) != nil {
+		return Result{}, nil
+	}
+	for i, v := range g {
+		if v != 0 {
+			bit := uint16(1) << v
+			s.rows[i/9] |= bit
+			s.cols[i%9] |= bit
+			s.boxes[i/27*3+i%9/3] |= bit
+		}
+	}
+	s.dfs()
+	if s.stopped {
+		return s.res, ErrBudget
+	}
+	return s.res, nil
+}
+
+func (s *search) dfs() bool {
+	s.nodes++
+	if s.ctx != nil && s.nodes&255 == 0 && s.ctx.Err() != nil {
+		s.stopped = true
+		return true
+	}
+	best, bestN, bestFree := -1, 10, uint16(0)
+	for i := 0; i < 81; i++ {
+		if s.cells[i] != 0 {
+			continue
+		}
+		free := ^(s.rows[i/9] | s.cols[i%9] | s.boxes[i/27*3+i%9/3]) & 0x3fe
+		n := bits.OnesCount16(free)
+		if n < bestN {
+			best, bestN, bestFree = i, n, free
+			if n <= 1 {
+				break
+			}
+		}
+	}
+	if best < 0 {
+		if s.res.Count == 0 {
+			s.res.Solution = s.cells
+		}
+		s.res.Count++
+		return s.res.Count >= s.limit
+	}
+	r, c, b := best/9, best%9, best/27*3+best%9/3
+	for free := bestFree; free != 0; free &= free - 1 {
+		v := uint8(bits.TrailingZeros16(free))
+		bit := uint16(1) << v
+		s.cells[best] = v
+		s.rows[r] |= bit
+		s.cols[c] |= bit
+		s.boxes[b] |= bit
+		done := s.dfs()
+		s.rows[r] &^= bit
+		s.cols[c] &^= bit
+		s.boxes[b] &^= bit
+		s.cells[best] = 0
+		if done {
+			return true
+		}
+	}
+	return false
+}
