@@ -240,8 +240,7 @@ func (sr *search) run(s *state, changed uint32) {
 		for bits.OnesCount32(digits) > 1 {
 			d := bits.TrailingZeros32(digits)
 			digits &= digits - 1
-			child := *s
-			sr.run(&child, child.place(d, b, bit))
+			sr.guess(s, d, b, bit)
 			if sr.done() {
 				return
 			}
@@ -250,6 +249,14 @@ func (sr *search) run(s *state, changed uint32) {
 		}
 		// One digit left: the naked single step places it.
 	}
+}
+
+// guess searches a copy of s with digit d in the cell bit of band b. It is
+// a function of its own so that the copy stays on the stack: taken inside
+// run's loop, its address would make escape analysis move it to the heap.
+func (sr *search) guess(s *state, d, b int, bit uint32) {
+	child := *s
+	sr.run(&child, child.place(d, b, bit))
 }
 
 // place keeps only digit d in the cell bit of band b and returns the digits
