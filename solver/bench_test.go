@@ -59,4 +59,4 @@ func loadBench(b *testing.B, name string) []Grid {
 	return out
 }
 
-const sharedSolverData = "../../shared/data/solver"
+const sharedSolverData = sharedData + "/solver"

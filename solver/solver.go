@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Sentinel errors. Check them with errors.Is.
@@ -37,25 +38,31 @@ type ParseError struct {
 func (e *ParseError) Error() string        { return e.Msg }
 func (e *ParseError) Is(target error) bool { return target == ErrInvalid }
 
-// Parse reads an 81-cell puzzle, ignoring surrounding white space.
+// Parse reads an 81-cell puzzle, ignoring surrounding white space. The
+// first character that is not a cell is reported before a wrong length.
 func Parse(s string) (Grid, error) {
 	var g Grid
 	s = strings.TrimSpace(s)
-	if len(s) != 81 {
-		return g, &ParseError{fmt.Sprintf("got %d cells, want 81", len(s))}
-	}
-	for i := 0; i < 81; i++ {
+	for i := 0; i < len(s) && i < 81; i++ {
 		c := s[i]
 		switch {
 		case c >= '1' && c <= '9':
 			g[i] = c - '0'
 		case c == '0' || c == '.':
 		default:
-			return g, &ParseError{fmt.Sprintf("cell %d (row %d, column %d): unexpected %q", i+1, i/9+1, i%9+1, rune(c))}
+			where := fmt.Sprintf("cell %d (row %d, column %d)", i+1, i/9+1, i%9+1)
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n <= 1 {
+				return Grid{}, &ParseError{fmt.Sprintf("%s: unexpected byte 0x%02x", where, c)}
+			}
+			return Grid{}, &ParseError{fmt.Sprintf("%s: unexpected %q", where, r)}
 		}
 	}
+	if len(s) != 81 {
+		return Grid{}, &ParseError{fmt.Sprintf("got %d cells, want 81", len(s))}
+	}
 	if err := checkConflicts(&g); err != nil {
-		return g, err
+		return Grid{}, err
 	}
 	return g, nil
 }
