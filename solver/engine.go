@@ -274,12 +274,13 @@ func (s *state) place(d, b int, bit uint32) (changed uint32) {
 }
 
 // pickCell chooses the cell to guess on. Among the cells with two
-// candidates it takes the one with the most unsolved cells in its row,
-// column and box (weighted 4) plus the most open positions for its two
-// digits: the guess that settles the most. With no such cell it takes the
+// candidates it takes the one whose guess removes the most candidates
+// either way: for each of its two digits it counts the cells of its row,
+// box and column that still hold the digit, and prefers the largest
+// smaller count, then the largest sum. With no bivalue cell it takes the
 // first cell with the fewest candidates. ok is false when every cell is
-// placed. (Measured on the shared data: 30-45% fewer guesses on the hard
-// sets than taking the first bivalue cell.)
+// placed. (Guesses per puzzle at limit 2, first bivalue cell -> this:
+// top1465 18.8 -> 11.3, 11+ 141 -> 82, hardest_1106 285 -> 133.)
 func (s *state) pickCell() (b, pos int, ok bool) {
 	if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {
 		return 0, 0, false
@@ -299,24 +300,25 @@ func (s *state) pickCell() (b, pos int, ok bool) {
 	if two[0]|two[1]|two[2] == 0 {
 		return s.pickFewest()
 	}
-	var open [9]int
-	for d := range open {
-		open[d] = bits.OnesCount32(s.cand[3*d]) + bits.OnesCount32(s.cand[3*d+1]) + bits.OnesCount32(s.cand[3*d+2])
-	}
-	u0, u1, u2 := s.unsolved[0], s.unsolved[1], s.unsolved[2]
 	best := -1
 	for bb := 0; bb < 3; bb++ {
-		u := s.unsolved[bb]
 		for m := two[bb]; m != 0; m &= m - 1 {
 			p := bits.TrailingZeros32(m)
+			cell := uint32(1) << p
+			inBand := uint32(511)<<(p/9*9) | t.boxMask[p]
 			col := t.colExpand[1<<(p%9)]
-			score := 4 * (bits.OnesCount32(u>>(p/9*9)&511) + bits.OnesCount32(u&t.boxMask[p]) +
-				bits.OnesCount32((u0&col)|(u1&col)<<1|(u2&col)<<2))
-			for d := 0; d < 9; d++ {
-				if s.cand[3*d+bb]>>p&1 != 0 {
-					score += open[d]
+			var n [2]int
+			k := 0
+			for d := 0; d < 9 && k < 2; d++ {
+				c := s.cand[3*d : 3*d+3 : 3*d+3]
+				if c[bb]&cell == 0 {
+					continue
 				}
+				n[k] = bits.OnesCount32(c[bb]&inBand) + bits.OnesCount32(c[0]&col) + bits.OnesCount32(c[1]&col) +
+					bits.OnesCount32(c[2]&col) - bits.OnesCount32(c[bb]&col)
+				k++
 			}
+			score := min(n[0], n[1])<<6 + n[0] + n[1]
 			if score > best {
 				best, b, pos = score, bb, p
 			}
@@ -358,12 +360,23 @@ func (sr *search) record(s *state) {
 }
 
 func solve(ctx context.Context, g Grid, limit int) (Result, error) {
-	if limit < 1 {
-		limit = 1
-	}
 	if ctx != nil && ctx.Done() == nil {
 		ctx = nil // never ends: skip the checks
 	}
+	sr := search{ctx: ctx, limit: max(limit, 1)}
+	sr.start(g)
+	res := Result{Count: sr.count}
+	if sr.count > 0 {
+		res.Solution = sr.sol
+	}
+	if sr.stopped {
+		return res, ErrBudget
+	}
+	return res, nil
+}
+
+// start sets up the state for g and searches it.
+func (sr *search) start(g Grid) {
 	var s state
 	for i := range s.cand {
 		s.cand[i] = bandAll
@@ -374,18 +387,9 @@ func solve(ctx context.Context, g Grid, limit int) (Result, error) {
 			continue
 		}
 		if v > 9 {
-			return Result{}, nil
+			return // not a digit: no solution
 		}
 		s.place(int(v-1), i/27, 1<<(i%27))
 	}
-	sr := search{ctx: ctx, limit: limit}
 	sr.run(&s, 1<<9-1)
-	res := Result{Count: sr.count}
-	if sr.count > 0 {
-		res.Solution = sr.sol
-	}
-	if sr.stopped {
-		return res, ErrBudget
-	}
-	return res, nil
 }
