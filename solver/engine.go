@@ -119,13 +119,12 @@ func (s *state) closeDigit(d int, changed *uint32) bool {
 		k0 := uint32(p0&7) | uint32(p1&7)<<3 | uint32(p2&7)<<6
 		k1 := uint32(p0>>3&7) | uint32(p1>>3&7)<<3 | uint32(p2>>3&7)<<6
 		k2 := uint32(p0>>6) | uint32(p1>>6)<<3 | uint32(p2>>6)<<6
-		n0 &= t.colExpand[k0]
-		n1 &= t.colExpand[k1]
-		n2 &= t.colExpand[k2]
-		if n0 == a0 && n1 == a1 && n2 == a2 {
+		a0, a1, a2 = n0&t.colExpand[k0], n1&t.colExpand[k1], n2&t.colExpand[k2]
+		// Band closure is idempotent: only a change made by the stacks
+		// can give it more to do.
+		if a0 == n0 && a1 == n1 && a2 == n2 {
 			break
 		}
-		a0, a1, a2 = n0, n1, n2
 	}
 	c[0], c[1], c[2] = a0, a1, a2
 	// Hidden singles: a row of a band where the digit has one cell left.
