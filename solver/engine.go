@@ -134,12 +134,17 @@ func (s *state) closeDigit(d int, changed *uint32) bool {
 			continue
 		}
 		s.unsolved[b] &^= p
+		// Take p from every digit without a branch per digit, then give it
+		// back to d; a digit lost something when m&p != 0, that is when
+		// m&p + 2^27-1 carries into bit 27.
+		var lost uint32
 		for e := 0; e < 9; e++ {
-			if e != d && s.cand[3*e+b]&p != 0 {
-				s.cand[3*e+b] &^= p
-				*changed |= 1 << e
-			}
+			m := s.cand[3*e+b]
+			s.cand[3*e+b] = m &^ p
+			lost |= (m&p + bandAll) >> 27 << e
 		}
+		s.cand[3*d+b] |= p
+		*changed |= lost &^ (1 << d)
 	}
 	return true
 }
