@@ -93,18 +93,18 @@ func buildTables() *tables {
 
 // closeDigit applies band and stack closure to digit d until nothing
 // changes, then takes the cells each digit now holds alone in a row out of
-// play for the other digits. It reports false on a contradiction and adds
-// to *changed the digits that lost candidates.
-func (s *state) closeDigit(d int, changed *uint32) bool {
+// play for the other digits. It reports false on a contradiction, and
+// returns the other digits that lost candidates.
+func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 	t := tab
-	c := s.cand[3*d : 3*d+3 : 3*d+3]
+	c := (*[3]uint32)(s.cand[3*d:])
 	a0, a1, a2 := c[0], c[1], c[2]
 	for {
 		n0 := a0 & t.bandKeep[uint(t.triad[a0&511])|uint(t.triad[a0>>9&511])<<3|uint(t.triad[a0>>18&511])<<6]
 		n1 := a1 & t.bandKeep[uint(t.triad[a1&511])|uint(t.triad[a1>>9&511])<<3|uint(t.triad[a1>>18&511])<<6]
 		n2 := a2 & t.bandKeep[uint(t.triad[a2&511])|uint(t.triad[a2>>9&511])<<3|uint(t.triad[a2>>18&511])<<6]
 		if n0 == 0 || n1 == 0 || n2 == 0 {
-			return false
+			return 0, false
 		}
 		c0 := (n0 | n0>>9 | n0>>18) & 511
 		c1 := (n1 | n1>>9 | n1>>18) & 511
@@ -114,7 +114,7 @@ func (s *state) closeDigit(d int, changed *uint32) bool {
 		p1 := t.perm[c0>>3&7|(c1>>3&7)<<3|(c2>>3&7)<<6]
 		p2 := t.perm[c0>>6|(c1>>6)<<3|(c2>>6)<<6]
 		if p0 == 0 || p1 == 0 || p2 == 0 {
-			return false
+			return 0, false
 		}
 		k0 := uint32(p0&7) | uint32(p1&7)<<3 | uint32(p2&7)<<6
 		k1 := uint32(p0>>3&7) | uint32(p1>>3&7)<<3 | uint32(p2>>3&7)<<6
@@ -137,16 +137,16 @@ func (s *state) closeDigit(d int, changed *uint32) bool {
 		// Take p from every digit without a branch per digit, then give it
 		// back to d; a digit lost something when m&p != 0, that is when
 		// m&p + 2^27-1 carries into bit 27.
-		var lost uint32
+		var l uint32
 		for e := 0; e < 9; e++ {
 			m := s.cand[3*e+b]
 			s.cand[3*e+b] = m &^ p
-			lost |= (m&p + bandAll) >> 27 << e
+			l |= (m&p + bandAll) >> 27 << e
 		}
 		s.cand[3*d+b] |= p
-		*changed |= lost &^ (1 << d)
+		lost |= l
 	}
-	return true
+	return lost &^ (1 << d), true
 }
 
 // propagate runs closure on the changed digits (a 9-bit set) and naked
@@ -157,9 +157,11 @@ func (s *state) propagate(changed uint32) bool {
 		for changed != 0 {
 			d := bits.TrailingZeros32(changed)
 			changed &= changed - 1
-			if !s.closeDigit(d, &changed) {
+			lost, ok := s.closeDigit(d)
+			if !ok {
 				return false
 			}
+			changed |= lost
 		}
 		// Naked singles, a band at a time.
 		for b := 0; b < 3; b++ {
