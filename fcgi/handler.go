@@ -424,6 +424,12 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 	st.status, st.wrote, st.outcome = http.StatusOK, true, OutcomeBatch
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
+	// Send the header now (net/http/fcgi writes it on the first Write,
+	// even an empty one), so the client sees the answer start.
+	w.Write(nil)
+	if flusher != nil {
+		flusher.Flush()
+	}
 
 	par := min(s.cfg.BatchParallel, len(lines))
 	jobs := make(chan int, len(lines))
