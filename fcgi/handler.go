@@ -302,10 +302,10 @@ func (s *Service) solveOne(g solver.Grid, limit int) (res solver.Result, wait, t
 		return res, wait, 0, err
 	}
 	defer s.pool.Release()
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.SolveTimeout)
-	defer cancel()
 	t0 := time.Now()
+	ctx := newDeadlineCtx(t0.Add(s.cfg.SolveTimeout))
 	res, err = s.solve(ctx, g, limit)
+	releaseDeadlineCtx(ctx)
 	took = time.Since(t0)
 	s.m.solveSeconds.Observe(took.Seconds())
 	return res, wait, took, err

@@ -68,6 +68,18 @@ func startServer(t *testing.T, s *Service, opt ServeOptions) *testServer {
 	return ts
 }
 
+func startServerB(b *testing.B, s *Service) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln, ServeOptions{}) }()
+	b.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String()
+}
+
 func (ts *testServer) stop(t *testing.T, within time.Duration) error {
 	t.Helper()
 	ts.cancel()
