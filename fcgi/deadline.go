@@ -46,8 +46,8 @@ func releaseDeadlineCtx(c *deadlineCtx) {
 }
 
 func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
-func (c *deadlineCtx) Value(any) any                { return nil }
-func (c *deadlineCtx) Done() <-chan struct{}        { return c.done }
+func (c *deadlineCtx) Value(any) any               { return nil }
+func (c *deadlineCtx) Done() <-chan struct{}       { return c.done }
 
 func (c *deadlineCtx) Err() error {
 	select {
