@@ -512,3 +512,27 @@ func TestDeadlineCtx(t *testing.T) {
 		releaseDeadlineCtx(d)
 	}
 }
+
+// A batch shares the pool fairly: a single request queued behind it gets
+// the next free slot, not the end of the batch.
+func TestBatchDoesNotStarveSingles(t *testing.T) {
+	s := newTestService(t, Config{PoolSize: 1, QueueTimeout: 200 * time.Millisecond})
+	s.solve = func(ctx context.Context, g solver.Grid, limit int) (solver.Result, error) {
+		time.Sleep(5 * time.Millisecond)
+		return solver.SolveContext(ctx, g, limit)
+	}
+	body := strings.Repeat(easy+"\n", 200) // about 1 s of solving on one slot
+	done := make(chan string)
+	go func() { done <- serve(s, "POST", "/sudoku", strings.NewReader(body)).Body.String() }()
+	for s.pool.Busy() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	for i := range 3 {
+		if w := serve(s, "GET", "/sudoku?puzzle="+easy, nil); w.Code != 200 {
+			t.Errorf("single request %d during a batch = %d %q, want 200", i, w.Code, w.Body)
+		}
+	}
+	if out := <-done; strings.Count(out, solution) != 200 {
+		t.Errorf("batch solved %d of 200", strings.Count(out, solution))
+	}
+}
