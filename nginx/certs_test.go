@@ -6,10 +6,8 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,73 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/letsencrypt/pebble/v2/ca"
-	"github.com/letsencrypt/pebble/v2/db"
-	"github.com/letsencrypt/pebble/v2/va"
-	"github.com/letsencrypt/pebble/v2/wfe"
-	"github.com/miekg/dns"
 	"github.com/rs/zerolog"
+
+	"sudoku-fcgi/nginx/acmetest"
 )
 
 const testDomain = "sudoku.test"
-
-// fakeDNS answers every A query with 127.0.0.1, so that Pebble's validator
-// connects to nginx on loopback for any name (what pebble-challtestsrv
-// does for the Debian package).
-func fakeDNS(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &dns.Server{Listener: ln, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(r)
-		for _, q := range r.Question {
-			if q.Qtype == dns.TypeA {
-				m.Answer = append(m.Answer, &dns.A{
-					Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 0},
-					A:   net.IPv4(127, 0, 0, 1),
-				})
-			}
-		}
-		w.WriteMsg(m)
-	})}
-	go srv.ActivateAndServe()
-	t.Cleanup(func() { srv.Shutdown() })
-	return ln.Addr().String()
-}
-
-type testCA struct {
-	url   string
-	trust *x509.CertPool // the ACME listener's certificate
-	roots *x509.CertPool // Pebble's issuing root, to verify what nginx serves
-}
-
-// pebbleCA runs Pebble in-process. Its validator fetches HTTP-01 tokens
-// from http://<name>:httpPort, names resolving to 127.0.0.1.
-func pebbleCA(t *testing.T, httpPort int) testCA {
-	t.Helper()
-	// Read by va.New and wfe.New: deterministic and fast.
-	t.Setenv("PEBBLE_VA_NOSLEEP", "1")
-	t.Setenv("PEBBLE_WFE_NONCEREJECT", "0")
-	t.Setenv("PEBBLE_AUTHZREUSE", "0")
-	logger := log.New(io.Discard, "", 0)
-	if testing.Verbose() {
-		logger = log.New(t.Output(), "pebble ", 0)
-	}
-	store := db.NewMemoryStore()
-	authority := ca.New(logger, store, "", "ecdsa", 0, 1, map[string]ca.Profile{"default": {Description: "default"}})
-	validator := va.New(logger, httpPort, 0, false, fakeDNS(t), store)
-	front := wfe.New(logger, store, validator, authority, []string{"pebble.letsencrypt.org"}, false, false, 1, 1)
-	srv := httptest.NewTLSServer(front.Handler())
-	t.Cleanup(srv.Close)
-	trust := x509.NewCertPool()
-	trust.AddCert(srv.Certificate())
-	roots := x509.NewCertPool()
-	roots.AddCert(authority.GetRootCert(0).Cert)
-	return testCA{url: srv.URL + "/dir", trust: trust, roots: roots}
-}
 
 // tlsNginxConf is the project layout in miniature: upstream from
 // servers.conf, tls.conf at http level, challenges proxied to the edge's
@@ -152,7 +89,7 @@ func TestCertManagerPebble(t *testing.T) {
 	bin := needNginx(t)
 	dir := t.TempDir()
 	httpPort, httpsPort, chPort := freePort(t), freePort(t), freePort(t)
-	pebble := pebbleCA(t, httpPort)
+	pebble := acmetest.Start(t, httpPort)
 	conf, locations := tlsNginxConf(t, dir, httpPort, chPort)
 	logger := zerolog.New(io.Discard)
 	if testing.Verbose() {
@@ -169,7 +106,7 @@ func TestCertManagerPebble(t *testing.T) {
 
 	newManager := func() *CertManager {
 		opts := CertOptions{
-			Domains: []string{testDomain}, Email: "ops@sudoku.test", CA: pebble.url, TrustedRoots: pebble.trust,
+			Domains: []string{testDomain}, Email: "ops@sudoku.test", CA: pebble.URL, TrustedRoots: pebble.Trust,
 			StoragePath: filepath.Join(dir, "acme"), ExportDir: filepath.Join(dir, "certs"),
 			ChallengePort: chPort, Apply: applier.Apply,
 		}
@@ -177,7 +114,7 @@ func TestCertManagerPebble(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tlsConf, err := RenderTLS(TLSServer{Sites: m.Sites(), CA: pebble.url,
+		tlsConf, err := RenderTLS(TLSServer{Sites: m.Sites(), CA: pebble.URL,
 			HTTPSListen: fmt.Sprintf("127.0.0.1:%d", httpsPort), Locations: locations, HSTS: true, HSTSMaxAge: 300})
 		if err != nil {
 			t.Fatal(err)
@@ -217,13 +154,13 @@ func TestCertManagerPebble(t *testing.T) {
 	defer m.Stop()
 	var first *x509.Certificate
 	waitUntil(t, 60*time.Second, "nginx serves a certificate that Pebble issued", func() error {
-		first, err = servedCert(addr, testDomain, pebble.roots)
+		first, err = servedCert(addr, testDomain, pebble.Roots)
 		return err
 	})
 	t.Logf("first certificate: serial %x, not after %v", first.SerialNumber, first.NotAfter)
 
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pebble.roots, ServerName: testDomain},
+		TLSClientConfig: &tls.Config{RootCAs: pebble.Roots, ServerName: testDomain},
 	}}
 	resp, err := client.Get("https://" + addr + "/")
 	if err != nil {
@@ -246,7 +183,7 @@ func TestCertManagerPebble(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			tr := &http.Transport{
-				TLSClientConfig:   &tls.Config{RootCAs: pebble.roots, ServerName: testDomain},
+				TLSClientConfig:   &tls.Config{RootCAs: pebble.Roots, ServerName: testDomain},
 				DisableKeepAlives: i%2 == 0, // half the clients handshake on every request
 			}
 			defer tr.CloseIdleConnections()
@@ -275,7 +212,7 @@ func TestCertManagerPebble(t *testing.T) {
 	}
 	var second *x509.Certificate
 	waitUntil(t, 10*time.Second, "nginx serves the renewed certificate", func() error {
-		second, err = servedCert(addr, testDomain, pebble.roots)
+		second, err = servedCert(addr, testDomain, pebble.Roots)
 		if err == nil && second.SerialNumber.Cmp(first.SerialNumber) == 0 {
 			return fmt.Errorf("still serial %x", second.SerialNumber)
 		}

@@ -42,7 +42,7 @@ func (t *tlsFlags) register(fs envFlagSet) {
 	fs.StringVar(&t.email, "tls-email", "", "ACME account contact `address` (expiry notices)")
 	fs.StringVar(&t.ca, "tls-ca", certmagic.LetsEncryptProductionCA, "ACME directory `URL` (Let's Encrypt staging: "+certmagic.LetsEncryptStagingCA+")")
 	fs.StringVar(&t.caRoot, "tls-ca-root", "", "PEM `file` with an extra root to trust for the ACME server's own TLS (test CAs such as Pebble)")
-	fs.StringVar(&t.storage, "tls-storage", "/data/acme", "certmagic storage `directory` (accounts, keys, certificates); put it on a volume")
+	fs.StringVar(&t.storage, "tls-storage", "/var/lib/sudoku-edge/acme", "certmagic storage `directory` (accounts, keys, certificates); put it on a volume")
 	fs.StringVar(&t.certDir, "tls-cert-dir", "", "`directory` for the PEM pairs nginx reads (versioned, with a live symlink); default <run-dir>/certs")
 	fs.StringVar(&t.listen, "tls-listen", "8443", "nginx listen `address` of the HTTPS server")
 	fs.StringVar(&t.httpListen, "http-listen", "8080", "nginx listen `address` of the plain HTTP server (for -tls-redirect)")
