@@ -33,6 +33,9 @@ type CapacityConfig struct {
 	Peak float64
 	// OnStep, if set, is called after every step.
 	OnStep func(Step)
+
+	// runLoad replaces Load in tests of the search.
+	runLoad func(context.Context, LoadConfig) (*Result, error)
 }
 
 // Step is one load run of the search.
@@ -94,7 +97,11 @@ func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
 		}
 		lc := cfg.Load
 		lc.Rate = rate
-		res, err := Load(ctx, lc)
+		runLoad := cfg.runLoad
+		if runLoad == nil {
+			runLoad = Load
+		}
+		res, err := runLoad(ctx, lc)
 		if err != nil {
 			return false, err
 		}

@@ -47,8 +47,8 @@ type fake struct {
 	// before runs first on every GET; it may sleep, or answer itself and
 	// return true.
 	before func(w http.ResponseWriter, r *http.Request) bool
-	// mangle, if set, may change a solution before it is sent.
-	mangle func(id, sol string) string
+	// mangle, if set, may change the solution of a puzzle before it is sent.
+	mangle func(puzzle, sol string) string
 
 	mu    sync.Mutex
 	count int
@@ -78,7 +78,7 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f.mangle != nil {
-		sol = f.mangle(id, sol)
+		sol = f.mangle(p, sol)
 	}
 	if q.Get("format") == "text" {
 		fmt.Fprintf(w, "%s:%s\n", id, sol)
@@ -99,7 +99,7 @@ func (f *fake) batch(w http.ResponseWriter, r *http.Request) {
 		case !ok:
 			sol = "error: unknown puzzle"
 		case f.mangle != nil:
-			sol = f.mangle(id, sol)
+			sol = f.mangle(p, sol)
 		}
 		out = append([]string{id + ":" + sol}, out...)
 	}
