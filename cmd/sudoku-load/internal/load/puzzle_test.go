@@ -42,7 +42,7 @@ func TestVerify(t *testing.T) {
 	p, sol := ps[0], sols[ps[0].Text]
 	swap := []byte(sol)
 	swap[0], swap[1] = swap[1], swap[0] // still digits, breaks a given or a column
-	var other solver.Grid                // no givens: only validity counts
+	var other solver.Grid               // no givens: only validity counts
 	for _, tc := range []struct {
 		name   string
 		puzzle solver.Grid
