@@ -12,7 +12,7 @@ func setupLocal(f *envFlags, c *common) func(context.Context) (*load.Result, err
 	f.Int(&c.conns, "c", runtime.GOMAXPROCS(0), "goroutines solving at once")
 	f.Int(&count, "n", 0, "puzzles to solve, going round the file (0: the file once)")
 	f.Duration(&c.duration, "duration", 0, "stop after this long (0: when -n is done)")
-	f.Int(&limit, "limit", 2, "solution limit passed to the solver (2 also proves uniqueness)")
+	f.Int(&limit, "limit", 1, "solution limit passed to the solver (1 as the service by default; 2 also proves uniqueness, as ?unique=1)")
 	return func(ctx context.Context) (*load.Result, error) {
 		if err := positive("c", float64(c.conns)); err != nil {
 			return nil, err

@@ -19,7 +19,8 @@ func (r *Result) WriteHTML(w io.Writer, title string, generated time.Time) error
 		R         *Result
 		Kinds     []Kind
 		Charts    []template.HTML
-	}{Title: title, Generated: generated.UTC().Format(time.RFC3339), R: r, Kinds: ErrorKinds()}
+		Note      string
+	}{Title: title, Generated: generated.UTC().Format(time.RFC3339), R: r, Kinds: ErrorKinds(), Note: latencyNotes[r.Mode]}
 	for _, c := range r.charts() {
 		data.Charts = append(data.Charts, template.HTML(c)) //nolint:gosec // built by chart, which escapes every text
 	}
@@ -90,6 +91,14 @@ func (r *Result) charts() []string {
 	return cs
 }
 
+var latencyNotes = map[string]string{
+	"load":     "Latency runs from each request's scheduled send time (open loop, no coordinated omission).",
+	"capacity": "Each step is an open-loop load run; latency runs from each request's scheduled send time.",
+	"batch":    "Latency runs from each request's send (closed loop); a POST's lines share the POST's latency.",
+	"stress":   "Latency runs from the moment a request was queued for writing on its pipelined connection.",
+	"local":    "Latency is the in-process solve time of one puzzle, answer check excluded.",
+}
+
 var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"f1":   func(v float64) string { return fmt.Sprintf("%.1f", v) },
 	"f3":   func(v float64) string { return fmt.Sprintf("%.3f", v) },
@@ -118,6 +127,6 @@ th{background:#f3f3f3}td.l,th.l{text-align:left}.fail{color:#b00}
 {{with .R.Stress}}<p>stress: wrote {{f1 .SendRate}} requests/s, read {{f1 .ReceiveRate}} answers/s{{if .NoRead}} (never reading){{end}}.</p>{{end}}
 {{range .Charts}}<div>{{.}}</div>
 {{end}}
-<p style="color:#777;font-size:12px">Latency is measured from each request's scheduled send time (open loop), recorded in an HDR histogram (1 us to 10 min, 3 significant digits).</p>
+<p style="color:#777;font-size:12px">{{.Note}} Latencies are recorded in an HDR histogram (1 us to 10 min, 3 significant digits); answers are checked against their puzzles.</p>
 </body></html>
 `))
