@@ -13,7 +13,7 @@ func setupCapacity(f *envFlags, c *common) func(context.Context) (*load.Result, 
 		slo                   time.Duration
 		maxRate, prec, maxErr float64
 		peak                  float64
-		cores, steps          int
+		cores, steps, retries int
 	)
 	f.Int(&c.conns, "c", 64, "connections (requests in flight at once)")
 	f.Float(&c.rate, "rate", 500, "starting rate, requests/s (doubled until a step fails)")
@@ -22,7 +22,8 @@ func setupCapacity(f *envFlags, c *common) func(context.Context) (*load.Result, 
 	f.Float(&maxRate, "max-rate", 200000, "highest rate to try")
 	f.Float(&prec, "precision", 0.05, "stop bisecting when (high-low)/high is below this")
 	f.Float(&maxErr, "max-errors", 0.001, "share of errors (503s included) a passing step may have")
-	f.Int(&steps, "steps", 14, "most load runs")
+	f.Int(&steps, "steps", 20, "most load runs")
+	f.Int(&retries, "retries", 1, "runs again a failed step this often before the rate counts as failed")
 	f.Int(&cores, "cores", runtime.NumCPU(), "cores serving, for the rate per core")
 	f.Float(&peak, "peak", 0, "planned peak rate: report the cores it needs (0: none)")
 	return func(ctx context.Context) (*load.Result, error) {
@@ -40,7 +41,7 @@ func setupCapacity(f *envFlags, c *common) func(context.Context) (*load.Result, 
 		lc := load.LoadConfig{Client: cl, Puzzles: c.puzzles, Target: c.url, Conns: c.conns,
 			Rate: c.rate, Duration: c.duration, Grace: c.timeout, Progress: c.progressFunc()}
 		return load.FindCapacity(ctx, load.CapacityConfig{Load: lc, SLO: slo, MaxRate: maxRate, Precision: prec,
-			MaxErrorRatio: maxErr, MaxSteps: steps, Cores: cores, Peak: peak,
+			MaxErrorRatio: maxErr, MaxSteps: steps, Retries: retries, Cores: cores, Peak: peak,
 			OnStep: func(s load.Step) {
 				c.log.Info().Float64("rate", s.Rate).Float64("achieved", s.Achieved).Float64("p99_ms", s.P99ms).
 					Float64("error_ratio", s.ErrorRatio).Bool("pass", s.Pass).Str("why", s.Why).Msg("capacity step")

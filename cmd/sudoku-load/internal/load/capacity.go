@@ -24,6 +24,10 @@ type CapacityConfig struct {
 	MaxErrorRatio float64
 	// MaxSteps bounds the number of load runs (0: 16).
 	MaxSteps int
+	// Retries is how often a failed step is run again before the rate
+	// counts as failed: on a shared machine one descheduling of the server
+	// can spoil the p99 of a short step. Every attempt is reported.
+	Retries int
 	// Cool is the pause between steps, to let the server drain (0: 1s).
 	Cool time.Duration
 	// Cores is the number of cores serving, for the rate per core.
@@ -122,7 +126,11 @@ func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
 	var err error
 	for len(c.Steps) < cfg.MaxSteps {
 		var pass bool
-		if pass, err = run(rate); err != nil {
+		pass, err = run(rate)
+		for try := 0; err == nil && !pass && try < cfg.Retries && len(c.Steps) < cfg.MaxSteps; try++ {
+			pass, err = run(rate)
+		}
+		if err != nil {
 			break
 		}
 		if pass {

@@ -61,6 +61,31 @@ func TestFindCapacitySearch(t *testing.T) {
 	}
 }
 
+// A step that fails once is run again with Retries, and both attempts are
+// reported.
+func TestFindCapacityRetries(t *testing.T) {
+	calls := 0
+	flaky := func(ctx context.Context, lc LoadConfig) (*Result, error) {
+		calls++
+		r, err := fakeRun(1000)(ctx, lc)
+		if calls == 2 { // the second run (rate 1000) is spoiled by a hiccup
+			r.Latency.P99 = 50
+		}
+		return r, err
+	}
+	res, err := FindCapacity(context.Background(), CapacityConfig{
+		Load: LoadConfig{Rate: 500}, SLO: 5 * time.Millisecond, MaxRate: 1000, Cores: 1,
+		Cool: time.Nanosecond, Retries: 1, runLoad: flaky,
+	})
+	if err != nil {
+		t.Fatalf("FindCapacity: %v", err)
+	}
+	c := res.Capacity
+	if c.Rate != 1000 || len(c.Steps) != 3 || c.Steps[1].Pass || !c.Steps[2].Pass {
+		t.Errorf("capacity %.0f after steps %+v; want 1000 after pass, fail, pass", c.Rate, c.Steps)
+	}
+}
+
 func TestJudge(t *testing.T) {
 	cfg := CapacityConfig{SLO: 5 * time.Millisecond, MaxErrorRatio: 0.01}
 	ok := func() *Result {

@@ -23,8 +23,13 @@ type StressConfig struct {
 	Conns int
 	// Count bounds the requests written over all connections.
 	Count int
-	// Duration bounds the run (writing, and reading what is still due).
+	// Duration bounds the writing.
 	Duration time.Duration
+	// Grace bounds the reading of answers after writing stopped (0: 5s).
+	Grace time.Duration
+	// Depth bounds the requests written but not yet answered on one
+	// connection, when reading (0: 256).
+	Depth int
 	// NoRead never reads a response: the connections only write.
 	NoRead bool
 	// Text asks for format=text answers.
@@ -42,8 +47,10 @@ type StressStats struct {
 
 // Stress writes pipelined HTTP/1.1 requests on raw TCP connections as fast as
 // the server takes them, bounded by Count and Duration. Unless NoRead is set,
-// a separate goroutine per connection reads and checks the answers; their
-// latency runs from the write of the request.
+// a separate goroutine per connection reads and checks the answers (their
+// latency runs from the write of the request), with at most Depth requests
+// unanswered per connection, and Grace to read the last answers; answers
+// still missing then count as timeouts.
 func Stress(ctx context.Context, cfg StressConfig) (*Result, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || u.Scheme != "http" || u.Host == "" {
@@ -67,9 +74,15 @@ func Stress(ctx context.Context, cfg StressConfig) (*Result, error) {
 	}
 	client := &Client{text: cfg.Text}
 
+	if cfg.Grace <= 0 {
+		cfg.Grace = 5 * time.Second
+	}
+	if cfg.Depth <= 0 {
+		cfg.Depth = 256
+	}
 	start := time.Now()
 	deadline := start.Add(cfg.Duration)
-	runCtx, cancel := context.WithDeadline(ctx, deadline)
+	runCtx, cancel := context.WithDeadline(ctx, deadline.Add(cfg.Grace))
 	defer cancel()
 	rec := NewRecorder(start)
 	stopTicks := startTicker(rec, start, cfg.Progress)
@@ -119,7 +132,15 @@ func stressConn(ctx context.Context, addr string, deadline time.Time, cfg Stress
 		return
 	}
 	defer conn.Close()
-	_ = conn.SetDeadline(deadline)
+	// The write loop stops at deadline by itself; the write deadline is a
+	// backstop for a server that stops reading, late enough that the last
+	// flush still goes out.
+	writeBy := deadline.Add(time.Second)
+	if !cfg.NoRead {
+		writeBy = deadline.Add(cfg.Grace)
+	}
+	_ = conn.SetWriteDeadline(writeBy)
+	_ = conn.SetReadDeadline(deadline.Add(cfg.Grace))
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
 	defer stop()
 
@@ -131,7 +152,7 @@ func stressConn(ctx context.Context, addr string, deadline time.Time, cfg Stress
 	if cfg.NoRead {
 		close(readerDone)
 	} else {
-		pending = make(chan sentReq, 4096)
+		pending = make(chan sentReq, cfg.Depth)
 		go func() {
 			defer close(readerDone)
 			stressRead(conn, pending, client, rec)
@@ -143,7 +164,7 @@ func stressConn(ctx context.Context, addr string, deadline time.Time, cfg Stress
 write:
 	for {
 		i := next.Add(1) - 1
-		if i >= int64(cfg.Count) || ctx.Err() != nil {
+		if i >= int64(cfg.Count) || ctx.Err() != nil || time.Now().After(deadline) {
 			break
 		}
 		p := &cfg.Puzzles[int(i)%len(cfg.Puzzles)]
