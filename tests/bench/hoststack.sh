@@ -13,13 +13,15 @@
 # nginx half-capacity report.
 #
 # Env: PUZZLES (../shared/data/test1000, else tests/integration/testdata/puzzles.txt),
-# OUT (tests/bench/out), SLO (5ms), STEP (5s per capacity step), HOLD (20s for
-# the half-capacity run), WORKERS (2), COMPOSE (0). Ports 30080-30999 on 127.0.0.1.
+# OUT (/tmp/sudoku-bench), SLO (5ms), STEP (5s per capacity step), HOLD (20s for
+# the half-capacity run), WORKERS (2), HOST (1: measure the host processes),
+# COMPOSE (0; 1: also the compose stack, project load-bench, port 30180).
+# Ports 30080-30999 on 127.0.0.1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-out=${OUT:-$root/tests/bench/out}
-slo=${SLO:-5ms} step=${STEP:-5s} hold=${HOLD:-20s} nworkers=${WORKERS:-2} compose=${COMPOSE:-0}
+out=${OUT:-/tmp/sudoku-bench}
+slo=${SLO:-5ms} step=${STEP:-5s} hold=${HOLD:-20s} nworkers=${WORKERS:-2} compose=${COMPOSE:-0} host=${HOST:-1}
 puzzles=${PUZZLES:-}
 if [[ -z $puzzles ]]; then
 	puzzles=$root/../shared/data/test1000
@@ -57,29 +59,6 @@ wait_for() { # url: wait up to 10s for a 200
 	return 1
 }
 
-say "starting $nworkers sudoku-fcgi workers"
-servers=""
-for i in $(seq "$nworkers"); do
-	port=$((30900 + 10 * i))
-	SUDOKU_LISTEN=127.0.0.1:$port SUDOKU_INTERNAL_LISTEN=127.0.0.1:$((port + 1)) SUDOKU_WORKER_ID=w$i \
-		"$bin/sudoku-fcgi" 2>"$out/worker$i.log" &
-	pids+=($!)
-	servers+="127.0.0.1:$port "
-	wait_for "http://127.0.0.1:$((port + 1))/readyz"
-done
-
-say "starting nginx (2 worker processes) on 127.0.0.1:30080"
-SUDOKU_WORKERS=$servers nginx/render-host.sh "$work/nginx" 30080 30082 30081 >/dev/null
-sed -i 's/^worker_processes auto;/worker_processes 2;/' "$work/nginx/nginx.conf"
-nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' >/dev/null 2>"$out/nginx.err" &
-pids+=($!)
-wait_for "http://127.0.0.1:30080/sudoku?puzzle=$p1"
-
-say "starting plainhttp on 127.0.0.1:30990"
-PLAINHTTP_LISTEN=127.0.0.1:30990 "$bin/plainhttp" 2>"$out/plainhttp.log" &
-pids+=($!)
-wait_for "http://127.0.0.1:30990/sudoku?puzzle=$p1"
-
 sl() { # name mode args...: run sudoku-load, JSON result to OUT/name.json, progress to OUT/name.log
 	local name=$1
 	shift
@@ -88,8 +67,6 @@ sl() { # name mode args...: run sudoku-load, JSON result to OUT/name.json, progr
 }
 capacity_of() { python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["capacity"]["rate"]))' "$1"; }
 
-sl local-1 local -c 1 -n 1000000 -duration 5s
-sl local-2 local -c 2 -n 1000000 -duration 5s
 
 target() { # name url
 	local name=$1 url=$2 cap half
@@ -101,10 +78,37 @@ target() { # name url
 	sl "batch-get-$name" batch -url "$url" -c 8
 	sl "batch-post-$name" batch -url "$url" -c 2 -b 100
 }
-target nginx http://127.0.0.1:30080
-target plain http://127.0.0.1:30990
-sl stress-nginx stress -url http://127.0.0.1:30080 -c 8 -n 200000 -duration 10s
-sl stress-noread-nginx stress -url http://127.0.0.1:30080 -c 8 -n 200000 -duration 5s -no-read
+if [[ $host == 1 ]]; then
+	sl local-1 local -c 1 -n 1000000 -duration 5s
+	sl local-2 local -c 2 -n 1000000 -duration 5s
+	say "starting $nworkers sudoku-fcgi workers"
+	servers=""
+	for i in $(seq "$nworkers"); do
+		port=$((30900 + 10 * i))
+		SUDOKU_LISTEN=127.0.0.1:$port SUDOKU_INTERNAL_LISTEN=127.0.0.1:$((port + 1)) SUDOKU_WORKER_ID=w$i \
+			"$bin/sudoku-fcgi" 2>"$out/worker$i.log" &
+		pids+=($!)
+		servers+="127.0.0.1:$port "
+		wait_for "http://127.0.0.1:$((port + 1))/readyz"
+	done
+
+	say "starting nginx (2 worker processes) on 127.0.0.1:30080"
+	SUDOKU_WORKERS=$servers nginx/render-host.sh "$work/nginx" 30080 30082 30081 >/dev/null
+	sed -i 's/^worker_processes auto;/worker_processes 2;/' "$work/nginx/nginx.conf"
+	nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' >/dev/null 2>"$out/nginx.err" &
+	pids+=($!)
+	wait_for "http://127.0.0.1:30080/sudoku?puzzle=$p1"
+
+	say "starting plainhttp on 127.0.0.1:30990"
+	PLAINHTTP_LISTEN=127.0.0.1:30990 "$bin/plainhttp" 2>"$out/plainhttp.log" &
+	pids+=($!)
+	wait_for "http://127.0.0.1:30990/sudoku?puzzle=$p1"
+
+	target nginx http://127.0.0.1:30080
+	target plain http://127.0.0.1:30990
+	sl stress-nginx stress -url http://127.0.0.1:30080 -c 8 -n 200000 -duration 10s
+	sl stress-noread-nginx stress -url http://127.0.0.1:30080 -c 8 -n 200000 -duration 5s -no-read
+fi
 
 if [[ $compose == 1 ]]; then
 	say "starting the compose stack as project $cproject on 127.0.0.1:30180"
@@ -123,7 +127,7 @@ def r(name):
     return json.load(open(p)) if os.path.exists(p) else None
 def errs(d):
     return ", ".join(f"{k} {v}" for k, v in sorted(d["errors"].items()) if v) or "none"
-print(f"machine: {os.cpu_count()} cores, shared with other jobs; puzzles: {r('local-1')['sent']} solved in local-1\n")
+print(f"machine: {os.cpu_count()} cores, shared with other jobs\n")
 print("| run | rate asked | verified answers/s | p50 ms | p99 ms | p99.9 ms | max ms | errors |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 names = ["local-1", "local-2"]
@@ -159,10 +163,16 @@ PY
 cat "$out/summary.md"
 
 browser=$(command -v chromium || command -v chromium-browser || true)
-if [[ -n $browser ]]; then
-	say "rendering half-nginx.html to PNG"
+for name in half-nginx half-compose; do
+	[[ -f $out/$name.html ]] || continue
+	if [[ -z $browser ]]; then
+		echo "chromium not installed: no PNG of $name.html (apt-get install chromium)" >&2
+		break
+	fi
+	say "rendering $name.html to $name.png"
 	"$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,2300 \
-		--screenshot="$out/half-nginx.png" "file://$out/half-nginx.html" >/dev/null 2>&1 || echo "chromium failed" >&2
-else
-	echo "chromium not installed: no PNG (apt-get install chromium)" >&2
-fi
+		--screenshot="$out/$name.png" "file://$out/$name.html" >/dev/null 2>&1 || echo "chromium failed on $name.html" >&2
+	if command -v convert >/dev/null && [[ -f $out/$name.png ]]; then
+		convert "$out/$name.png" -trim -bordercolor white -border 16 "$out/$name.png"
+	fi
+done

@@ -50,8 +50,8 @@ func (r *Result) charts() []string {
 			hs = append(hs, hline{r.Capacity.SLOms, "p99 objective", "#b00"})
 		}
 		cs = append(cs, chart("Latency over time (per second)", axis{Label: "second of the run"}, ya,
-			[]series{{Name: "p50", Color: "#1f77b4", Points: p50}, {Name: "p99", Color: "#ff7f0e", Points: p99},
-				{Name: "max", Color: "#d62728", Points: mx}}, hs))
+			[]series{{Name: "max", Color: "#d62728", Points: mx, Dash: true}, {Name: "p99", Color: "#ff7f0e", Points: p99},
+				{Name: "p50", Color: "#1f77b4", Points: p50}}, hs))
 		cs = append(cs, chart("Requests per second", axis{Label: "second of the run"}, axis{Label: "requests"},
 			[]series{{Name: "sent", Color: "#2ca02c", Points: sent}, {Name: "received", Color: "#1f77b4", Points: recv},
 				{Name: "errors", Color: "#d62728", Points: errs}}, nil))

@@ -17,6 +17,7 @@ type series struct {
 	Color  string
 	Points []point
 	Dots   bool // draw markers (and no line)
+	Dash   bool // draw a thin dashed line
 }
 
 type tick struct {
@@ -94,7 +95,11 @@ func chart(title string, xa, ya axis, ss []series, hs []hline) string {
 				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="4" fill="%s"/>`, xs.pos(p.X), ys.pos(p.Y), s.Color)
 			}
 		} else if len(s.Points) > 0 {
-			b.WriteString(`<polyline fill="none" stroke-width="2" stroke="` + s.Color + `" points="`)
+			style := `stroke-width="2"`
+			if s.Dash {
+				style = `stroke-width="1.2" stroke-dasharray="5 3"`
+			}
+			b.WriteString(`<polyline fill="none" ` + style + ` stroke="` + s.Color + `" points="`)
 			for _, p := range s.Points {
 				fmt.Fprintf(&b, "%.1f,%.1f ", xs.pos(p.X), ys.pos(p.Y))
 			}
