@@ -49,7 +49,10 @@ type Step struct {
 	P50ms      float64 `json:"p50_ms"`
 	P99ms      float64 `json:"p99_ms"`
 	ErrorRatio float64 `json:"error_ratio"`
-	Pass       bool    `json:"pass"`
+	// LagP99ms is the p99 of this process's own sending delay (see
+	// Result.ScheduleLag): when it is near P99ms, the client was starved.
+	LagP99ms float64 `json:"lag_p99_ms"`
+	Pass     bool    `json:"pass"`
 	Why        string  `json:"why"` // why a step failed; empty on a pass
 }
 
@@ -173,6 +176,9 @@ func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
 
 func judge(res *Result, cfg CapacityConfig) Step {
 	st := Step{Rate: res.Rate, Achieved: res.Throughput, P50ms: res.Latency.P50, P99ms: res.Latency.P99}
+	if res.ScheduleLag != nil {
+		st.LagP99ms = res.ScheduleLag.P99
+	}
 	if res.Sent > 0 {
 		st.ErrorRatio = float64(res.ErrorCount()) / float64(res.Sent)
 	}

@@ -28,6 +28,11 @@ type Result struct {
 	Latency     Latency      `json:"latency_ms"`
 	Percentiles []Percentile `json:"percentiles"`
 	Timeline    []Tick       `json:"timeline"`
+	// ScheduleLag (load and capacity only) is how late this process handed
+	// each request on after its due time: its own scheduling delay, which
+	// an open-loop latency includes. On a busy machine it shows how much of
+	// the tail is the client's.
+	ScheduleLag *Latency `json:"schedule_lag_ms"`
 
 	Capacity *Capacity    `json:"capacity"`
 	Stress   *StressStats `json:"stress"`
@@ -85,6 +90,10 @@ func (r *Result) WriteText(w io.Writer) error {
 	l := r.Latency
 	fmt.Fprintf(&b, "\nlatency   p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  (mean %s)\n",
 		ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max), ms(l.Mean))
+	if s := r.ScheduleLag; s != nil {
+		fmt.Fprintf(&b, "sched lag p50 %s  p99 %s  max %s  (this process's own delay in sending, part of the latency)\n",
+			ms(s.P50), ms(s.P99), ms(s.Max))
+	}
 	if s := r.Local; s != nil {
 		fmt.Fprintf(&b, "local     %d goroutines on %d cores: %.0f puzzles/s, %.0f puzzles/s per core\n",
 			s.Workers, s.Cores, r.Throughput, s.PerCore)
@@ -99,8 +108,8 @@ func (r *Result) WriteText(w io.Writer) error {
 			if !s.Pass {
 				verdict = "FAIL " + s.Why
 			}
-			fmt.Fprintf(&b, "  rate %8.0f/s  achieved %8.0f/s  p99 %s  errors %.3f%%  %s\n",
-				s.Rate, s.Achieved, ms(s.P99ms), 100*s.ErrorRatio, verdict)
+			fmt.Fprintf(&b, "  rate %8.0f/s  achieved %8.0f/s  p99 %s (own lag %s)  errors %.3f%%  %s\n",
+				s.Rate, s.Achieved, ms(s.P99ms), ms(s.LagP99ms), 100*s.ErrorRatio, verdict)
 		}
 		fmt.Fprintf(&b, "capacity  %.0f requests/s at p99 <= %s; %d cores: %.0f requests/s per core\n",
 			c.Rate, ms(c.SLOms), c.Cores, c.PerCore)
