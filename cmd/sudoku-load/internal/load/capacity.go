@@ -53,7 +53,7 @@ type Step struct {
 	// Result.ScheduleLag): when it is near P99ms, the client was starved.
 	LagP99ms float64 `json:"lag_p99_ms"`
 	Pass     bool    `json:"pass"`
-	Why        string  `json:"why"` // why a step failed; empty on a pass
+	Why      string  `json:"why"` // why a step failed; empty on a pass
 }
 
 // Capacity is the capacity-only part of a Result.
