@@ -11,7 +11,8 @@ import (
 func setupCapacity(f *envFlags, c *common) func(context.Context) (*load.Result, error) {
 	var (
 		slo                   time.Duration
-		maxRate, prec, maxErr float64
+		maxRate, minRate      float64
+		prec, maxErr          float64
 		peak                  float64
 		cores, steps, retries int
 	)
@@ -20,6 +21,7 @@ func setupCapacity(f *envFlags, c *common) func(context.Context) (*load.Result, 
 	f.Duration(&c.duration, "duration", 5*time.Second, "length of each step")
 	f.Duration(&slo, "p99", 5*time.Millisecond, "p99 objective")
 	f.Float(&maxRate, "max-rate", 200000, "highest rate to try")
+	f.Float(&minRate, "min-rate", 10, "stop when a rate this low fails (the capacity is then 0)")
 	f.Float(&prec, "precision", 0.05, "stop bisecting when (high-low)/high is below this")
 	f.Float(&maxErr, "max-errors", 0.001, "share of errors (503s included) a passing step may have")
 	f.Int(&steps, "steps", 20, "most load runs")
@@ -40,7 +42,7 @@ func setupCapacity(f *envFlags, c *common) func(context.Context) (*load.Result, 
 		defer cl.Close()
 		lc := load.LoadConfig{Client: cl, Puzzles: c.puzzles, Target: c.url, Conns: c.conns,
 			Rate: c.rate, Duration: c.duration, Grace: c.timeout, Progress: c.progressFunc()}
-		return load.FindCapacity(ctx, load.CapacityConfig{Load: lc, SLO: slo, MaxRate: maxRate, Precision: prec,
+		return load.FindCapacity(ctx, load.CapacityConfig{Load: lc, SLO: slo, MaxRate: maxRate, MinRate: minRate, Precision: prec,
 			MaxErrorRatio: maxErr, MaxSteps: steps, Retries: retries, Cores: cores, Peak: peak,
 			OnStep: func(s load.Step) {
 				c.log.Info().Float64("rate", s.Rate).Float64("achieved", s.Achieved).Float64("p99_ms", s.P99ms).Float64("lag_p99_ms", s.LagP99ms).

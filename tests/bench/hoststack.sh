@@ -12,8 +12,12 @@
 # OUT/summary.md (and stdout) and, when chromium is installed, a PNG of the
 # nginx half-capacity report.
 #
+# On a busy shared machine p99 <= 5ms may be out of reach at any rate, so each
+# target also gets a capacity at LOOSE_SLO, and the half-capacity run uses the
+# strict capacity when there is one, else the loose one (the summary says which).
+#
 # Env: PUZZLES (../shared/data/test1000, else tests/integration/testdata/puzzles.txt),
-# OUT (/tmp/sudoku-bench), SLO (5ms), STEP (5s per capacity step), HOLD (20s for
+# OUT (/tmp/sudoku-bench), SLO (5ms), LOOSE_SLO (50ms), STEP (5s per capacity step), HOLD (20s for
 # the half-capacity run), WORKERS (2), HOST (1: measure the host processes),
 # COMPOSE (0; 1: also the compose stack, project load-bench, port 30180).
 # Ports 30080-30999 on 127.0.0.1.
@@ -21,7 +25,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 out=${OUT:-/tmp/sudoku-bench}
-slo=${SLO:-5ms} step=${STEP:-5s} hold=${HOLD:-20s} nworkers=${WORKERS:-2} compose=${COMPOSE:-0} host=${HOST:-1}
+slo=${SLO:-5ms} loose=${LOOSE_SLO:-50ms} step=${STEP:-5s} hold=${HOLD:-20s} nworkers=${WORKERS:-2} compose=${COMPOSE:-0} host=${HOST:-1}
 puzzles=${PUZZLES:-}
 if [[ -z $puzzles ]]; then
 	puzzles=$root/../shared/data/test1000
@@ -48,6 +52,8 @@ mkdir -p "$bin"
 go build -trimpath -o "$bin/" ./cmd/sudoku-fcgi ./cmd/sudoku-load ./tests/bench/plainhttp
 load=$bin/sudoku-load
 p1=$(grep -m1 -E '^[0-9.]{81}$' "$puzzles")
+big=$work/puzzles-x10 # the file ten times over, so a batch lasts a few seconds
+for _ in $(seq 10); do cat "$puzzles"; done >"$big"
 
 wait_for() { # url: wait up to 10s for a 200
 	local i
@@ -60,10 +66,10 @@ wait_for() { # url: wait up to 10s for a 200
 }
 
 sl() { # name mode args...: run sudoku-load, JSON result to OUT/name.json, progress to OUT/name.log
-	local name=$1
-	shift
-	say "sudoku-load $* -> $name.json"
-	"$load" "$@" -in "$puzzles" -json >"$out/$name.json" 2>"$out/$name.log"
+	local name=$1 mode=$2
+	shift 2
+	say "sudoku-load $mode $* -> $name.json"
+	"$load" "$mode" -in "$puzzles" "$@" -json >"$out/$name.json" 2>"$out/$name.log"
 }
 capacity_of() { python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["capacity"]["rate"]))' "$1"; }
 
@@ -71,12 +77,18 @@ capacity_of() { python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1
 target() { # name url
 	local name=$1 url=$2 cap half
 	sl "capacity-$name" capacity -url "$url" -p99 "$slo" -rate 1000 -duration "$step" -c 64 -cores "$(nproc)" -peak 1000000
+	sl "capacity-loose-$name" capacity -url "$url" -p99 "$loose" -rate 1000 -duration "$step" -c 64 -cores "$(nproc)" -peak 1000000
 	cap=$(capacity_of "$out/capacity-$name.json")
+	echo "strict" >"$out/half-$name.basis"
+	if ((cap == 0)); then
+		cap=$(capacity_of "$out/capacity-loose-$name.json")
+		echo "loose" >"$out/half-$name.basis"
+	fi
 	half=$((cap / 2))
 	if ((half < 1)); then half=1; fi
 	sl "half-$name" load -url "$url" -rate "$half" -duration "$hold" -c 64 -html "$out/half-$name.html"
-	sl "batch-get-$name" batch -url "$url" -c 8
-	sl "batch-post-$name" batch -url "$url" -c 2 -b 100
+	sl "batch-get-$name" batch -url "$url" -c 16 -in "$big"
+	sl "batch-post-$name" batch -url "$url" -c 2 -b 100 -in "$big"
 }
 if [[ $host == 1 ]]; then
 	sl local-1 local -c 1 -n 1000000 -duration 5s
@@ -143,20 +155,26 @@ for n in names:
     rate = f"{d['rate']:.0f}" if d["rate"] else "-"
     print(f"| {n} | {rate} | {d['throughput']:.0f} | {l['p50']:.3f} | {l['p99']:.3f} | {l['p999']:.3f} | {l['max']:.1f} | {errs(d)} |")
 print()
-caps = {}
+caps, loose = {}, {}
 for t in targets:
-    d = r(f"capacity-{t}")
-    if d:
+    for prefix, store in ((f"capacity-{t}", caps), (f"capacity-loose-{t}", loose)):
+        d = r(prefix)
+        if not d:
+            continue
         c = d["capacity"]
-        caps[t] = c["rate"]
+        store[t] = c["rate"]
+        peak = f"a 1M/s peak needs {c['cores_for_peak']} cores" if c["rate"] else "objective not met at any rate tried"
         print(f"- capacity {t}: {c['rate']:.0f} requests/s at p99 <= {c['slo_p99_ms']:g} ms "
-              f"({c['per_core']:.0f}/s per core on {c['cores']} cores; a 1M/s peak needs {c['cores_for_peak']} cores), "
-              f"{len(c['steps'])} steps")
+              f"({c['per_core']:.0f}/s per core on {c['cores']} cores; {peak}), {len(c['steps'])} steps")
+    b = os.path.join(out, f"half-{t}.basis")
+    if os.path.exists(b):
+        print(f"- half-{t} ran at half of the {open(b).read().strip()} capacity")
 l1, l2 = r("local-1"), r("local-2")
 if l1 and l2:
     print(f"- local: {l1['throughput']:.0f} puzzles/s on 1 goroutine, {l2['throughput']:.0f} on 2")
-if caps.get("nginx") and caps.get("plain"):
-    print(f"- plain net/http / nginx + FastCGI capacity: {caps['plain'] / caps['nginx']:.2f}x")
+for name, cs in (("strict", caps), ("loose", loose)):
+    if cs.get("nginx") and cs.get("plain"):
+        print(f"- plain net/http / nginx + FastCGI capacity ({name}): {cs['plain'] / cs['nginx']:.2f}x")
 if caps.get("nginx") and l2:
     print(f"- nginx + FastCGI capacity / local puzzles/s (2 goroutines): {caps['nginx'] / l2['throughput']:.3f}")
 PY

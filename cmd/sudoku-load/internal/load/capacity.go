@@ -16,6 +16,9 @@ type CapacityConfig struct {
 	SLO time.Duration
 	// MaxRate bounds the search (0: 1,000,000 requests/s).
 	MaxRate float64
+	// MinRate ends the search when a rate this low fails: the capacity is
+	// then reported as 0 (0: 10 requests/s).
+	MinRate float64
 	// Precision ends the bisection once (high-low)/high is below it
 	// (0: 0.05).
 	Precision float64
@@ -80,6 +83,9 @@ func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
 	if cfg.MaxRate <= 0 {
 		cfg.MaxRate = 1e6
 	}
+	if cfg.MinRate <= 0 {
+		cfg.MinRate = 10
+	}
 	if cfg.Precision <= 0 {
 		cfg.Precision = 0.05
 	}
@@ -142,6 +148,8 @@ func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
 			hi = rate
 		}
 		switch {
+		case !pass && rate <= cfg.MinRate:
+			// Even the lowest rate fails: the objective is out of reach.
 		case pass && math.IsInf(hi, 1) && rate >= cfg.MaxRate:
 			// Passed at the bound: the capacity is at least MaxRate.
 		case math.IsInf(hi, 1):

@@ -33,6 +33,7 @@ func TestFindCapacitySearch(t *testing.T) {
 		{"knee above start", 500, 3000, 1e6, 3000 * 0.95, 3000, 12, true},
 		{"knee below start", 4000, 700, 1e6, 700 * 0.95, 700, 14, true},
 		{"never fails", 500, math.Inf(1), 8000, 8000, 8000, 6, false},
+		{"always fails", 500, 0, 1e6, 0, 0, 7, true}, // 500 250 125 63 32 16 8
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var steps []Step
@@ -50,6 +51,12 @@ func TestFindCapacitySearch(t *testing.T) {
 			}
 			if len(c.Steps) > tc.wantStepsBelow || len(steps) != len(c.Steps) {
 				t.Errorf("%d steps (%d reported), want at most %d", len(c.Steps), len(steps), tc.wantStepsBelow)
+			}
+			if c.Rate == 0 {
+				if c.CoresForPeak != 0 || c.Steps[len(c.Steps)-1].Rate != 8 {
+					t.Errorf("no capacity: cores for peak %d, last step %+v; want 0 and the search ended at 8/s", c.CoresForPeak, c.Steps[len(c.Steps)-1])
+				}
+				return
 			}
 			if c.PerCore != c.Rate/2 || c.CoresForPeak != int(math.Ceil(1e6/c.PerCore)) {
 				t.Errorf("per core %.1f, cores for peak %d; want rate/2 and ceil(1e6/per core)", c.PerCore, c.CoresForPeak)
