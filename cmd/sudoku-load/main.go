@@ -178,7 +178,7 @@ func (c *common) progressFunc() func(load.Tick) {
 	return func(t load.Tick) {
 		c.log.Info().Int("second", t.Second).Int64("sent", t.Sent).Int64("received", t.Received).
 			Int64("in_flight", t.InFlight).Int64("backlog", t.Backlog).Int64("busy_503", t.Busy).
-			Int64("errors", t.Errors).Float64("p50_ms", t.P50ms).Float64("p99_ms", t.P99ms).Msg("progress")
+			Int64("errors", t.Errors).Float64("p50_ms", t.P50ms).Float64("p99_ms", t.P99ms).Float64("lag_p99_ms", t.LagP99ms).Msg("progress")
 	}
 }
 

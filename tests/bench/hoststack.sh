@@ -188,9 +188,6 @@ for name in half-nginx half-compose; do
 		break
 	fi
 	say "rendering $name.html to $name.png"
-	"$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,2300 \
+	"$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,1560 \
 		--screenshot="$out/$name.png" "file://$out/$name.html" >/dev/null 2>&1 || echo "chromium failed on $name.html" >&2
-	if command -v convert >/dev/null && [[ -f $out/$name.png ]]; then
-		convert "$out/$name.png" -trim -bordercolor white -border 16 "$out/$name.png"
-	fi
 done

@@ -30,7 +30,7 @@ func (r *Result) WriteHTML(w io.Writer, title string, generated time.Time) error
 func (r *Result) charts() []string {
 	var cs []string
 	if len(r.Timeline) > 0 {
-		var p50, p99, mx, sent, recv, errs []point
+		var p50, p99, mx, lag, sent, recv, errs []point
 		lo, hi := math.Inf(1), 0.0
 		for _, t := range r.Timeline {
 			x := float64(t.Second)
@@ -38,6 +38,9 @@ func (r *Result) charts() []string {
 				p50 = append(p50, point{x, t.P50ms})
 				p99 = append(p99, point{x, t.P99ms})
 				mx = append(mx, point{x, t.MaxMs})
+				if r.ScheduleLag != nil {
+					lag = append(lag, point{x, t.LagP99ms})
+				}
 				lo, hi = math.Min(lo, t.P50ms), math.Max(hi, t.MaxMs)
 			}
 			sent = append(sent, point{x, float64(t.Sent)})
@@ -51,7 +54,7 @@ func (r *Result) charts() []string {
 		}
 		cs = append(cs, chart("Latency over time (per second)", axis{Label: "second of the run"}, ya,
 			[]series{{Name: "max", Color: "#d62728", Points: mx, Dash: true}, {Name: "p99", Color: "#ff7f0e", Points: p99},
-				{Name: "p50", Color: "#1f77b4", Points: p50}}, hs))
+				{Name: "p50", Color: "#1f77b4", Points: p50}, {Name: "own lag p99", Color: "#7f7f7f", Points: lag, Dash: true}}, hs))
 		cs = append(cs, chart("Requests per second", axis{Label: "second of the run"}, axis{Label: "requests"},
 			[]series{{Name: "sent", Color: "#2ca02c", Points: sent}, {Name: "received", Color: "#1f77b4", Points: recv},
 				{Name: "errors", Color: "#d62728", Points: errs}}, nil))

@@ -87,7 +87,6 @@ func Load(ctx context.Context, cfg LoadConfig) (*Result, error) {
 	// The schedule: sleep until each request is due, but never let a late
 	// wake-up move the due times (they stay start + i*interval).
 	timer := time.NewTimer(time.Until(start))
-	lag := newHist() // how late the scheduler itself sent each request on
 schedule:
 	for i := range total {
 		due := start.Add(time.Duration(i) * interval)
@@ -100,7 +99,7 @@ schedule:
 			}
 		}
 		rec.Due()
-		_ = lag.RecordValue(max(histMin, min(histMax, time.Since(due).Microseconds())))
+		rec.Late(time.Since(due)) // this process's own delay, part of the latency
 		select {
 		case jobs <- job{p: &cfg.Puzzles[i%len(cfg.Puzzles)], due: due}:
 		case <-runCtx.Done():
@@ -116,8 +115,6 @@ schedule:
 
 	res := &Result{Mode: "load", Target: cfg.Target, Connections: cfg.Conns, Rate: cfg.Rate}
 	rec.Fill(res)
-	sl := latencyOf(lag)
-	res.ScheduleLag = &sl
 	// The rate achieved over the scheduled window, answers that arrive in
 	// the grace period included.
 	res.DurationS = cfg.Duration.Seconds()

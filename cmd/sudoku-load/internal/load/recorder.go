@@ -39,6 +39,9 @@ type Tick struct {
 	P50ms float64 `json:"p50_ms"`
 	P99ms float64 `json:"p99_ms"`
 	MaxMs float64 `json:"max_ms"`
+	// LagP99ms is the p99 of this process's own sending delay in this
+	// second (load only; see Result.ScheduleLag).
+	LagP99ms float64 `json:"lag_p99_ms"`
 }
 
 // Recorder collects outcomes and latencies. It is safe for concurrent use.
@@ -53,6 +56,8 @@ type Recorder struct {
 	mu       sync.Mutex
 	all      *hdrhistogram.Histogram
 	sec      *hdrhistogram.Histogram
+	lagAll   *hdrhistogram.Histogram // nil until Late is called
+	lagSec   *hdrhistogram.Histogram
 	received int64
 	kinds    [numKinds]int64
 	tick     Tick // counts for the current second
@@ -67,6 +72,18 @@ func NewRecorder(start time.Time) *Recorder {
 // Due notes that a request's scheduled send time has come.
 func (r *Recorder) Due() { r.due.Add(1) }
 
+// Late records how late this process handed a request on after it was due.
+func (r *Recorder) Late(d time.Duration) {
+	us := max(histMin, min(histMax, d.Microseconds()))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lagAll == nil {
+		r.lagAll, r.lagSec = newHist(), newHist()
+	}
+	_ = r.lagAll.RecordValue(us) // cannot fail: clamped to the range
+	_ = r.lagSec.RecordValue(us)
+}
+
 // Sent notes that a request went out.
 func (r *Recorder) Sent() {
 	r.sent.Add(1)
@@ -79,12 +96,7 @@ func (r *Recorder) Sent() {
 // answer of any status arrived), its latency.
 func (r *Recorder) Done(k Kind, received bool, latency time.Duration) {
 	us := latency.Microseconds()
-	if us < histMin {
-		us = histMin
-	}
-	if us > histMax {
-		us = histMax
-	}
+	us = max(histMin, min(histMax, us))
 	r.finished.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -127,6 +139,10 @@ func (r *Recorder) Tick() Tick {
 	t.P99ms = usToMs(r.sec.ValueAtQuantile(99))
 	t.MaxMs = usToMs(r.sec.Max())
 	r.sec.Reset()
+	if r.lagSec != nil {
+		t.LagP99ms = usToMs(r.lagSec.ValueAtQuantile(99))
+		r.lagSec.Reset()
+	}
 	r.tick = Tick{}
 	r.timeline = append(r.timeline, t)
 	return t
@@ -155,6 +171,10 @@ func (r *Recorder) Fill(res *Result) {
 	res.Latency = latencyOf(r.all)
 	res.Percentiles = percentilesOf(r.all)
 	res.Timeline = append([]Tick(nil), r.timeline...)
+	if r.lagAll != nil {
+		l := latencyOf(r.lagAll)
+		res.ScheduleLag = &l
+	}
 }
 
 func latencyOf(h *hdrhistogram.Histogram) Latency {
