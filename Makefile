@@ -85,3 +85,22 @@ worker-bench: ## worker: handler and FastCGI round-trip benchmarks (CPU, allocs 
 worker-bench-nginx: ## worker: host nginx -> fcgi vs plain net/http with wrk (ports 19000-19099)
 	tests/bench/worker-fcgi.sh
 # ---- end of worker targets ----
+
+# ---- sudoku-load (load tool; owner: load helper) ----
+.PHONY: load-test bench-host bench-host-compose load-smoke
+LOAD_URL ?= http://127.0.0.1:8080
+LOAD_IN ?= tests/integration/testdata/puzzles.txt
+
+load-test: ## sudoku-load engine and CLI tests, with the race detector
+	$(GO) test -race -shuffle=on ./cmd/sudoku-load/...
+
+bench-host: ## sudoku-load on host nginx + workers and on plain net/http (tests/bench/hoststack.sh; OUT=/tmp/sudoku-bench)
+	tests/bench/hoststack.sh
+
+bench-host-compose: ## the same runs against a compose stack (project load-bench, port 30180)
+	HOST=0 COMPOSE=1 tests/bench/hoststack.sh
+
+load-smoke: ## 5 s of open-loop load on LOAD_URL with progress (LOAD_URL, LOAD_IN)
+	$(GO) run ./cmd/sudoku-load load -url $(LOAD_URL) -in $(LOAD_IN) -rate 200 -duration 5s -log-console
+
+bench: bench-host

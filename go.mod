@@ -3,6 +3,7 @@ module sudoku-fcgi
 go 1.26.0
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/caddyserver/certmagic v0.25.6
 	github.com/letsencrypt/pebble/v2 v2.10.3
 	github.com/miekg/dns v1.1.73
