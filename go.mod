@@ -1,3 +1,14 @@
 module sudoku-fcgi
 
 go 1.26
+
+require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
+	github.com/rs/zerolog v1.35.1
+)
+
+require (
+	github.com/mattn/go-colorable v0.1.14 // indirect
+	github.com/mattn/go-isatty v0.0.20 // indirect
+	golang.org/x/sys v0.29.0 // indirect
+)

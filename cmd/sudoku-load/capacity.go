@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"runtime"
+	"time"
+
+	"sudoku-fcgi/cmd/sudoku-load/internal/load"
+)
+
+func setupCapacity(f *envFlags, c *common) func(context.Context) (*load.Result, error) {
+	var (
+		slo                   time.Duration
+		maxRate, prec, maxErr float64
+		peak                  float64
+		cores, steps          int
+	)
+	f.Int(&c.conns, "c", 64, "connections (requests in flight at once)")
+	f.Float(&c.rate, "rate", 500, "starting rate, requests/s (doubled until a step fails)")
+	f.Duration(&c.duration, "duration", 5*time.Second, "length of each step")
+	f.Duration(&slo, "p99", 5*time.Millisecond, "p99 objective")
+	f.Float(&maxRate, "max-rate", 200000, "highest rate to try")
+	f.Float(&prec, "precision", 0.05, "stop bisecting when (high-low)/high is below this")
+	f.Float(&maxErr, "max-errors", 0.001, "share of errors (503s included) a passing step may have")
+	f.Int(&steps, "steps", 14, "most load runs")
+	f.Int(&cores, "cores", runtime.NumCPU(), "cores serving, for the rate per core")
+	f.Float(&peak, "peak", 0, "planned peak rate: report the cores it needs (0: none)")
+	return func(ctx context.Context) (*load.Result, error) {
+		for name, v := range map[string]float64{"c": float64(c.conns), "rate": c.rate, "duration": c.duration.Seconds(),
+			"p99": slo.Seconds(), "max-rate": maxRate, "cores": float64(cores), "steps": float64(steps)} {
+			if err := positive(name, v); err != nil {
+				return nil, err
+			}
+		}
+		cl, err := c.client()
+		if err != nil {
+			return nil, err
+		}
+		defer cl.Close()
+		lc := load.LoadConfig{Client: cl, Puzzles: c.puzzles, Target: c.url, Conns: c.conns,
+			Rate: c.rate, Duration: c.duration, Grace: c.timeout, Progress: c.progressFunc()}
+		return load.FindCapacity(ctx, load.CapacityConfig{Load: lc, SLO: slo, MaxRate: maxRate, Precision: prec,
+			MaxErrorRatio: maxErr, MaxSteps: steps, Cores: cores, Peak: peak,
+			OnStep: func(s load.Step) {
+				c.log.Info().Float64("rate", s.Rate).Float64("achieved", s.Achieved).Float64("p99_ms", s.P99ms).
+					Float64("error_ratio", s.ErrorRatio).Bool("pass", s.Pass).Str("why", s.Why).Msg("capacity step")
+			}})
+	}
+}

@@ -1,0 +1,178 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+)
+
+// CapacityConfig configures Capacity.
+type CapacityConfig struct {
+	// Load is the template of every step; its Rate is the starting rate
+	// and its Duration the length of each step.
+	Load LoadConfig
+	// SLO is the p99 objective.
+	SLO time.Duration
+	// MaxRate bounds the search (0: 1,000,000 requests/s).
+	MaxRate float64
+	// Precision ends the bisection once (high-low)/high is below it
+	// (0: 0.05).
+	Precision float64
+	// MaxErrorRatio is the share of errors a passing step may have
+	// (0: none at all). Wrong answers always fail a step.
+	MaxErrorRatio float64
+	// MaxSteps bounds the number of load runs (0: 16).
+	MaxSteps int
+	// Cool is the pause between steps, to let the server drain (0: 1s).
+	Cool time.Duration
+	// Cores is the number of cores serving, for the rate per core.
+	Cores int
+	// Peak, if > 0, is a planned peak rate: the report says how many cores
+	// it needs at the measured rate per core.
+	Peak float64
+	// OnStep, if set, is called after every step.
+	OnStep func(Step)
+}
+
+// Step is one load run of the search.
+type Step struct {
+	Rate       float64 `json:"rate"`
+	Achieved   float64 `json:"achieved"` // verified answers/s
+	P50ms      float64 `json:"p50_ms"`
+	P99ms      float64 `json:"p99_ms"`
+	ErrorRatio float64 `json:"error_ratio"`
+	Pass       bool    `json:"pass"`
+	Why        string  `json:"why"` // why a step failed; empty on a pass
+}
+
+// Capacity is the capacity-only part of a Result.
+type Capacity struct {
+	SLOms        float64 `json:"slo_p99_ms"`
+	Rate         float64 `json:"rate"` // the highest passing rate, requests/s
+	Cores        int     `json:"cores"`
+	PerCore      float64 `json:"per_core"`
+	Peak         float64 `json:"peak"`
+	CoresForPeak int     `json:"cores_for_peak"`
+	Steps        []Step  `json:"steps"`
+}
+
+// FindCapacity finds the highest rate whose p99 stays within SLO: it doubles the
+// rate from Load.Rate until a step fails, then bisects between the last pass
+// and the first failure. A step passes when p99 <= SLO, the achieved rate is
+// at least 95% of the asked rate, no answer is wrong and the error ratio is
+// within MaxErrorRatio. The Result's main figures are those of the best
+// passing step (or of the last step when none passed).
+func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
+	if cfg.SLO <= 0 || cfg.Load.Rate <= 0 {
+		return nil, fmt.Errorf("%w: capacity needs an SLO > 0 and a starting rate > 0", ErrConfig)
+	}
+	if cfg.MaxRate <= 0 {
+		cfg.MaxRate = 1e6
+	}
+	if cfg.Precision <= 0 {
+		cfg.Precision = 0.05
+	}
+	if cfg.MaxSteps <= 0 {
+		cfg.MaxSteps = 16
+	}
+	if cfg.Cool <= 0 {
+		cfg.Cool = time.Second
+	}
+	if cfg.Cores < 1 {
+		cfg.Cores = 1
+	}
+	c := &Capacity{SLOms: float64(cfg.SLO) / 1e6, Cores: cfg.Cores, Peak: cfg.Peak}
+	var best, last *Result
+	run := func(rate float64) (bool, error) {
+		if len(c.Steps) > 0 {
+			select {
+			case <-time.After(cfg.Cool):
+			case <-ctx.Done():
+				return false, ctx.Err()
+			}
+		}
+		lc := cfg.Load
+		lc.Rate = rate
+		res, err := Load(ctx, lc)
+		if err != nil {
+			return false, err
+		}
+		st := judge(res, cfg)
+		c.Steps = append(c.Steps, st)
+		if cfg.OnStep != nil {
+			cfg.OnStep(st)
+		}
+		last = res
+		if st.Pass && (best == nil || rate > best.Rate) {
+			best = res
+		}
+		return st.Pass, nil
+	}
+
+	lo, hi := 0.0, math.Inf(1)
+	rate := min(cfg.Load.Rate, cfg.MaxRate)
+	var err error
+	for len(c.Steps) < cfg.MaxSteps {
+		var pass bool
+		if pass, err = run(rate); err != nil {
+			break
+		}
+		if pass {
+			lo = rate
+		} else {
+			hi = rate
+		}
+		switch {
+		case pass && math.IsInf(hi, 1) && rate >= cfg.MaxRate:
+			// Passed at the bound: the capacity is at least MaxRate.
+		case math.IsInf(hi, 1):
+			rate = min(2*rate, cfg.MaxRate)
+			continue
+		case (hi-lo)/hi > cfg.Precision:
+			rate = math.Round((lo + hi) / 2)
+			if rate > lo && rate < hi {
+				continue
+			}
+		}
+		break
+	}
+
+	res := best
+	if res == nil {
+		res = last
+	}
+	if res == nil {
+		return nil, err
+	}
+	out := *res
+	out.Mode = "capacity"
+	c.Rate = lo
+	c.PerCore = lo / float64(cfg.Cores)
+	if cfg.Peak > 0 && c.PerCore > 0 {
+		c.CoresForPeak = int(math.Ceil(cfg.Peak / c.PerCore))
+	}
+	out.Capacity = c
+	return &out, err
+}
+
+func judge(res *Result, cfg CapacityConfig) Step {
+	st := Step{Rate: res.Rate, Achieved: res.Throughput, P50ms: res.Latency.P50, P99ms: res.Latency.P99}
+	if res.Sent > 0 {
+		st.ErrorRatio = float64(res.ErrorCount()) / float64(res.Sent)
+	}
+	slo := float64(cfg.SLO) / 1e6
+	switch {
+	case res.Wrong > 0:
+		st.Why = fmt.Sprintf("%d wrong answers", res.Wrong)
+	case st.ErrorRatio > cfg.MaxErrorRatio:
+		st.Why = fmt.Sprintf("error ratio %.4f > %.4f", st.ErrorRatio, cfg.MaxErrorRatio)
+	case st.P99ms > slo:
+		st.Why = fmt.Sprintf("p99 %.3fms > %.3fms", st.P99ms, slo)
+	case st.Achieved < 0.95*res.Rate:
+		st.Why = fmt.Sprintf("achieved %.0f/s < 95%% of %.0f/s", st.Achieved, res.Rate)
+	default:
+		st.Pass = true
+	}
+	return st
+}

@@ -1,0 +1,88 @@
+package load
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"sudoku-fcgi/solver"
+)
+
+// Puzzle is one line of a puzzle file.
+type Puzzle struct {
+	// ID is the line's "id:" prefix, or its 1-based line number.
+	ID string
+	// Text is the 81 cells as read (without the id).
+	Text string
+	// Grid is the parsed puzzle, used to check answers.
+	Grid solver.Grid
+}
+
+// ErrNoPuzzles is returned by ReadPuzzles for input without any puzzle.
+var ErrNoPuzzles = errors.New("load: no puzzles in input")
+
+// ReadPuzzles reads one puzzle per line, "[id:]<81 cells>" with '0' or '.'
+// for blanks. Blank lines and lines starting with '#' are skipped. A malformed
+// line is an error that names its line number.
+func ReadPuzzles(r io.Reader) ([]Puzzle, error) {
+	var ps []Puzzle
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		id, text := strconv.Itoa(n), line
+		if i := strings.IndexByte(line, ':'); i >= 0 {
+			id, text = line[:i], line[i+1:]
+		}
+		g, err := solver.Parse(text)
+		if err != nil {
+			return nil, fmt.Errorf("reading puzzles: line %d: %w", n, err)
+		}
+		ps = append(ps, Puzzle{ID: id, Text: g.String(), Grid: g})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading puzzles: %w", err)
+	}
+	if len(ps) == 0 {
+		return nil, ErrNoPuzzles
+	}
+	return ps, nil
+}
+
+// Errors returned by Verify. They wrap ErrWrongAnswer.
+var ErrWrongAnswer = errors.New("load: wrong answer")
+
+// Verify checks that answer is a complete valid grid (81 digits 1-9, each
+// row, column and box holding every digit once) that keeps every given of
+// puzzle. It does not solve anything.
+func Verify(puzzle solver.Grid, answer string) error {
+	if len(answer) != 81 {
+		return fmt.Errorf("%w: got %d cells, want 81", ErrWrongAnswer, len(answer))
+	}
+	var rows, cols, boxes [9]uint16
+	for i := 0; i < 81; i++ {
+		c := answer[i]
+		if c < '1' || c > '9' {
+			return fmt.Errorf("%w: cell %d is %q, want a digit 1-9", ErrWrongAnswer, i+1, rune(c))
+		}
+		v := c - '0'
+		if g := puzzle[i]; g != 0 && g != v {
+			return fmt.Errorf("%w: cell %d is %d, the puzzle gives %d", ErrWrongAnswer, i+1, v, g)
+		}
+		r, col, b := i/9, i%9, i/27*3+i%9/3
+		bit := uint16(1) << v
+		if rows[r]&bit != 0 || cols[col]&bit != 0 || boxes[b]&bit != 0 {
+			return fmt.Errorf("%w: cell %d repeats %d in its row, column or box", ErrWrongAnswer, i+1, v)
+		}
+		rows[r] |= bit
+		cols[col] |= bit
+		boxes[b] |= bit
+	}
+	return nil
+}

@@ -1,0 +1,183 @@
+package load
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Latencies are recorded in microseconds, from 1 us to 10 minutes, with 3
+// significant digits.
+const (
+	histMin    = 1
+	histMax    = int64(10 * time.Minute / time.Microsecond)
+	histDigits = 3
+)
+
+func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histDigits) }
+
+// Tick is one second of a run, as shown in the progress line and the
+// latency-over-time plot.
+type Tick struct {
+	// Second is the time since the start of the run, in whole seconds.
+	Second int `json:"second"`
+	// Sent and Received count requests in this second.
+	Sent     int64 `json:"sent"`
+	Received int64 `json:"received"`
+	// InFlight is sent minus finished at the end of the second.
+	InFlight int64 `json:"in_flight"`
+	// Backlog counts requests that were due but not yet sent (all
+	// connections busy), at the end of the second.
+	Backlog int64 `json:"backlog"`
+	// Busy counts 503s in this second; Errors counts all errors, Busy and
+	// wrong answers included.
+	Busy   int64 `json:"busy"`
+	Errors int64 `json:"errors"`
+	// Latency percentiles of the answers received in this second.
+	P50ms float64 `json:"p50_ms"`
+	P99ms float64 `json:"p99_ms"`
+	MaxMs float64 `json:"max_ms"`
+}
+
+// Recorder collects outcomes and latencies. It is safe for concurrent use.
+type Recorder struct {
+	start time.Time
+
+	due      atomic.Int64 // requests whose send time has come
+	sent     atomic.Int64
+	finished atomic.Int64
+	unsent   atomic.Int64 // due but never sent: the run ended first
+
+	mu       sync.Mutex
+	all      *hdrhistogram.Histogram
+	sec      *hdrhistogram.Histogram
+	received int64
+	kinds    [numKinds]int64
+	tick     Tick // counts for the current second
+	timeline []Tick
+}
+
+// NewRecorder starts a recorder whose seconds count from start.
+func NewRecorder(start time.Time) *Recorder {
+	return &Recorder{start: start, all: newHist(), sec: newHist()}
+}
+
+// Due notes that a request's scheduled send time has come.
+func (r *Recorder) Due() { r.due.Add(1) }
+
+// Sent notes that a request went out.
+func (r *Recorder) Sent() {
+	r.sent.Add(1)
+	r.mu.Lock()
+	r.tick.Sent++
+	r.mu.Unlock()
+}
+
+// Done records a finished request: its kind and, when received is true (an
+// answer of any status arrived), its latency.
+func (r *Recorder) Done(k Kind, received bool, latency time.Duration) {
+	us := latency.Microseconds()
+	if us < histMin {
+		us = histMin
+	}
+	if us > histMax {
+		us = histMax
+	}
+	r.finished.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.kinds[k]++
+	if received {
+		r.received++
+		r.tick.Received++
+		_ = r.all.RecordValue(us) // cannot fail: clamped to the range
+		_ = r.sec.RecordValue(us)
+	}
+	if k == KindBusy {
+		r.tick.Busy++
+	}
+	if k != KindOK {
+		r.tick.Errors++
+	}
+}
+
+// Unsent records a request that was due but never sent because the run
+// ended first (all connections stayed busy). It counts as a timeout.
+func (r *Recorder) Unsent() {
+	r.unsent.Add(1)
+	r.mu.Lock()
+	r.kinds[KindTimeout]++
+	r.tick.Errors++
+	r.mu.Unlock()
+}
+
+// Tick closes the current second and returns it. Call it once a second.
+func (r *Recorder) Tick() Tick {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.tick
+	t.Second = len(r.timeline) + 1
+	t.InFlight = r.sent.Load() - r.finished.Load()
+	if b := r.due.Load() - r.sent.Load() - r.unsent.Load(); b > 0 {
+		t.Backlog = b
+	}
+	t.P50ms = usToMs(r.sec.ValueAtQuantile(50))
+	t.P99ms = usToMs(r.sec.ValueAtQuantile(99))
+	t.MaxMs = usToMs(r.sec.Max())
+	r.sec.Reset()
+	r.tick = Tick{}
+	r.timeline = append(r.timeline, t)
+	return t
+}
+
+func usToMs(us int64) float64 { return float64(us) / 1000 }
+
+func (r *Recorder) ticks() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.timeline)
+}
+
+// Fill copies the totals, latency percentiles and timeline into res.
+func (r *Recorder) Fill(res *Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res.Sent = r.sent.Load()
+	res.Received = r.received
+	res.OK = r.kinds[KindOK]
+	res.Wrong = r.kinds[KindWrong]
+	res.Errors = make(map[string]int64, numKinds)
+	for _, k := range ErrorKinds() {
+		res.Errors[k.String()] = r.kinds[k]
+	}
+	res.Latency = latencyOf(r.all)
+	res.Percentiles = percentilesOf(r.all)
+	res.Timeline = append([]Tick(nil), r.timeline...)
+}
+
+func latencyOf(h *hdrhistogram.Histogram) Latency {
+	return Latency{
+		P50:  usToMs(h.ValueAtQuantile(50)),
+		P90:  usToMs(h.ValueAtQuantile(90)),
+		P99:  usToMs(h.ValueAtQuantile(99)),
+		P999: usToMs(h.ValueAtQuantile(99.9)),
+		Max:  usToMs(h.Max()),
+		Mean: float64(int64(h.Mean())) / 1000,
+	}
+}
+
+// reportQuantiles are the points of the percentile plot.
+var reportQuantiles = []float64{0, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999, 100}
+
+func percentilesOf(h *hdrhistogram.Histogram) []Percentile {
+	ps := make([]Percentile, 0, len(reportQuantiles))
+	if h.TotalCount() == 0 {
+		return ps
+	}
+	for _, q := range reportQuantiles {
+		ps = append(ps, Percentile{Quantile: q, Ms: usToMs(h.ValueAtQuantile(q))})
+	}
+	return ps
+}

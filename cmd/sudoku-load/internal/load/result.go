@@ -1,0 +1,123 @@
+package load
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Result is the outcome of any mode. Its JSON form is a stable schema: every
+// key is always present (capacity, stress and local are null when they do not
+// apply), and errors always holds every kind.
+type Result struct {
+	Mode        string  `json:"mode"`
+	Target      string  `json:"target"`
+	Connections int     `json:"connections"`
+	Rate        float64 `json:"rate"`       // requested rate, requests/s (0: as fast as possible)
+	DurationS   float64 `json:"duration_s"` // wall time of the run
+	Sent        int64   `json:"sent"`
+	Received    int64   `json:"received"` // answers of any status
+	OK          int64   `json:"ok"`       // verified answers
+	Wrong       int64   `json:"wrong"`    // answers that do not solve their puzzle
+	// Errors counts every error kind, wrong answers and 503s included.
+	Errors map[string]int64 `json:"errors"`
+	// Throughput is verified answers per second of DurationS.
+	Throughput float64 `json:"throughput"`
+	// Latency is over every received answer.
+	Latency     Latency      `json:"latency_ms"`
+	Percentiles []Percentile `json:"percentiles"`
+	Timeline    []Tick       `json:"timeline"`
+
+	Capacity *Capacity    `json:"capacity"`
+	Stress   *StressStats `json:"stress"`
+	Local    *LocalStats  `json:"local"`
+}
+
+// Latency holds percentiles in milliseconds.
+type Latency struct {
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+	Max  float64 `json:"max"`
+	Mean float64 `json:"mean"`
+}
+
+// Percentile is one point of the latency distribution.
+type Percentile struct {
+	Quantile float64 `json:"quantile"` // 0-100
+	Ms       float64 `json:"ms"`
+}
+
+// ErrorCount is the sum of all error kinds.
+func (r *Result) ErrorCount() int64 {
+	var n int64
+	for _, v := range r.Errors {
+		n += v
+	}
+	return n
+}
+
+// WriteJSON writes r as indented JSON.
+func (r *Result) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes a readable summary of r.
+func (r *Result) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "mode %s, target %s, %d connections", r.Mode, r.Target, r.Connections)
+	if r.Rate > 0 {
+		fmt.Fprintf(&b, ", rate %.0f/s", r.Rate)
+	}
+	fmt.Fprintf(&b, "\nduration  %.2fs\n", r.DurationS)
+	fmt.Fprintf(&b, "sent      %d\nreceived  %d\nok        %d\nwrong     %d\n", r.Sent, r.Received, r.OK, r.Wrong)
+	fmt.Fprintf(&b, "rate      %.1f verified answers/s\n", r.Throughput)
+	fmt.Fprintf(&b, "errors    %d", r.ErrorCount())
+	for _, k := range ErrorKinds() {
+		if n := r.Errors[k.String()]; n > 0 {
+			fmt.Fprintf(&b, "  %s=%d", k, n)
+		}
+	}
+	l := r.Latency
+	fmt.Fprintf(&b, "\nlatency   p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  (mean %s)\n",
+		ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max), ms(l.Mean))
+	if s := r.Local; s != nil {
+		fmt.Fprintf(&b, "local     %d goroutines on %d cores: %.0f puzzles/s, %.0f puzzles/s per core\n",
+			s.Workers, s.Cores, r.Throughput, s.PerCore)
+	}
+	if s := r.Stress; s != nil {
+		fmt.Fprintf(&b, "stress    wrote %.0f requests/s, read %.0f answers/s, no-read %v\n", s.SendRate, s.ReceiveRate, s.NoRead)
+	}
+	if c := r.Capacity; c != nil {
+		fmt.Fprintf(&b, "capacity  steps (p99 objective %s):\n", ms(c.SLOms))
+		for _, s := range c.Steps {
+			verdict := "pass"
+			if !s.Pass {
+				verdict = "FAIL " + s.Why
+			}
+			fmt.Fprintf(&b, "  rate %8.0f/s  achieved %8.0f/s  p99 %s  errors %.3f%%  %s\n",
+				s.Rate, s.Achieved, ms(s.P99ms), 100*s.ErrorRatio, verdict)
+		}
+		fmt.Fprintf(&b, "capacity  %.0f requests/s at p99 <= %s; %d cores: %.0f requests/s per core\n",
+			c.Rate, ms(c.SLOms), c.Cores, c.PerCore)
+		if c.Peak > 0 {
+			fmt.Fprintf(&b, "planning  peak %.0f requests/s needs %d cores\n", c.Peak, c.CoresForPeak)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func ms(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0fms", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1fms", v)
+	}
+	return fmt.Sprintf("%.3fms", v)
+}

@@ -1,0 +1,221 @@
+package load
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// StressConfig configures Stress.
+type StressConfig struct {
+	// URL is the base URL; Stress dials its host:port over plain TCP.
+	URL     string
+	Puzzles []Puzzle
+	// Conns is the number of TCP connections.
+	Conns int
+	// Count bounds the requests written over all connections.
+	Count int
+	// Duration bounds the run (writing, and reading what is still due).
+	Duration time.Duration
+	// NoRead never reads a response: the connections only write.
+	NoRead bool
+	// Text asks for format=text answers.
+	Text bool
+	// Progress, if set, is called once a second.
+	Progress func(Tick)
+}
+
+// StressStats are the stress-only figures of a Result.
+type StressStats struct {
+	NoRead      bool    `json:"no_read"`
+	SendRate    float64 `json:"send_rate"`    // requests written per second
+	ReceiveRate float64 `json:"receive_rate"` // answers read per second
+}
+
+// Stress writes pipelined HTTP/1.1 requests on raw TCP connections as fast as
+// the server takes them, bounded by Count and Duration. Unless NoRead is set,
+// a separate goroutine per connection reads and checks the answers; their
+// latency runs from the write of the request.
+func Stress(ctx context.Context, cfg StressConfig) (*Result, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return nil, fmt.Errorf("%w: stress needs an http://host:port URL, got %q", ErrConfig, cfg.URL)
+	}
+	if len(cfg.Puzzles) == 0 || cfg.Conns < 1 || cfg.Count < 1 || cfg.Duration <= 0 {
+		return nil, fmt.Errorf("%w: want puzzles, conns >= 1, count >= 1 and duration > 0", ErrConfig)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	// Pre-render every request once: the write loop only copies bytes.
+	reqs := make([][]byte, len(cfg.Puzzles))
+	for i, p := range cfg.Puzzles {
+		q := "/sudoku?puzzle=" + p.Text + "&id=" + url.QueryEscape(p.ID)
+		if cfg.Text {
+			q += "&format=text"
+		}
+		reqs[i] = []byte("GET " + q + " HTTP/1.1\r\nHost: " + u.Host + "\r\nUser-Agent: sudoku-load\r\n\r\n")
+	}
+	client := &Client{text: cfg.Text}
+
+	start := time.Now()
+	deadline := start.Add(cfg.Duration)
+	runCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	rec := NewRecorder(start)
+	stopTicks := startTicker(rec, start, cfg.Progress)
+
+	var next atomic.Int64 // request index, shared by all connections
+	var wg sync.WaitGroup
+	for range cfg.Conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stressConn(runCtx, addr, deadline, cfg, reqs, client, &next, rec)
+		}()
+	}
+	wg.Wait()
+	end := time.Now()
+	stopTicks(end)
+
+	res := &Result{Mode: "stress", Target: cfg.URL, Connections: cfg.Conns}
+	rec.Fill(res)
+	res.DurationS = end.Sub(start).Seconds()
+	res.Throughput = float64(res.OK) / res.DurationS
+	res.Stress = &StressStats{NoRead: cfg.NoRead,
+		SendRate:    float64(res.Sent) / res.DurationS,
+		ReceiveRate: float64(res.Received) / res.DurationS}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("stress interrupted: %w", err)
+	}
+	return res, nil
+}
+
+type sentReq struct {
+	p  *Puzzle
+	at time.Time
+}
+
+func stressConn(ctx context.Context, addr string, deadline time.Time, cfg StressConfig,
+	reqs [][]byte, client *Client, next *atomic.Int64, rec *Recorder) {
+	d := net.Dialer{Timeout: time.Until(deadline)}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		// Count one failed request for the connection that never came up.
+		if next.Add(1) <= int64(cfg.Count) {
+			rec.Due()
+			rec.Sent()
+			rec.Done(KindOfError(err), false, 0)
+		}
+		return
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	defer stop()
+
+	// Answers come back in request order (HTTP/1.1 pipelining), so the
+	// reader pairs them with a FIFO of send times. Its size bounds the
+	// requests in flight on one connection.
+	var pending chan sentReq
+	readerDone := make(chan struct{})
+	if cfg.NoRead {
+		close(readerDone)
+	} else {
+		pending = make(chan sentReq, 4096)
+		go func() {
+			defer close(readerDone)
+			stressRead(conn, pending, client, rec)
+		}()
+	}
+
+	w := bufio.NewWriterSize(conn, 32<<10)
+	var werr error
+write:
+	for {
+		i := next.Add(1) - 1
+		if i >= int64(cfg.Count) || ctx.Err() != nil {
+			break
+		}
+		p := &cfg.Puzzles[int(i)%len(cfg.Puzzles)]
+		rec.Due()
+		if pending != nil {
+			sr := sentReq{p: p, at: time.Now()}
+			select {
+			case pending <- sr:
+			default:
+				// The reader is behind: send what is buffered, then wait.
+				if werr = w.Flush(); werr == nil {
+					select {
+					case pending <- sr:
+					case <-ctx.Done():
+						werr = ctx.Err()
+					}
+				}
+				if werr != nil {
+					rec.Unsent()
+					break write
+				}
+			}
+		}
+		rec.Sent()
+		if _, werr = w.Write(reqs[int(i)%len(reqs)]); werr != nil {
+			if cfg.NoRead { // with a reader, the reader counts the failure
+				rec.Done(KindOfError(werr), false, 0)
+			}
+			break
+		}
+	}
+	if werr == nil {
+		if werr = w.Flush(); werr != nil && cfg.NoRead {
+			rec.Done(KindOfError(werr), false, 0)
+		}
+	}
+	if pending != nil {
+		close(pending)
+	}
+	<-readerDone
+}
+
+// stressRead reads one response per entry of pending, until pending is
+// closed and drained or the connection fails; requests left unanswered are
+// counted with the kind of that failure.
+func stressRead(conn net.Conn, pending <-chan sentReq, client *Client, rec *Recorder) {
+	br := bufio.NewReaderSize(conn, 32<<10)
+	for s := range pending {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			k := KindOfError(err)
+			if errors.Is(err, io.EOF) {
+				k = KindReset
+			}
+			rec.Done(k, false, time.Since(s.at))
+			for s := range pending {
+				rec.Done(k, false, time.Since(s.at))
+			}
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		lat := time.Since(s.at)
+		switch {
+		case err != nil:
+			rec.Done(KindOfError(err), false, lat)
+		case resp.StatusCode != http.StatusOK:
+			rec.Done(KindOfStatus(resp.StatusCode), true, lat)
+		case client.check(*s.p, body) != nil:
+			rec.Done(KindWrong, true, lat)
+		default:
+			rec.Done(KindOK, true, lat)
+		}
+	}
+}

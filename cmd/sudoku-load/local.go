@@ -1,0 +1,23 @@
+package main
+
+import (
+	"context"
+	"runtime"
+
+	"sudoku-fcgi/cmd/sudoku-load/internal/load"
+)
+
+func setupLocal(f *envFlags, c *common) func(context.Context) (*load.Result, error) {
+	var count, limit int
+	f.Int(&c.conns, "c", runtime.GOMAXPROCS(0), "goroutines solving at once")
+	f.Int(&count, "n", 0, "puzzles to solve, going round the file (0: the file once)")
+	f.Duration(&c.duration, "duration", 0, "stop after this long (0: when -n is done)")
+	f.Int(&limit, "limit", 2, "solution limit passed to the solver (2 also proves uniqueness)")
+	return func(ctx context.Context) (*load.Result, error) {
+		if err := positive("c", float64(c.conns)); err != nil {
+			return nil, err
+		}
+		return load.Local(ctx, load.LocalConfig{Puzzles: c.puzzles, Workers: c.conns, Count: count,
+			Duration: c.duration, Limit: limit, Progress: c.progressFunc()})
+	}
+}
