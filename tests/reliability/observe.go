@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -189,7 +190,7 @@ func (s *suite) stats(ctx context.Context, tries int) map[string]flat {
 // runLoad runs sudoku-load with -json, streaming its progress (stderr) to
 // the suite's output, and returns the decoded JSON result.
 func (s *suite) runLoad(ctx context.Context, args ...string) (flat, error) {
-	args = append(args, "-json")
+	args = append(args, "-json", "-log-console")
 	fmt.Fprintf(s.out, "    $ %s %s\n", s.cfg.loadBin, strings.Join(args, " "))
 	cmd := exec.CommandContext(ctx, s.cfg.loadBin, args...)
 	var stdout bytes.Buffer
@@ -230,11 +231,11 @@ func (s *suite) runLoad(ctx context.Context, args ...string) (flat, error) {
 func (s *suite) capacity(ctx context.Context) (float64, error) {
 	fmt.Fprintf(s.out, "== capacity (sudoku-load capacity, p99 <= %v)\n", s.cfg.sloP99)
 	f, err := s.runLoad(ctx, "capacity", "-url", s.st.baseURL, "-in", s.cfg.puzzles,
-		"-p99", s.cfg.sloP99.String())
+		"-p99", s.cfg.sloP99.String(), "-cores", fmt.Sprint(runtime.NumCPU()))
 	if err != nil {
 		return 0, err
 	}
-	c, ok := f.num("capacity", "capacity_rps", "rate", "rps")
+	c, ok := f.num("capacity.rate")
 	if !ok || c <= 0 {
 		return 0, fmt.Errorf("no capacity in sudoku-load output: %v", f)
 	}

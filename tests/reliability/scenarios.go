@@ -445,7 +445,7 @@ func slowClients(ctx context.Context, s *suite) result {
 	stopSample := s.sample(ctx, ids, 500*time.Millisecond, false)
 	stop := s.background(ctx, "alongside", rate, 5*time.Minute)
 	f, err := s.runLoad(ctx, "stress", "-url", s.st.baseURL, "-in", s.cfg.puzzles, "-no-read",
-		"-c", "200", "-n", "50", "-duration", "60s")
+		"-c", "200", "-n", "10000", "-duration", "60s")
 	res := stop()
 	sm := stopSample()
 	if err != nil {

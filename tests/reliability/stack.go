@@ -39,11 +39,10 @@ func newStack(project, composeFile string, httpPort, httpsPort, exporterPort, wo
 		baseURL:     fmt.Sprintf("http://127.0.0.1:%d", httpPort),
 		log:         log,
 		env: append(os.Environ(),
-			fmt.Sprintf("SUDOKU_HTTP_PORT=%d", httpPort),
-			fmt.Sprintf("SUDOKU_HTTPS_PORT=%d", httpsPort),
-			fmt.Sprintf("SUDOKU_EXPORTER_PORT=%d", exporterPort),
-			// Loopback only, for a compose file that takes a bind address.
-			"SUDOKU_BIND=127.0.0.1",
+			// address:port publishes on loopback only.
+			fmt.Sprintf("SUDOKU_HTTP_PORT=127.0.0.1:%d", httpPort),
+			fmt.Sprintf("SUDOKU_HTTPS_PORT=127.0.0.1:%d", httpsPort),
+			fmt.Sprintf("SUDOKU_EXPORTER_PORT=127.0.0.1:%d", exporterPort),
 			"COMPOSE_DOCKER_CLI_BUILD=0", "DOCKER_BUILDKIT=0",
 		),
 	}
