@@ -67,3 +67,20 @@ bench-accept: ## accept_mutex on/off/reuseport with wrk on host nginx (README ta
 bench: bench-accept ## every benchmark
 
 # ---- targets added by other parts of the project go below this line ----
+
+# ---- reliability (issue 7): scenario suite against the compose stack ----
+# Own compose project and loopback ports 5xxxx; bounded in count and time
+# (about 10-15 minutes on a 2-core machine). RELIABILITY_FLAGS passes flags
+# to the runner, e.g. RELIABILITY_FLAGS='-run overload -keep'.
+RELIABILITY_FLAGS ?=
+
+test-reliability: ## reliability scenarios (overload, failover, restarts, hostile input...) on a fresh stack
+	$(GO) run ./tests/reliability $(RELIABILITY_FLAGS)
+
+soak: ## 10 minutes at 0.5 C: RSS growth and errors (not part of make test)
+	$(GO) run ./tests/reliability -soak $(RELIABILITY_FLAGS)
+
+# CI runs the reliability suite too (the soak stays out).
+test: test-reliability
+
+.PHONY: test-reliability soak

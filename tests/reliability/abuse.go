@@ -8,6 +8,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -189,29 +190,32 @@ func (s *suite) busy(ctx context.Context) int {
 	return int(total)
 }
 
-// solveDeadline finds the worker's solve timeout: from its stats, else its
-// container environment, else its -help default.
+// solveDeadline finds the worker's solve timeout: from its container
+// environment (SUDOKU_SOLVE_TIMEOUT), else the default its -help shows.
 func (s *suite) solveDeadline(ctx context.Context) (time.Duration, string) {
-	for _, f := range s.stats(ctx, 2) {
-		if v, ok := f.num("solve_timeout_ms"); ok {
-			return time.Duration(v * float64(time.Millisecond)), "stats solve_timeout_ms"
-		}
-		if v, ok := f.num("solve_timeout_seconds"); ok {
-			return time.Duration(v * float64(time.Second)), "stats solve_timeout_seconds"
-		}
-	}
 	ids := s.workers(ctx)
-	if len(ids) > 0 {
-		out, err := s.st.docker(ctx, "inspect", "-f", "{{range .Config.Env}}{{println .}}{{end}}", ids[0])
-		if err == nil {
-			for _, l := range strings.Split(out, "\n") {
-				if v, ok := strings.CutPrefix(l, "SUDOKU_SOLVE_TIMEOUT="); ok {
-					if d, err := time.ParseDuration(v); err == nil {
-						return d, "SUDOKU_SOLVE_TIMEOUT in the worker's environment"
-					}
+	if len(ids) == 0 {
+		return time.Second, "assumed: no worker"
+	}
+	out, err := s.st.docker(ctx, "inspect", "-f", "{{range .Config.Env}}{{println .}}{{end}}", ids[0])
+	if err == nil {
+		for _, l := range strings.Split(out, "\n") {
+			if v, ok := strings.CutPrefix(l, "SUDOKU_SOLVE_TIMEOUT="); ok {
+				if d, err := time.ParseDuration(v); err == nil {
+					return d, "SUDOKU_SOLVE_TIMEOUT in the worker's environment"
 				}
 			}
 		}
 	}
-	return time.Second, "assumed: not found in stats or environment"
+	// The worker prints its usage to stderr and exits non-zero on -help.
+	cmd := exec.CommandContext(ctx, "docker", "exec", ids[0], "/usr/local/bin/sudoku-fcgi", "-help")
+	help, _ := cmd.CombinedOutput()
+	if m := reSolveDefault.FindStringSubmatch(string(help)); m != nil {
+		if d, err := time.ParseDuration(m[1]); err == nil {
+			return d, "the worker's -help default"
+		}
+	}
+	return time.Second, "assumed: not found in the environment or -help"
 }
+
+var reSolveDefault = regexp.MustCompile(`(?s)-solve-timeout duration.*?\(default ([0-9a-zµ.]+)\)`)
