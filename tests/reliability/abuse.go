@@ -174,8 +174,9 @@ func clientAbort(ctx context.Context, s *suite) result {
 	return c.result()
 }
 
-// busy is the sum of in-flight solves and queue depth over all workers
-// (-1 when stats cannot be read).
+// busy is the sum of busy solver slots and queue depth over all workers
+// (-1 when stats cannot be read). in_flight would count the stats request
+// itself.
 func (s *suite) busy(ctx context.Context) int {
 	st := s.stats(ctx, 2*len(s.workers(ctx))+2)
 	if len(st) == 0 {
@@ -183,8 +184,8 @@ func (s *suite) busy(ctx context.Context) int {
 	}
 	total := 0.0
 	for _, f := range st {
-		in, _ := f.num("in_flight", "inflight", "pool.in_flight", "busy")
-		q, _ := f.num("queue_depth", "queued", "pool.queue_depth")
+		in, _ := f.num("pool_busy")
+		q, _ := f.num("queue_depth")
 		total += in + q
 	}
 	return int(total)

@@ -46,6 +46,7 @@ func main() {
 type config struct {
 	project          string
 	composeFile      string
+	composeExtra     string
 	httpPort         int
 	httpsPort        int
 	exporterPort     int
@@ -93,6 +94,7 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	fs := flag.NewFlagSet("reliability", flag.ContinueOnError)
 	fs.StringVar(&cfg.project, "project", envOr("RELIABILITY_PROJECT", "sudoku-reliability"), "compose project name ($RELIABILITY_PROJECT)")
 	fs.StringVar(&cfg.composeFile, "compose-file", "docker-compose.yml", "compose file")
+	fs.StringVar(&cfg.composeExtra, "compose-override", "", "extra compose file layered on top (debugging the suite)")
 	fs.IntVar(&cfg.httpPort, "http-port", 58080, "host port for nginx HTTP (loopback)")
 	fs.IntVar(&cfg.httpsPort, "https-port", 58443, "host port for nginx HTTPS (loopback)")
 	fs.IntVar(&cfg.exporterPort, "exporter-port", 59113, "host port for the exporter (loopback)")
@@ -148,6 +150,9 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	}
 
 	s.st = newStack(cfg.project, cfg.composeFile, cfg.httpPort, cfg.httpsPort, cfg.exporterPort, cfg.workers, out)
+	if cfg.composeExtra != "" {
+		s.st.extraFiles = []string{cfg.composeExtra}
+	}
 	fmt.Fprintf(out, "== stack: project %s, %s, compose %s\n", cfg.project, s.st.baseURL, strings.Join(s.st.compose, " "))
 	if cfg.reuse {
 		err = s.st.waitReady(ctx, 60*time.Second)

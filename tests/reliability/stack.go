@@ -20,6 +20,7 @@ import (
 type stack struct {
 	project     string
 	composeFile string
+	extraFiles  []string // more -f files (tests of the suite itself)
 	env         []string // SUDOKU_HTTP_PORT etc. for compose
 	compose     []string // "docker-compose" or "docker compose"
 	baseURL     string   // http://127.0.0.1:<SUDOKU_HTTP_PORT>
@@ -76,6 +77,9 @@ func (s *stack) run(ctx context.Context, stream bool, name string, args ...strin
 func (s *stack) composeCmd(ctx context.Context, stream bool, args ...string) (string, error) {
 	full := append([]string{}, s.compose[1:]...)
 	full = append(full, "-p", s.project, "-f", s.composeFile)
+	for _, f := range s.extraFiles {
+		full = append(full, "-f", f)
+	}
 	full = append(full, args...)
 	return s.run(ctx, stream, s.compose[0], full...)
 }
