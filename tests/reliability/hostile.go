@@ -207,7 +207,7 @@ func hostileInput(ctx context.Context, s *suite) result {
 		wg       sync.WaitGroup
 	)
 	t0 := time.Now()
-	for w := 0; w < 16; w++ {
+	for w := 0; w < 32; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
@@ -218,7 +218,9 @@ func hostileInput(ctx context.Context, s *suite) result {
 					return
 				}
 				kind, req := hostileRequest(r, s.puzzles)
-				st, err := rawExchange(ctx, addr, req, 10*time.Second)
+				// Longer than nginx's client_header/body_timeout (10s), so a request
+				// nginx waits on (an unfinished chunked body) gets its 408.
+				st, err := rawExchange(ctx, addr, req, 15*time.Second)
 				mu.Lock()
 				byStatus[st]++
 				if st >= 500 && st != 503 {

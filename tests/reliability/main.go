@@ -155,7 +155,7 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	}
 	fmt.Fprintf(out, "== stack: project %s, %s, compose %s\n", cfg.project, s.st.baseURL, strings.Join(s.st.compose, " "))
 	if cfg.reuse {
-		err = s.st.waitReady(ctx, 60*time.Second)
+		err = s.restore(ctx)
 	} else {
 		err = s.st.up(ctx)
 	}

@@ -73,10 +73,27 @@ func (s *suite) sample(ctx context.Context, ids []string, interval time.Duration
 	done := make(chan struct{})
 	nginx := s.nginxID(ctx)
 	start := time.Now()
+	// Host pids, resolved once: the worker is PID 1 of its container,
+	// nginx workers are found with docker top (again after a reload).
+	pids := map[string]int{}
+	if sts, err := s.st.inspect(ctx, ids...); err == nil {
+		for _, c := range sts {
+			pids[c.ID] = c.State.Pid
+		}
+	}
+	var nginxPids []int
+	var nginxAt time.Time
 	go func() {
 		defer close(done)
 		for {
-			for id, v := range s.rssOf(ctx, ids) {
+			for _, id := range ids {
+				v, err := hostRSS(pids[id])
+				if err != nil {
+					v, err = s.st.workerRSS(ctx, id)
+				}
+				if err != nil {
+					continue
+				}
 				sm.mu.Lock()
 				if v > sm.maxRSS[id] {
 					sm.maxRSS[id] = v
@@ -84,8 +101,19 @@ func (s *suite) sample(ctx context.Context, ids []string, interval time.Duration
 				sm.series[id] = append(sm.series[id], point{time.Since(start), v})
 				sm.mu.Unlock()
 			}
-			if nginx != "" {
-				if v, err := s.st.nginxWorkersRSS(ctx, nginx); err == nil {
+			if nginx != "" && (nginxPids == nil || time.Since(nginxAt) > 5*time.Second) {
+				if ps, err := s.st.top(ctx, nginx); err == nil {
+					nginxPids = nginxPids[:0]
+					for _, p := range ps {
+						if strings.Contains(p.Cmd, "nginx: worker process") {
+							nginxPids = append(nginxPids, p.PID)
+						}
+					}
+					nginxAt = time.Now()
+				}
+			}
+			for _, pid := range nginxPids {
+				if v, err := hostRSS(pid); err == nil {
 					sm.mu.Lock()
 					if v > sm.maxNginx {
 						sm.maxNginx = v

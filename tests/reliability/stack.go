@@ -217,7 +217,10 @@ func (s *stack) allHealthy(ctx context.Context) (bool, string) {
 		if !c.State.Running || c.State.Paused {
 			return false, fmt.Sprintf("%s is %s", c.Name, c.State.Status)
 		}
-		if c.State.Health != nil && c.State.Health.Status != "healthy" {
+		// nginx's and the exporter's health only gate start-up (their
+		// exec-based checks time out now and then on a busy machine); the
+		// GET below proves nginx serves. Workers must be healthy.
+		if c.State.Health != nil && c.State.Health.Status != "healthy" && c.Config.Labels["com.docker.compose.service"] == "sudoku" {
 			return false, fmt.Sprintf("%s is %s", c.Name, c.State.Health.Status)
 		}
 	}
@@ -281,8 +284,33 @@ func (s *stack) top(ctx context.Context, id string) ([]procRSS, error) {
 	return ps, nil
 }
 
+// hostRSS reads a process's resident set from /proc on this host (the
+// containers share its kernel); it costs no docker call, so sampling works
+// while the machine is saturated.
+func hostRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(v)
+			if len(f) >= 1 {
+				kb, err := strconv.ParseInt(f[0], 10, 64)
+				return kb * 1024, err
+			}
+		}
+	}
+	return 0, errors.New("no VmRSS for pid " + strconv.Itoa(pid))
+}
+
 // workerRSS is the resident set of the worker process in a worker container.
 func (s *stack) workerRSS(ctx context.Context, id string) (int64, error) {
+	if st, err := s.inspect(ctx, id); err == nil && len(st) == 1 && st[0].State.Pid > 0 {
+		if v, err := hostRSS(st[0].State.Pid); err == nil {
+			return v, nil
+		}
+	}
 	ps, err := s.top(ctx, id)
 	if err != nil {
 		return 0, err
