@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/bits"
 	"strings"
+	"unicode/utf8"
 )
 
 // Sentinel errors. Check them with errors.Is.
@@ -38,25 +38,31 @@ type ParseError struct {
 func (e *ParseError) Error() string        { return e.Msg }
 func (e *ParseError) Is(target error) bool { return target == ErrInvalid }
 
-// Parse reads an 81-cell puzzle, ignoring surrounding white space.
+// Parse reads an 81-cell puzzle, ignoring surrounding white space. The
+// first character that is not a cell is reported before a wrong length.
 func Parse(s string) (Grid, error) {
 	var g Grid
 	s = strings.TrimSpace(s)
-	if len(s) != 81 {
-		return g, &ParseError{fmt.Sprintf("got %d cells, want 81", len(s))}
-	}
-	for i := 0; i < 81; i++ {
+	for i := 0; i < len(s) && i < 81; i++ {
 		c := s[i]
 		switch {
 		case c >= '1' && c <= '9':
 			g[i] = c - '0'
 		case c == '0' || c == '.':
 		default:
-			return g, &ParseError{fmt.Sprintf("cell %d (row %d, column %d): unexpected %q", i+1, i/9+1, i%9+1, rune(c))}
+			where := fmt.Sprintf("cell %d (row %d, column %d)", i+1, i/9+1, i%9+1)
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n <= 1 {
+				return Grid{}, &ParseError{fmt.Sprintf("%s: unexpected byte 0x%02x", where, c)}
+			}
+			return Grid{}, &ParseError{fmt.Sprintf("%s: unexpected %q", where, r)}
 		}
 	}
+	if len(s) != 81 {
+		return Grid{}, &ParseError{fmt.Sprintf("got %d cells, want 81", len(s))}
+	}
 	if err := checkConflicts(&g); err != nil {
-		return g, err
+		return Grid{}, err
 	}
 	return g, nil
 }
@@ -103,88 +109,4 @@ func Solve(g Grid, limit int) Result {
 // checks ctx cheaply, every few hundred search nodes.
 func SolveContext(ctx context.Context, g Grid, limit int) (Result, error) {
 	return solve(ctx, g, limit)
-}
-
-// ---- placeholder search: plain bitmask backtracking (to be replaced) ----
-
-type search struct {
-	ctx     context.Context
-	rows    [9]uint16
-	cols    [9]uint16
-	boxes   [9]uint16
-	cells   Grid
-	limit   int
-	res     Result
-	nodes   int
-	stopped bool
-}
-
-func solve(ctx context.Context, g Grid, limit int) (Result, error) {
-	if limit < 1 {
-		limit = 1
-	}
-	s := search{ctx: ctx, cells: g, limit: limit}
-	if checkConflicts(&g) != nil {
-		return Result{}, nil
-	}
-	for i, v := range g {
-		if v != 0 {
-			bit := uint16(1) << v
-			s.rows[i/9] |= bit
-			s.cols[i%9] |= bit
-			s.boxes[i/27*3+i%9/3] |= bit
-		}
-	}
-	s.dfs()
-	if s.stopped {
-		return s.res, ErrBudget
-	}
-	return s.res, nil
-}
-
-func (s *search) dfs() bool {
-	s.nodes++
-	if s.ctx != nil && s.nodes&255 == 0 && s.ctx.Err() != nil {
-		s.stopped = true
-		return true
-	}
-	best, bestN, bestFree := -1, 10, uint16(0)
-	for i := 0; i < 81; i++ {
-		if s.cells[i] != 0 {
-			continue
-		}
-		free := ^(s.rows[i/9] | s.cols[i%9] | s.boxes[i/27*3+i%9/3]) & 0x3fe
-		n := bits.OnesCount16(free)
-		if n < bestN {
-			best, bestN, bestFree = i, n, free
-			if n <= 1 {
-				break
-			}
-		}
-	}
-	if best < 0 {
-		if s.res.Count == 0 {
-			s.res.Solution = s.cells
-		}
-		s.res.Count++
-		return s.res.Count >= s.limit
-	}
-	r, c, b := best/9, best%9, best/27*3+best%9/3
-	for free := bestFree; free != 0; free &= free - 1 {
-		v := uint8(bits.TrailingZeros16(free))
-		bit := uint16(1) << v
-		s.cells[best] = v
-		s.rows[r] |= bit
-		s.cols[c] |= bit
-		s.boxes[b] |= bit
-		done := s.dfs()
-		s.rows[r] &^= bit
-		s.cols[c] &^= bit
-		s.boxes[b] &^= bit
-		s.cells[best] = 0
-		if done {
-			return true
-		}
-	}
-	return false
 }
