@@ -104,3 +104,20 @@ load-smoke: ## 5 s of open-loop load on LOAD_URL with progress (LOAD_URL, LOAD_I
 	$(GO) run ./cmd/sudoku-load load -url $(LOAD_URL) -in $(LOAD_IN) -rate 200 -duration 5s -log-console
 
 bench: bench-host
+
+# ---- reliability (issue 7): scenario suite against the compose stack ----
+# Own compose project and loopback ports 5xxxx; bounded in count and time
+# (about 10-15 minutes on a 2-core machine). RELIABILITY_FLAGS passes flags
+# to the runner, e.g. RELIABILITY_FLAGS='-run overload -keep'.
+RELIABILITY_FLAGS ?=
+
+test-reliability: ## reliability scenarios (overload, failover, restarts, hostile input...) on a fresh stack
+	$(GO) run ./tests/reliability $(RELIABILITY_FLAGS)
+
+soak: ## 10 minutes at 0.5 C: RSS growth and errors (not part of make test)
+	$(GO) run ./tests/reliability -soak $(RELIABILITY_FLAGS)
+
+# CI runs the reliability suite too (the soak stays out).
+test: test-reliability
+
+.PHONY: test-reliability soak

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// fcgiAbuse runs the raw FastCGI abuser inside the compose network against
+// each worker's FastCGI port while a well-behaved client goes through
+// nginx.
+func fcgiAbuse(ctx context.Context, s *suite) result {
+	var c checks
+	ids := s.workers(ctx)
+	sts, err := s.st.inspect(ctx, ids...)
+	if err != nil {
+		return c.abort(err)
+	}
+	network, err := s.st.networkName(ctx)
+	if err != nil {
+		return c.abort(err)
+	}
+	bin, err := filepath.Abs(s.cfg.abuseBin)
+	if err != nil {
+		return c.abort(err)
+	}
+	// No worker port is published on the host.
+	var published []string
+	for _, cs := range sts {
+		for port, binds := range cs.NetworkSettings.Ports {
+			for _, b := range binds {
+				if b.HostPort != "" {
+					published = append(published, fmt.Sprintf("%s %s->%s:%s", short(cs.ID), port, b.HostIP, b.HostPort))
+				}
+			}
+		}
+	}
+	c.want(len(published) == 0, "worker ports published on the host: %s", strings.Join(published, ", "))
+
+	idle := s.idle(ctx, ids)
+	rate := 0.25 * s.C
+	stopSample := s.sample(ctx, ids, 500*time.Millisecond, false)
+	stop := s.background(ctx, "during-abuse", rate, 5*time.Minute)
+	var wg sync.WaitGroup
+	outs := make([]string, len(sts))
+	errs := make([]error, len(sts))
+	for i, cs := range sts {
+		ip := ""
+		for _, n := range cs.NetworkSettings.Networks {
+			ip = n.IPAddress
+		}
+		wg.Add(1)
+		go func(i int, ip string) {
+			defer wg.Done()
+			outs[i], errs[i] = s.runAbuser(ctx, network, bin, fmt.Sprintf("%s:9000", ip), i)
+		}(i, ip)
+	}
+	wg.Wait()
+	during := stop()
+	sleep(ctx, 3*time.Second)
+	after := drive(ctx, s.st.baseURL, loadSpec{Name: "after-abuse", Rate: rate, Duration: 5 * time.Second, Conns: s.conns(rate), Puzzles: s.puzzles}, s.out)
+	sm := stopSample()
+
+	for i, e := range errs {
+		c.want(e == nil, "abuser %d: %v", i, e)
+		c.fig("abuser vs %s: %s", short(sts[i].ID), strings.TrimSpace(outs[i]))
+	}
+	s.rssChecks(&c, ids, idle, sm, 32<<20)
+	d := summarize(during.Records, 0)
+	a := summarize(after.Records, 0)
+	c.fig("client through nginx during: %d sent, failed %d (%s), p99 %s; after: %d sent, failed %d, workers answering %d",
+		d.Sent, d.failures(), d.kindsString(), ms(d.P99), a.Sent, a.failures(), len(a.Workers))
+	c.want(d.failures() == 0, "client failures during the abuse: %s", d.kindsString())
+	c.want(a.failures() == 0, "client failures after the abuse: %s", a.kindsString())
+	now, err := s.st.inspect(ctx, ids...)
+	if err == nil {
+		for i, cs := range now {
+			c.want(cs.State.Running && cs.State.Pid == sts[i].State.Pid, "worker %s died or restarted (pid %d -> %d)", short(cs.ID), sts[i].State.Pid, cs.State.Pid)
+		}
+	}
+	c.want(len(a.Workers) == len(ids), "only %d of %d workers answered after the abuse", len(a.Workers), len(ids))
+	return c.result()
+}
+
+// runAbuser runs fcgiabuse in a throwaway container on the project's
+// network: no published port, read-only, unprivileged.
+func (s *suite) runAbuser(ctx context.Context, network, bin, target string, i int) (string, error) {
+	name := fmt.Sprintf("%s-fcgiabuse-%d", s.cfg.project, i)
+	exec.Command("docker", "rm", "-f", name).Run()
+	args := []string{"run", "--rm", "--name", name, "--network", network,
+		"--label", "com.docker.compose.project=" + s.cfg.project,
+		"--read-only", "--user", "65534:65534", "--memory", "512m",
+		"-v", bin + ":/fcgiabuse:ro", "debian:bookworm-slim",
+		"/fcgiabuse", "-target", target, "-duration", "20s"}
+	cmd := exec.CommandContext(ctx, "docker", args...)
+	var out strings.Builder
+	cmd.Stdout = &out
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			fmt.Fprintf(s.out, "    | %s\n", sc.Text())
+		}
+	}()
+	err := cmd.Run()
+	pw.Close()
+	return out.String(), err
+}
+
+// clientAbort: clients that disconnect mid-solve; the worker frees the
+// slot within the solve deadline + 100 ms.
+func clientAbort(ctx context.Context, s *suite) result {
+	var c checks
+	deadline, src := s.solveDeadline(ctx)
+	c.fig("solve deadline %v (%s)", deadline, src)
+	addr := fmt.Sprintf("127.0.0.1:%d", s.cfg.httpPort)
+	pool, queue, _ := s.poolQueue(ctx)
+	n := 2*(pool+queue)*len(s.workers(ctx)) + 8
+
+	// Two shapes: many GETs of hard puzzles, and batch POSTs of hard lines.
+	shapes := []struct {
+		name string
+		req  func(i int) []byte
+		conn int
+	}{
+		{"GET", func(i int) []byte {
+			return []byte(fmt.Sprintf("GET /sudoku?puzzle=%s&unique=1 HTTP/1.1\r\nHost: localhost\r\n\r\n", s.hard[i%len(s.hard)]))
+		}, n},
+		{"POST batch", func(i int) []byte {
+			var b strings.Builder
+			// The worker's line cap (10000): with hard puzzles that is
+			// seconds of solving, far over the solve deadline.
+			for j := 0; j < 10000; j++ {
+				fmt.Fprintf(&b, "%d:%s\n", j, s.hard[(i+j)%len(s.hard)])
+			}
+			return []byte(fmt.Sprintf("POST /sudoku HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", b.Len(), b.String()))
+		}, 4},
+	}
+	for _, sh := range shapes {
+		var conns []net.Conn
+		for i := 0; i < sh.conn; i++ {
+			conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+			if err != nil {
+				continue
+			}
+			conn.Write(sh.req(i))
+			conns = append(conns, conn)
+		}
+		sleep(ctx, 30*time.Millisecond)
+		busyAtAbort := s.busy(ctx)
+		for _, conn := range conns {
+			conn.Close()
+		}
+		aborted := time.Now()
+		var freed time.Duration = -1
+		for time.Since(aborted) < deadline+5*time.Second {
+			if b := s.busy(ctx); b == 0 {
+				freed = time.Since(aborted)
+				break
+			}
+			sleep(ctx, 10*time.Millisecond)
+		}
+		when := fmt.Sprintf("%v after", freed.Round(time.Millisecond))
+		if freed < 0 {
+			when = fmt.Sprintf("still busy %v after", (deadline + 5*time.Second).Round(time.Second))
+		}
+		c.fig("%s: %d clients aborted after 30ms (busy slots+queue then %d), all slots free %s", sh.name, len(conns), busyAtAbort, when)
+		c.want(freed >= 0 && freed <= deadline+100*time.Millisecond, "%s: slots free %s the abort > solve deadline %v + 100ms", sh.name, when, deadline)
+		sleep(ctx, time.Second)
+	}
+	return c.result()
+}
+
+// busy is the sum of busy solver slots and queue depth over all workers
+// (-1 when stats cannot be read). in_flight would count the stats request
+// itself.
+func (s *suite) busy(ctx context.Context) int {
+	st := s.stats(ctx, 2*len(s.workers(ctx))+2)
+	if len(st) == 0 {
+		return -1
+	}
+	total := 0.0
+	for _, f := range st {
+		in, _ := f.num("pool_busy")
+		q, _ := f.num("queue_depth")
+		total += in + q
+	}
+	return int(total)
+}
+
+// solveDeadline finds the worker's solve timeout: from its container
+// environment (SUDOKU_SOLVE_TIMEOUT), else the default its -help shows.
+func (s *suite) solveDeadline(ctx context.Context) (time.Duration, string) {
+	ids := s.workers(ctx)
+	if len(ids) == 0 {
+		return time.Second, "assumed: no worker"
+	}
+	out, err := s.st.docker(ctx, "inspect", "-f", "{{range .Config.Env}}{{println .}}{{end}}", ids[0])
+	if err == nil {
+		for _, l := range strings.Split(out, "\n") {
+			if v, ok := strings.CutPrefix(l, "SUDOKU_SOLVE_TIMEOUT="); ok {
+				if d, err := time.ParseDuration(v); err == nil {
+					return d, "SUDOKU_SOLVE_TIMEOUT in the worker's environment"
+				}
+			}
+		}
+	}
+	// The worker prints its usage to stderr and exits non-zero on -help.
+	cmd := exec.CommandContext(ctx, "docker", "exec", ids[0], "/usr/local/bin/sudoku-fcgi", "-help")
+	help, _ := cmd.CombinedOutput()
+	if m := reSolveDefault.FindStringSubmatch(string(help)); m != nil {
+		if d, err := time.ParseDuration(m[1]); err == nil {
+			return d, "the worker's -help default"
+		}
+	}
+	return time.Second, "assumed: not found in the environment or -help"
+}
+
+var reSolveDefault = regexp.MustCompile(`(?s)-solve-timeout duration.*?\(default ([0-9a-zµ.]+)\)`)

@@ -1,0 +1,334 @@
+// Command reliability runs the reliability scenario suite against the
+// project's compose stack: it brings the stack up under its own project
+// name on loopback ports 5xxxx, measures the capacity C with
+// `sudoku-load capacity`, then drives each scenario (overload, bursts,
+// rolling restart, failover, hung worker, all workers down, nginx reloads,
+// slow clients, hostile input, raw FastCGI abuse, client abort, internal
+// endpoints) and prints its figures and PASS/FAIL against the criteria of
+// issue 7. The last line is "N passed, N failed"; the exit status is 1 when
+// any scenario failed.
+//
+// Usage (from the repository root; `make test-reliability` does this):
+//
+//	go run ./tests/reliability [-run REGEXP] [-soak] [-keep]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code, err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "reliability:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+type config struct {
+	project          string
+	composeFile      string
+	composeExtra     string
+	httpPort         int
+	httpsPort        int
+	exporterPort     int
+	workers          int
+	loadBin          string
+	abuseBin         string
+	puzzles          string
+	hard             string
+	runRE            string
+	soak             bool
+	soakDuration     time.Duration
+	keep             bool
+	reuse            bool
+	overloadDuration time.Duration
+	capacityFixed    float64
+	sloP99           time.Duration
+}
+
+// suite is the shared state the scenarios work with.
+type suite struct {
+	cfg     config
+	st      *stack
+	out     io.Writer
+	C       float64 // capacity in requests/s
+	puzzles []string
+	hard    []string
+	nginx   nginxConf
+}
+
+type result struct {
+	name    string
+	figures string
+	pass    bool
+	why     string // what failed, when it failed
+	elapsed time.Duration
+}
+
+type scenario struct {
+	name string
+	fn   func(ctx context.Context, s *suite) result
+}
+
+func run(ctx context.Context, args []string, out io.Writer) (int, error) {
+	var cfg config
+	fs := flag.NewFlagSet("reliability", flag.ContinueOnError)
+	fs.StringVar(&cfg.project, "project", envOr("RELIABILITY_PROJECT", "sudoku-reliability"), "compose project name ($RELIABILITY_PROJECT)")
+	fs.StringVar(&cfg.composeFile, "compose-file", "docker-compose.yml", "compose file")
+	fs.StringVar(&cfg.composeExtra, "compose-override", "", "extra compose file layered on top (debugging the suite)")
+	fs.IntVar(&cfg.httpPort, "http-port", 58080, "host port for nginx HTTP (loopback)")
+	fs.IntVar(&cfg.httpsPort, "https-port", 58443, "host port for nginx HTTPS (loopback)")
+	fs.IntVar(&cfg.exporterPort, "exporter-port", 59113, "host port for the exporter (loopback)")
+	fs.IntVar(&cfg.workers, "workers", 2, "worker replicas")
+	fs.StringVar(&cfg.loadBin, "load", "out/sudoku-load", "sudoku-load binary (built when missing)")
+	fs.StringVar(&cfg.abuseBin, "abuse", "out/fcgiabuse", "raw FastCGI abuser binary, static linux (built when missing)")
+	fs.StringVar(&cfg.puzzles, "puzzles", "tests/reliability/testdata/test1000", "puzzle file for load")
+	fs.StringVar(&cfg.hard, "hard", "tests/reliability/testdata/hardest200", "hard puzzles (client abort)")
+	fs.StringVar(&cfg.runRE, "run", "", "run only scenarios matching this regexp")
+	fs.BoolVar(&cfg.soak, "soak", false, "run only the soak scenario")
+	fs.DurationVar(&cfg.soakDuration, "soak-duration", 10*time.Minute, "soak length")
+	fs.BoolVar(&cfg.keep, "keep", false, "leave the stack running at the end")
+	fs.BoolVar(&cfg.reuse, "reuse", false, "use an already running stack of this project (no build, no teardown)")
+	fs.DurationVar(&cfg.overloadDuration, "overload-duration", 60*time.Second, "overload length")
+	fs.Float64Var(&cfg.capacityFixed, "capacity", 0, "use this C instead of measuring it (debugging only)")
+	fs.DurationVar(&cfg.sloP99, "slo", 5*time.Millisecond, "p99 SLO for the capacity search")
+	if err := fs.Parse(args); err != nil {
+		return 2, err
+	}
+	began := time.Now()
+	s := &suite{cfg: cfg, out: out}
+	var err error
+	if s.puzzles, err = readPuzzles(cfg.puzzles); err != nil {
+		return 1, err
+	}
+	if s.hard, err = readPuzzles(cfg.hard); err != nil {
+		return 1, err
+	}
+	if s.nginx, err = readNginxConf("nginx/nginx.conf"); err != nil {
+		fmt.Fprintf(out, "warning: %v (using nginx defaults)\n", err)
+	}
+	fmt.Fprintf(out, "nginx: fastcgi_read_timeout=%v fail_timeout=%v\n", s.nginx.readTimeout, s.nginx.failTimeout)
+	if err := buildTools(ctx, cfg, out); err != nil {
+		return 1, err
+	}
+
+	scenarios := allScenarios()
+	if cfg.soak {
+		scenarios = []scenario{{"soak", soakScenario}}
+	}
+	if cfg.runRE != "" {
+		re, err := regexp.Compile(cfg.runRE)
+		if err != nil {
+			return 2, err
+		}
+		var keep []scenario
+		for _, sc := range scenarios {
+			if re.MatchString(sc.name) {
+				keep = append(keep, sc)
+			}
+		}
+		scenarios = keep
+	}
+
+	s.st = newStack(cfg.project, cfg.composeFile, cfg.httpPort, cfg.httpsPort, cfg.exporterPort, cfg.workers, out)
+	if cfg.composeExtra != "" {
+		s.st.extraFiles = []string{cfg.composeExtra}
+	}
+	fmt.Fprintf(out, "== stack: project %s, %s, compose %s\n", cfg.project, s.st.baseURL, strings.Join(s.st.compose, " "))
+	if cfg.reuse {
+		err = s.restore(ctx)
+	} else {
+		err = s.st.up(ctx)
+	}
+	if err != nil {
+		if !cfg.keep && !cfg.reuse {
+			s.st.down(context.Background())
+		}
+		return 1, fmt.Errorf("bringing the stack up: %w", err)
+	}
+	if !cfg.keep && !cfg.reuse {
+		defer s.st.down(context.Background())
+	}
+	fmt.Fprintf(out, "== stack ready after %v\n", time.Since(began).Round(time.Second))
+
+	if cfg.capacityFixed > 0 {
+		s.C = cfg.capacityFixed
+		fmt.Fprintf(out, "== capacity C = %.0f req/s (given with -capacity)\n", s.C)
+	} else {
+		c, err := s.capacity(ctx)
+		if err != nil {
+			return 1, fmt.Errorf("measuring capacity: %w", err)
+		}
+		s.C = c
+	}
+
+	var results []result
+	for _, sc := range scenarios {
+		if ctx.Err() != nil {
+			break
+		}
+		fmt.Fprintf(out, "\n=== %s (C = %.0f req/s)\n", sc.name, s.C)
+		t0 := time.Now()
+		r := sc.fn(ctx, s)
+		r.name = sc.name
+		r.elapsed = time.Since(t0)
+		verdict := "PASS"
+		if !r.pass {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(out, "--- %s %s (%v): %s\n", verdict, sc.name, r.elapsed.Round(time.Second), r.figures)
+		if !r.pass {
+			fmt.Fprintf(out, "    why: %s\n", r.why)
+		}
+		results = append(results, r)
+		// Every scenario leaves the stack as it found it: all workers up.
+		if err := s.restore(ctx); err != nil {
+			fmt.Fprintf(out, "    restoring the stack: %v\n", err)
+		}
+	}
+
+	passed, failed := 0, 0
+	fmt.Fprintf(out, "\n== results (C = %.0f req/s, suite took %v)\n", s.C, time.Since(began).Round(time.Second))
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\tresult\tfigures")
+	for _, r := range results {
+		v := "PASS"
+		if r.pass {
+			passed++
+		} else {
+			failed++
+			v = "FAIL"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.name, v, r.figures)
+	}
+	tw.Flush()
+	if ctx.Err() != nil {
+		failed++
+		fmt.Fprintln(out, "interrupted")
+	}
+	fmt.Fprintf(out, "%d passed, %d failed\n", passed, failed)
+	if failed > 0 {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+func allScenarios() []scenario {
+	return []scenario{
+		{"internal-endpoints", internalEndpoints},
+		{"overload", overload},
+		{"bursts", bursts},
+		{"rolling-restart", rollingRestart},
+		{"failover", failover},
+		{"hung-worker", hungWorker},
+		{"all-workers-down", allWorkersDown},
+		{"nginx-reload", nginxReload},
+		{"slow-clients", slowClients},
+		{"hostile-input", hostileInput},
+		{"fcgi-abuse", fcgiAbuse},
+		{"client-abort", clientAbort},
+	}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func readPuzzles(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var ps []string
+	for _, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSpace(l)
+		if len(l) == 81 && !strings.HasPrefix(l, "#") {
+			ps = append(ps, strings.ReplaceAll(l, ".", "0"))
+		}
+	}
+	if len(ps) == 0 {
+		return nil, errors.New("no puzzles in " + path)
+	}
+	return ps, nil
+}
+
+// buildTools builds sudoku-load and the static FastCGI abuser when missing.
+func buildTools(ctx context.Context, cfg config, out io.Writer) error {
+	builds := []struct{ bin, pkg string }{
+		{cfg.loadBin, "./cmd/sudoku-load"},
+		{cfg.abuseBin, "./tests/reliability/fcgiabuse"},
+	}
+	for _, b := range builds {
+		if err := os.MkdirAll(filepath.Dir(b.bin), 0o755); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "== building %s\n", b.bin)
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", b.bin, b.pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("building %s: %w", b.pkg, err)
+		}
+	}
+	return nil
+}
+
+// restore brings every stopped, paused or exited worker back and waits
+// until the stack serves again.
+func (s *suite) restore(ctx context.Context) error {
+	ids, err := s.st.containers(ctx, "sudoku", true)
+	if err != nil {
+		return err
+	}
+	st, err := s.st.inspect(ctx, ids...)
+	if err != nil {
+		return err
+	}
+	for _, c := range st {
+		switch {
+		case c.State.Paused:
+			s.st.docker(ctx, "unpause", c.ID)
+		case c.State.Status == "stopped" || c.State.Status == "exited" || c.State.Status == "created":
+			s.st.docker(ctx, "start", c.ID)
+		}
+		if c.State.Status == "running" && !c.State.Paused {
+			continue
+		}
+	}
+	if err := s.st.waitReady(ctx, 60*time.Second); err != nil {
+		return err
+	}
+	// Let the edge re-resolve the workers and nginx settle.
+	return sleep(ctx, 3*time.Second)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// nginxConf holds the nginx settings some criteria are stated in.
+type nginxConf struct {
+	readTimeout    time.Duration // fastcgi_read_timeout (nginx default 60s)
+	connectTimeout time.Duration // fastcgi_connect_timeout (default 60s)
+	failTimeout    time.Duration // server fail_timeout (default 10s)
+	maxFails       int           // server max_fails (default 1)
+	source         string
+}
+
+func defaultNginxConf() nginxConf {
+	return nginxConf{readTimeout: 60 * time.Second, connectTimeout: 60 * time.Second,
+		failTimeout: 10 * time.Second, maxFails: 1, source: "nginx defaults"}
+}
+
+func readNginxConf(path string) (nginxConf, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return defaultNginxConf(), err
+	}
+	c := parseNginxConf(string(b))
+	c.source = path
+	return c, nil
+}
+
+// liveNginxConf reads the running configuration (nginx -T, which includes
+// the edge's servers.conf) from the nginx container.
+func (s *suite) liveNginxConf(ctx context.Context) {
+	ids, err := s.st.containers(ctx, "nginx", false)
+	if err != nil || len(ids) == 0 {
+		return
+	}
+	out, err := s.st.docker(ctx, "exec", ids[0], "nginx", "-T")
+	if err != nil || !strings.Contains(out, "upstream") {
+		return
+	}
+	s.nginx = parseNginxConf(out)
+	s.nginx.source = "nginx -T in " + short(ids[0])
+}
+
+var (
+	reDirective = regexp.MustCompile(`(?m)^\s*(fastcgi_read_timeout|fastcgi_connect_timeout)\s+([0-9a-z]+)\s*;`)
+	reServer    = regexp.MustCompile(`(?m)^\s*server\s+[^;]*;`)
+	reFailTO    = regexp.MustCompile(`fail_timeout=([0-9a-z]+)`)
+	reMaxFails  = regexp.MustCompile(`max_fails=([0-9]+)`)
+)
+
+func parseNginxConf(text string) nginxConf {
+	c := defaultNginxConf()
+	// Strip comments.
+	var lines []string
+	for _, l := range strings.Split(text, "\n") {
+		if i := strings.Index(l, "#"); i >= 0 {
+			l = l[:i]
+		}
+		lines = append(lines, l)
+	}
+	text = strings.Join(lines, "\n")
+	for _, m := range reDirective.FindAllStringSubmatch(text, -1) {
+		d, ok := nginxDuration(m[2])
+		if !ok {
+			continue
+		}
+		if m[1] == "fastcgi_read_timeout" {
+			c.readTimeout = d
+		} else {
+			c.connectTimeout = d
+		}
+	}
+	for _, srv := range reServer.FindAllString(text, -1) {
+		if m := reFailTO.FindStringSubmatch(srv); m != nil {
+			if d, ok := nginxDuration(m[1]); ok {
+				c.failTimeout = d
+			}
+		}
+		if m := reMaxFails.FindStringSubmatch(srv); m != nil {
+			c.maxFails, _ = strconv.Atoi(m[1])
+		}
+	}
+	return c
+}
+
+// nginxDuration parses nginx time values: "30s", "500ms", "1m", "10".
+func nginxDuration(v string) (time.Duration, bool) {
+	if n, err := strconv.Atoi(v); err == nil {
+		return time.Duration(n) * time.Second, true
+	}
+	if strings.HasSuffix(v, "m") && !strings.HasSuffix(v, "ms") {
+		n, err := strconv.Atoi(strings.TrimSuffix(v, "m"))
+		return time.Duration(n) * time.Minute, err == nil
+	}
+	d, err := time.ParseDuration(v)
+	return d, err == nil
+}

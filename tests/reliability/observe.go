@@ -1,0 +1,285 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// workers returns the ids of the running worker containers.
+func (s *suite) workers(ctx context.Context) []string {
+	ids, err := s.st.containers(ctx, "sudoku", false)
+	if err != nil {
+		fmt.Fprintf(s.out, "    listing workers: %v\n", err)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func (s *suite) nginxID(ctx context.Context) string {
+	ids, _ := s.st.containers(ctx, "nginx", false)
+	if len(ids) == 0 {
+		return ""
+	}
+	return ids[0]
+}
+
+// rssOf returns each worker's resident set size.
+func (s *suite) rssOf(ctx context.Context, ids []string) map[string]int64 {
+	m := map[string]int64{}
+	for _, id := range ids {
+		if v, err := s.st.workerRSS(ctx, id); err == nil {
+			m[id] = v
+		}
+	}
+	return m
+}
+
+// idle waits for the workers to settle and returns their resting RSS.
+func (s *suite) idle(ctx context.Context, ids []string) map[string]int64 {
+	sleep(ctx, 2*time.Second)
+	return s.rssOf(ctx, ids)
+}
+
+// samples is what the background sampler saw.
+type samples struct {
+	mu         sync.Mutex
+	maxRSS     map[string]int64   // worker container -> max RSS
+	maxNginx   int64              // largest nginx worker RSS
+	maxGor     map[string]float64 // worker id (X-Sudoku-Worker) -> max goroutines
+	series     map[string][]point // worker container -> RSS over time
+	statErrors int
+}
+
+type point struct {
+	t   time.Duration
+	rss int64
+}
+
+// sample polls RSS (docker top) and the workers' stats every interval
+// until stop is called.
+func (s *suite) sample(ctx context.Context, ids []string, interval time.Duration, withStats bool) (stop func() *samples) {
+	sm := &samples{maxRSS: map[string]int64{}, maxGor: map[string]float64{}, series: map[string][]point{}}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	nginx := s.nginxID(ctx)
+	start := time.Now()
+	// Host pids, resolved once: the worker is PID 1 of its container,
+	// nginx workers are found with docker top (again after a reload).
+	pids := map[string]int{}
+	if sts, err := s.st.inspect(ctx, ids...); err == nil {
+		for _, c := range sts {
+			pids[c.ID] = c.State.Pid
+		}
+	}
+	var nginxPids []int
+	var nginxAt time.Time
+	go func() {
+		defer close(done)
+		for {
+			for _, id := range ids {
+				v, err := hostRSS(pids[id])
+				if err != nil {
+					v, err = s.st.workerRSS(ctx, id)
+				}
+				if err != nil {
+					continue
+				}
+				sm.mu.Lock()
+				if v > sm.maxRSS[id] {
+					sm.maxRSS[id] = v
+				}
+				sm.series[id] = append(sm.series[id], point{time.Since(start), v})
+				sm.mu.Unlock()
+			}
+			if nginx != "" && (nginxPids == nil || time.Since(nginxAt) > 5*time.Second) {
+				if ps, err := s.st.top(ctx, nginx); err == nil {
+					nginxPids = nginxPids[:0]
+					for _, p := range ps {
+						if strings.Contains(p.Cmd, "nginx: worker process") {
+							nginxPids = append(nginxPids, p.PID)
+						}
+					}
+					nginxAt = time.Now()
+				}
+			}
+			for _, pid := range nginxPids {
+				if v, err := hostRSS(pid); err == nil {
+					sm.mu.Lock()
+					if v > sm.maxNginx {
+						sm.maxNginx = v
+					}
+					sm.mu.Unlock()
+				}
+			}
+			if withStats {
+				st := s.stats(ctx, 2*len(ids)+2)
+				sm.mu.Lock()
+				if len(st) == 0 {
+					sm.statErrors++
+				}
+				for w, m := range st {
+					if g, ok := m.num("goroutines"); ok && g > sm.maxGor[w] {
+						sm.maxGor[w] = g
+					}
+				}
+				sm.mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(interval):
+			}
+		}
+	}()
+	return func() *samples {
+		cancel()
+		<-done
+		return sm
+	}
+}
+
+// flat is a JSON object flattened to dotted keys.
+type flat map[string]any
+
+func flatten(prefix string, v any, out flat) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			key := k
+			if prefix != "" {
+				key = prefix + "." + k
+			}
+			flatten(key, e, out)
+		}
+	default:
+		out[prefix] = v
+	}
+}
+
+// num finds a number by exact key, or by the last path element.
+func (f flat) num(names ...string) (float64, bool) {
+	for _, n := range names {
+		if v, ok := f[n].(float64); ok {
+			return v, true
+		}
+	}
+	for _, n := range names {
+		for k, v := range f {
+			if x, ok := v.(float64); ok && (strings.HasSuffix(k, "."+n)) {
+				return x, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func (f flat) str(names ...string) string {
+	for _, n := range names {
+		if v, ok := f[n].(string); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// stats fetches /sudoku/stats through nginx up to tries times and returns
+// the latest stats of each worker seen (by X-Sudoku-Worker).
+func (s *suite) stats(ctx context.Context, tries int) map[string]flat {
+	m := map[string]flat{}
+	for i := 0; i < tries; i++ {
+		st, w, body, err := getOnce(ctx, s.st.baseURL+"/sudoku/stats", 2*time.Second)
+		if err != nil || st != 200 {
+			continue
+		}
+		var v map[string]any
+		if json.Unmarshal(body, &v) != nil {
+			continue
+		}
+		f := flat{}
+		flatten("", v, f)
+		if w == "" {
+			w = f.str("worker", "worker_id", "id")
+		}
+		m[w] = f
+	}
+	return m
+}
+
+// runLoad runs sudoku-load with -json, streaming its progress (stderr) to
+// the suite's output, and returns the decoded JSON result.
+func (s *suite) runLoad(ctx context.Context, args ...string) (flat, error) {
+	args = append(args, "-json", "-log-console")
+	fmt.Fprintf(s.out, "    $ %s %s\n", s.cfg.loadBin, strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, s.cfg.loadBin, args...)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			fmt.Fprintf(s.out, "    | %s\n", sc.Text())
+		}
+	}()
+	err := cmd.Run()
+	pw.Close()
+	out := stdout.Bytes()
+	// The JSON object is the last thing on stdout.
+	if i := bytes.IndexByte(out, '{'); i >= 0 {
+		out = out[i:]
+	}
+	var v map[string]any
+	if jerr := json.Unmarshal(out, &v); jerr != nil {
+		if err != nil {
+			return nil, fmt.Errorf("sudoku-load: %w", err)
+		}
+		return nil, fmt.Errorf("decoding sudoku-load -json output: %w (%.200s)", jerr, out)
+	}
+	f := flat{}
+	flatten("", v, f)
+	if err != nil {
+		// sudoku-load exits non-zero when it saw errors; the JSON still
+		// holds the figures.
+		fmt.Fprintf(s.out, "    sudoku-load exited: %v\n", err)
+	}
+	return f, nil
+}
+
+// capacity runs `sudoku-load capacity` and returns C in requests/s.
+func (s *suite) capacity(ctx context.Context) (float64, error) {
+	fmt.Fprintf(s.out, "== capacity (sudoku-load capacity, p99 <= %v)\n", s.cfg.sloP99)
+	f, err := s.runLoad(ctx, "capacity", "-url", s.st.baseURL, "-in", s.cfg.puzzles,
+		"-p99", s.cfg.sloP99.String(), "-cores", fmt.Sprint(runtime.NumCPU()))
+	if err != nil {
+		return 0, err
+	}
+	c, ok := f.num("capacity.rate")
+	if !ok || c <= 0 {
+		return 0, fmt.Errorf("no capacity in sudoku-load output: %v", f)
+	}
+	fmt.Fprintf(s.out, "== capacity C = %.0f req/s\n", c)
+	return c, nil
+}
+
+// kindsOf returns the error counts of a sudoku-load result, by kind.
+func kindsOf(f flat) map[string]float64 {
+	m := map[string]float64{}
+	for k, v := range f {
+		if strings.HasPrefix(k, "errors.") {
+			if x, ok := v.(float64); ok && x > 0 {
+				m[strings.TrimPrefix(k, "errors.")] = x
+			}
+		}
+	}
+	return m
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+func TestParseNginxConf(t *testing.T) {
+	conf := `
+    fastcgi_read_timeout 5s;   # comment
+    # fastcgi_read_timeout 99s;
+    fastcgi_connect_timeout 500ms;
+    upstream u {
+        server 172.18.0.3:9000 max_fails=0 fail_timeout=3s;
+    }`
+	c := parseNginxConf(conf)
+	if c.readTimeout != 5*time.Second || c.connectTimeout != 500*time.Millisecond || c.failTimeout != 3*time.Second || c.maxFails != 0 {
+		t.Errorf("parseNginxConf = %+v, want read 5s, connect 500ms, fail_timeout 3s, max_fails 0", c)
+	}
+	d := parseNginxConf("")
+	if d.readTimeout != 60*time.Second || d.failTimeout != 10*time.Second || d.maxFails != 1 {
+		t.Errorf("parseNginxConf(\"\") = %+v, want nginx defaults", d)
+	}
+}
+
+func TestRecoveryTime(t *testing.T) {
+	var recs []record
+	for s := 0; s < 10; s++ {
+		lat := time.Millisecond
+		if s < 3 {
+			lat = 100 * time.Millisecond
+		}
+		for i := 0; i < 100; i++ {
+			recs = append(recs, record{At: time.Duration(s)*time.Second + time.Duration(i)*time.Millisecond, Latency: lat, Kind: kindOK})
+		}
+	}
+	if got := recoveryTime(recs, 5*time.Millisecond, 10); got != 3*time.Second {
+		t.Errorf("recoveryTime = %v, want 3s", got)
+	}
+	recs[950].Kind = kindBusy // failures count as slow: two of 100 move p99
+	recs[951].Kind = kindBusy
+	if got := recoveryTime(recs, 5*time.Millisecond, 10); got != 10*time.Second {
+		t.Errorf("recoveryTime with a late failure = %v, want 10s", got)
+	}
+}
+
+func TestSlope(t *testing.T) {
+	var ps []point
+	for i := 0; i < 60; i++ {
+		tm := time.Duration(i) * 10 * time.Second
+		ps = append(ps, point{t: tm, rss: int64(20<<20) + int64(tm.Minutes()*float64(2<<20))})
+	}
+	if got := slopeMiBPerMin(ps, time.Minute); got < 1.99 || got > 2.01 {
+		t.Errorf("slopeMiBPerMin = %.3f, want 2", got)
+	}
+}
+
+func TestCheckSolution(t *testing.T) {
+	const p = "000000010400000000020000000000050407008000300001090000300400200050100000000806000"
+	const sol = "693784512487512936125963874932651487568247391741398625319475268856129743274836159"
+	if !checkSolution(p, sol) {
+		t.Errorf("checkSolution(p, sol) = false, want true")
+	}
+	bad := []byte(sol)
+	bad[0], bad[1] = bad[1], bad[0]
+	if checkSolution(p, string(bad)) {
+		t.Errorf("checkSolution(p, swapped) = true, want false")
+	}
+	if checkSolution(p, sol[:80]) {
+		t.Errorf("checkSolution(p, short) = true, want false")
+	}
+}
+
+func TestPct(t *testing.T) {
+	var d []time.Duration
+	for i := 100; i >= 1; i-- {
+		d = append(d, time.Duration(i))
+	}
+	if pct(d, 99) != 99 || pct(d, 50) != 50 || pct(d, 100) != 100 || pct(nil, 99) != 0 {
+		t.Errorf("pct wrong: p99 %v p50 %v max %v", pct(d, 99), pct(d, 50), pct(d, 100))
+	}
+}
+
+func TestHostileRequestsAreBounded(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	kinds := map[string]bool{}
+	for i := 0; i < 5000; i++ {
+		k, req := hostileRequest(r, []string{"000000010400000000020000000000050407008000300001090000300400200050100000000806000"})
+		kinds[k] = true
+		if len(req) > 3<<20 {
+			t.Fatalf("%s request is %d bytes", k, len(req))
+		}
+	}
+	if len(kinds) < 20 {
+		t.Errorf("only %d kinds generated", len(kinds))
+	}
+}

@@ -1,0 +1,476 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// checks collects a scenario's criteria: each is a name, whether it held,
+// and the figure it was judged on.
+type checks struct {
+	figures []string
+	fails   []string
+}
+
+func (c *checks) fig(format string, args ...any) {
+	c.figures = append(c.figures, fmt.Sprintf(format, args...))
+}
+
+// want records a criterion.
+func (c *checks) want(ok bool, format string, args ...any) {
+	if !ok {
+		c.fails = append(c.fails, fmt.Sprintf(format, args...))
+	}
+}
+
+func (c *checks) result() result {
+	return result{figures: strings.Join(c.figures, "; "), pass: len(c.fails) == 0, why: strings.Join(c.fails, "; ")}
+}
+
+func (c *checks) abort(err error) result {
+	c.fails = append(c.fails, err.Error())
+	return c.result()
+}
+
+// half is the scenarios' steady background rate, 0.5 C.
+func (s *suite) half() float64 { return math.Max(10, 0.5*s.C) }
+
+func (s *suite) conns(rate float64) int {
+	// Enough connections for the rate at ~50 ms each, within nginx's
+	// limit_conn of 512 per client.
+	n := int(rate*0.05) + 16
+	if n > 400 {
+		n = 400
+	}
+	return n
+}
+
+// baseline measures p99 at rate for d.
+func (s *suite) baseline(ctx context.Context, rate float64, d time.Duration) summary {
+	res := drive(ctx, s.st.baseURL, loadSpec{Name: "baseline", Rate: rate, Duration: d, Conns: s.conns(rate), Puzzles: s.puzzles}, s.out)
+	return summarize(res.Records, d)
+}
+
+// background runs load at rate until the returned stop is called (or max
+// passes) and then returns its records.
+func (s *suite) background(ctx context.Context, name string, rate float64, max time.Duration) (stop func() *loadResult) {
+	ch := make(chan struct{})
+	done := make(chan *loadResult, 1)
+	go func() {
+		done <- drive(ctx, s.st.baseURL, loadSpec{Name: name, Rate: rate, Duration: max, Conns: s.conns(rate), Puzzles: s.puzzles, Stop: ch}, s.out)
+	}()
+	return func() *loadResult {
+		close(ch)
+		return <-done
+	}
+}
+
+// overload: 3 C for the overload duration.
+func overload(ctx context.Context, s *suite) result {
+	var c checks
+	ids := s.workers(ctx)
+	idle := s.idle(ctx, ids)
+	base := s.baseline(ctx, s.half(), 5*time.Second)
+	normal := maxDur(2*base.P99, s.cfg.sloP99)
+	pool, queue, okPQ := s.poolQueue(ctx)
+
+	rate := 3 * s.C
+	stopSample := s.sample(ctx, ids, 500*time.Millisecond, true)
+	res := drive(ctx, s.st.baseURL, loadSpec{Name: "3C", Rate: rate, Duration: s.cfg.overloadDuration,
+		Conns: 400, Puzzles: s.puzzles, Timeout: 10 * time.Second}, s.out)
+	// Recovery: 0.5 C right after the overload ends.
+	rec := drive(ctx, s.st.baseURL, loadSpec{Name: "after", Rate: s.half(), Duration: 10 * time.Second,
+		Conns: s.conns(s.half()), Puzzles: s.puzzles}, s.out)
+	sm := stopSample()
+
+	sum := summarize(res.Records, s.cfg.overloadDuration)
+	var busy []time.Duration
+	for _, r := range res.Records {
+		if r.Kind == kindBusy {
+			busy = append(busy, r.Latency)
+		}
+	}
+	p99busy := pct(busy, 99)
+	other := sum.Sent - sum.OK - len(busy)
+	c.fig("offered %.0f/s for %v, goodput %.0f/s (%.2f C)", rate, s.cfg.overloadDuration, sum.Goodput, sum.Goodput/s.C)
+	c.fig("503 %d (p99 %s), other failures %d (%s)", len(busy), ms(p99busy), other, sum.kindsString())
+	c.want(sum.Goodput >= 0.9*s.C, "goodput %.0f/s < 0.9 C = %.0f/s", sum.Goodput, 0.9*s.C)
+	c.want(other == 0, "%d excess requests got something other than 503: %s", other, sum.kindsString())
+	c.want(len(busy) == 0 || p99busy <= 50*time.Millisecond, "p99 of the 503s %s > 50ms", ms(p99busy))
+	s.rssChecks(&c, ids, idle, sm, 32<<20)
+	if okPQ {
+		limit := float64(pool + queue + 50)
+		for w, g := range sm.maxGor {
+			c.fig("goroutines max %s %.0f (limit %.0f)", short(w), g, limit)
+			c.want(g <= limit, "worker %s had %.0f goroutines > pool %d + queue %d + 50", short(w), g, pool, queue)
+		}
+		c.want(len(sm.maxGor) > 0, "no goroutine counts from /sudoku/stats")
+	} else {
+		c.want(false, "pool and queue sizes not found in /sudoku/stats")
+	}
+	// p99 back to normal within 5 s: every 1 s window from second 5 on.
+	back := recoveryTime(rec.Records, normal, 10)
+	c.fig("p99 normal (<= %s, baseline %s) %v after", ms(normal), ms(base.P99), back)
+	c.want(back <= 5*time.Second, "p99 not back to %s within 5 s after the overload (%v)", ms(normal), back)
+	return c.result()
+}
+
+// recoveryTime returns the start of the first 1 s window from which every
+// window's p99 stays <= normal (secs windows); secs s when never.
+func recoveryTime(recs []record, normal time.Duration, secs int) time.Duration {
+	win := make([][]time.Duration, secs)
+	for _, r := range recs {
+		i := int(r.At / time.Second)
+		if i < secs {
+			lat := r.Latency
+			if r.Kind != kindOK {
+				lat = time.Hour // a failure is never normal
+			}
+			win[i] = append(win[i], lat)
+		}
+	}
+	first := secs
+	for i := secs - 1; i >= 0; i-- {
+		if len(win[i]) > 0 && pct(win[i], 99) > normal {
+			break
+		}
+		first = i
+	}
+	return time.Duration(first) * time.Second
+}
+
+func maxDur(a, b time.Duration) time.Duration {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func (s *suite) rssChecks(c *checks, ids []string, idle map[string]int64, sm *samples, limit int64) {
+	for _, id := range ids {
+		grow := sm.maxRSS[id] - idle[id]
+		c.fig("worker %s RSS %s -> %s (+%s)", short(id), mib(idle[id]), mib(sm.maxRSS[id]), mib(grow))
+		c.want(sm.maxRSS[id] > 0, "no RSS samples for worker %s", short(id))
+		c.want(grow <= limit, "worker %s RSS grew %s > %s", short(id), mib(grow), mib(limit))
+	}
+}
+
+// poolQueue reads the pool and queue sizes from the workers' stats.
+func (s *suite) poolQueue(ctx context.Context) (pool, queue int, ok bool) {
+	for _, f := range s.stats(ctx, 4) {
+		p, ok1 := f.num("pool_size", "pool.size", "slots", "pool")
+		q, ok2 := f.num("queue_size", "queue_capacity", "queue.capacity", "queue_cap")
+		if ok1 && ok2 {
+			return int(p), int(q), true
+		}
+	}
+	return 0, 0, false
+}
+
+// bursts: bursts every 100 ms averaging 0.5 C.
+func bursts(ctx context.Context, s *suite) result {
+	var c checks
+	size := int(math.Round(s.half() * 0.1))
+	if size < 20 {
+		size = 20
+	}
+	d := 20 * time.Second
+	res := drive(ctx, s.st.baseURL, loadSpec{Name: "bursts", Burst: size, Interval: 100 * time.Millisecond,
+		Duration: d, Conns: 400, Puzzles: s.puzzles}, s.out)
+	sum := summarize(res.Records, d)
+	busy := sum.Kinds[kindBusy]
+	frac := float64(busy) / float64(max(1, sum.Sent))
+	c.fig("%d simultaneous every 100ms (%.0f/s) for %v: %d sent, 503 %.3f%% (%d), other failures %d, p99 %s",
+		size, float64(size)*10, d, sum.Sent, 100*frac, busy, sum.failures()-busy, ms(sum.P99))
+	c.want(frac < 0.001, "503 share %.3f%% >= 0.1%%", 100*frac)
+	c.want(sum.failures()-busy == 0, "non-503 failures: %s", sum.kindsString())
+	return c.result()
+}
+
+// failuresIn describes the failed records.
+func failuresIn(recs []record) (int, string) {
+	s := summarize(recs, 0)
+	return s.failures(), s.kindsString()
+}
+
+// rollingRestart: SIGTERM each worker in turn under 0.5 C.
+func rollingRestart(ctx context.Context, s *suite) result {
+	var c checks
+	ids := s.workers(ctx)
+	stop := s.background(ctx, "rolling", s.half(), 5*time.Minute)
+	sleep(ctx, 3*time.Second)
+	var notes []string
+	for _, id := range ids {
+		t0 := time.Now()
+		note, err := s.termAndWait(ctx, id)
+		if err != nil {
+			stop()
+			return c.abort(err)
+		}
+		notes = append(notes, fmt.Sprintf("%s %s in %v", short(id), note, time.Since(t0).Round(100*time.Millisecond)))
+		// Let the edge re-resolve the restarted worker before the next.
+		sleep(ctx, 4*time.Second)
+	}
+	res := stop()
+	sum := summarize(res.Records, 0)
+	c.fig("%d workers restarted (%s); %d requests at %.0f/s, failed %d (%s), p99 %s, max %s",
+		len(ids), strings.Join(notes, ", "), sum.Sent, s.half(), sum.failures(), sum.kindsString(), ms(sum.P99), ms(sum.Max))
+	c.want(sum.failures() == 0, "%d failed requests: %s", sum.failures(), sum.kindsString())
+	return c.result()
+}
+
+// termAndWait sends SIGTERM to a worker, waits for it to exit and come
+// back (by its restart policy, or docker start when the policy does not
+// restart a clean exit) and to be healthy again.
+func (s *suite) termAndWait(ctx context.Context, id string) (string, error) {
+	before, err := s.st.inspect(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	startedAt := before[0].State.StartedAt
+	t0 := time.Now()
+	if _, err := s.st.docker(ctx, "kill", "-s", "TERM", id); err != nil {
+		return "", err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	how := "restarted by policy"
+	var exitedAt time.Time
+	for {
+		st, err := s.st.inspect(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		cs := st[0].State
+		if cs.StartedAt.After(startedAt) {
+			break // restarted
+		}
+		if !cs.Running && cs.Status == "exited" {
+			if exitedAt.IsZero() {
+				exitedAt = time.Now()
+			}
+			// docker kill counts as a manual stop for the restart policy
+			// (Docker 20.10 does not restart it), so the suite starts it,
+			// as "docker restart" would.
+			if time.Since(exitedAt) > 2*time.Second {
+				how = fmt.Sprintf("exited %d after %v, started by the suite", cs.ExitCode, cs.FinishedAt.Sub(t0).Round(10*time.Millisecond))
+				if _, err := s.st.docker(ctx, "start", id); err != nil {
+					return "", err
+				}
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("worker %s did not exit within 60 s of SIGTERM", short(id))
+		}
+		sleep(ctx, 50*time.Millisecond)
+	}
+	if _, err := s.st.waitHealthy(ctx, id, 60*time.Second); err != nil {
+		return "", err
+	}
+	return how, nil
+}
+
+// failover: SIGKILL one worker under 0.5 C.
+func failover(ctx context.Context, s *suite) result {
+	var c checks
+	ids := s.workers(ctx)
+	if len(ids) < 2 {
+		return c.abort(fmt.Errorf("need 2 workers, have %d", len(ids)))
+	}
+	stop := s.background(ctx, "failover", s.half(), 5*time.Minute)
+	sleep(ctx, 3*time.Second)
+	if _, err := s.st.docker(ctx, "kill", "-s", "KILL", ids[0]); err != nil {
+		stop()
+		return c.abort(err)
+	}
+	killedAt := time.Now()
+	sleep(ctx, 5*time.Second)
+	// Bring it back (restart policy or the suite) while load goes on.
+	back, err := s.waitBack(ctx, ids[0])
+	sleep(ctx, 4*time.Second)
+	res := stop()
+	sum := summarize(res.Records, 0)
+	c.fig("killed %s; back after %v; %d requests at %.0f/s, client-visible errors %d (%s), p99 %s, max %s",
+		short(ids[0]), back.Round(100*time.Millisecond)+5*time.Second, sum.Sent, s.half(), sum.failures(), sum.kindsString(), ms(sum.P99), ms(sum.Max))
+	_ = killedAt
+	c.want(err == nil, "worker did not come back: %v", err)
+	c.want(sum.failures() == 0, "%d client-visible errors: %s", sum.failures(), sum.kindsString())
+	return c.result()
+}
+
+// waitBack waits until a killed/stopped worker runs and is healthy again,
+// starting it when its restart policy does not.
+func (s *suite) waitBack(ctx context.Context, id string) (time.Duration, error) {
+	t0 := time.Now()
+	st, err := s.st.inspect(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	if !st[0].State.Running && st[0].State.Status != "restarting" {
+		s.st.docker(ctx, "start", id)
+	}
+	_, err = s.st.waitHealthy(ctx, id, 60*time.Second)
+	return time.Since(t0), err
+}
+
+// hungWorker: SIGSTOP one worker for 10 s under 0.5 C.
+func hungWorker(ctx context.Context, s *suite) result {
+	var c checks
+	s.liveNginxConf(ctx)
+	ids := s.workers(ctx)
+	if len(ids) < 2 {
+		return c.abort(fmt.Errorf("need 2 workers, have %d", len(ids)))
+	}
+	base := s.baseline(ctx, s.half(), 5*time.Second)
+	rt := s.nginx.readTimeout
+	stop := s.background(ctx, "hung", s.half(), 10*time.Minute)
+	sleep(ctx, 3*time.Second)
+	stoppedAt := time.Now()
+	if _, err := s.st.docker(ctx, "kill", "-s", "STOP", ids[0]); err != nil {
+		stop()
+		return c.abort(err)
+	}
+	sleep(ctx, 10*time.Second)
+	s.st.docker(ctx, "kill", "-s", "CONT", ids[0])
+	// Let every request sent while it was stopped finish.
+	sleep(ctx, rt+3*time.Second)
+	res := stop()
+	sum := summarize(res.Records, 0)
+	limit := rt + base.P99
+	// Requests sent once nginx can know the worker hangs (a read timed out).
+	markAt := stoppedAt.Sub(res.Start) + rt
+	var late []record
+	for _, r := range res.Records {
+		if r.At >= markAt {
+			late = append(late, r)
+		}
+	}
+	lateFail, lateKinds := failuresIn(late)
+	c.fig("stopped %s 10s (fastcgi_read_timeout %v, one solve %s): %d requests, p99 %s (limit %s), max %s, failures %d (%s), after the first read timeout %d (%s)",
+		short(ids[0]), rt, ms(base.P99), sum.Sent, ms(sum.P99), ms(limit), ms(sum.Max), sum.failures(), sum.kindsString(), lateFail, lateKinds)
+	c.want(sum.P99 <= limit, "p99 %s > fastcgi_read_timeout + one solve = %s", ms(sum.P99), ms(limit))
+	c.want(lateFail == 0, "%d errors after the worker could be marked failed: %s", lateFail, lateKinds)
+	return c.result()
+}
+
+// allWorkersDown: stop every worker; nginx answers 502/503 JSON fast; the
+// service is back soon after they return.
+func allWorkersDown(ctx context.Context, s *suite) result {
+	var c checks
+	s.liveNginxConf(ctx)
+	ids := s.workers(ctx)
+	args := append([]string{"stop", "-t", "10"}, ids...)
+	if _, err := s.st.docker(ctx, args...); err != nil {
+		return c.abort(err)
+	}
+	// Probe for 6 s: every answer must be 502/503 JSON within 1 s.
+	var slow, bad, n int
+	var worst time.Duration
+	var statuses = map[int]int{}
+	for t0 := time.Now(); time.Since(t0) < 6*time.Second; {
+		start := time.Now()
+		st, _, body, err := getOnce(ctx, s.st.baseURL+"/sudoku?puzzle="+testPuzzle, 5*time.Second)
+		d := time.Since(start)
+		n++
+		statuses[st]++
+		worst = maxDur(worst, d)
+		if d > time.Second {
+			slow++
+		}
+		if err != nil || (st != 502 && st != 503) || !isJSON(body) {
+			bad++
+		}
+		sleep(ctx, 100*time.Millisecond)
+	}
+	c.fig("%d probes while down: statuses %v, slowest %s, over 1 s %d, not 502/503 JSON %d", n, statuses, ms(worst), slow, bad)
+	c.want(slow == 0, "%d answers took over 1 s (slowest %s)", slow, ms(worst))
+	c.want(bad == 0, "%d answers were not 502/503 JSON", bad)
+
+	args = append([]string{"start"}, ids...)
+	if _, err := s.st.docker(ctx, args...); err != nil {
+		return c.abort(err)
+	}
+	returned := time.Now()
+	limit := s.nginx.failTimeout + time.Second
+	var backAfter time.Duration = -1
+	for time.Since(returned) < limit+20*time.Second {
+		st, _, _, err := getOnce(ctx, s.st.baseURL+"/sudoku?puzzle="+testPuzzle, 2*time.Second)
+		if err == nil && st == 200 {
+			backAfter = time.Since(returned)
+			break
+		}
+		sleep(ctx, 50*time.Millisecond)
+	}
+	c.fig("service back %v after docker start (limit fail_timeout %v + 1s)", backAfter.Round(10*time.Millisecond), s.nginx.failTimeout)
+	c.want(backAfter >= 0 && backAfter <= limit, "service back after %v > %v", backAfter, limit)
+	return c.result()
+}
+
+func isJSON(b []byte) bool {
+	b = []byte(strings.TrimSpace(string(b)))
+	return len(b) > 1 && b[0] == '{' && jsonValid(b)
+}
+
+// nginxReload: 10 reloads under 0.5 C.
+func nginxReload(ctx context.Context, s *suite) result {
+	var c checks
+	ng := s.nginxID(ctx)
+	if ng == "" {
+		return c.abort(fmt.Errorf("no nginx container"))
+	}
+	stop := s.background(ctx, "reload", s.half(), 5*time.Minute)
+	sleep(ctx, 2*time.Second)
+	okReloads := 0
+	var errs []string
+	for i := 0; i < 10; i++ {
+		if _, err := s.st.docker(ctx, "exec", ng, "nginx", "-s", "reload"); err != nil {
+			errs = append(errs, err.Error())
+		} else {
+			okReloads++
+		}
+		sleep(ctx, 1500*time.Millisecond)
+	}
+	sleep(ctx, 2*time.Second)
+	res := stop()
+	sum := summarize(res.Records, 0)
+	c.fig("%d/10 reloads; %d requests at %.0f/s, failed %d (%s), p99 %s", okReloads, sum.Sent, s.half(), sum.failures(), sum.kindsString(), ms(sum.P99))
+	c.want(okReloads == 10, "reloads failed: %s", strings.Join(errs, "; "))
+	c.want(sum.failures() == 0, "%d failed requests: %s", sum.failures(), sum.kindsString())
+	return c.result()
+}
+
+// slowClients: sudoku-load stress -no-read, 200 connections x 50 requests,
+// with a well-behaved client alongside.
+func slowClients(ctx context.Context, s *suite) result {
+	var c checks
+	ids := s.workers(ctx)
+	idle := s.idle(ctx, ids)
+	idleNginx, _ := s.st.nginxWorkersRSS(ctx, s.nginxID(ctx))
+	rate := 0.25 * s.C
+	base := s.baseline(ctx, rate, 10*time.Second)
+
+	stopSample := s.sample(ctx, ids, 500*time.Millisecond, false)
+	stop := s.background(ctx, "alongside", rate, 5*time.Minute)
+	f, err := s.runLoad(ctx, "stress", "-url", s.st.baseURL, "-in", s.cfg.puzzles, "-no-read",
+		"-c", "200", "-n", "10000", "-duration", "60s")
+	res := stop()
+	sm := stopSample()
+	if err != nil {
+		c.want(false, "sudoku-load stress: %v", err)
+	}
+	sum := summarize(res.Records, 0)
+	sent, _ := f.num("sent")
+	c.fig("stress -no-read sent %.0f", sent)
+	s.rssChecks(&c, ids, idle, sm, 32<<20)
+	ng := sm.maxNginx - idleNginx
+	c.fig("nginx worker RSS %s -> %s (+%s)", mib(idleNginx), mib(sm.maxNginx), mib(ng))
+	c.want(sm.maxNginx > 0, "no nginx worker RSS samples")
+	c.want(ng <= 16<<20, "nginx worker RSS grew %s > 16MiB", mib(ng))
+	c.fig("well-behaved client at %.0f/s: p99 %s (baseline %s), failed %d", rate, ms(sum.P99), ms(base.P99), sum.failures())
+	c.want(sum.P99 <= 2*base.P99, "well-behaved p99 %s > 2x baseline %s", ms(sum.P99), ms(base.P99))
+	c.want(sum.failures() == 0, "well-behaved client failures: %s", sum.kindsString())
+	return c.result()
+}
