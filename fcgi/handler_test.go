@@ -448,8 +448,8 @@ func TestInternalHandler(t *testing.T) {
 		h.ServeHTTP(w, httptest.NewRequest(method, path, nil))
 		return w
 	}
-	if w := get("GET", "/healthz"); w.Code != 200 {
-		t.Errorf("/healthz = %d", w.Code)
+	if w := get("GET", "/healthz"); w.Code != 200 || w.Header().Get("X-Sudoku-Worker") != "test-1" {
+		t.Errorf("/healthz = %d, X-Sudoku-Worker %q", w.Code, w.Header().Get("X-Sudoku-Worker"))
 	}
 	if w := get("GET", "/readyz"); w.Code != 200 {
 		t.Errorf("/readyz = %d, want 200", w.Code)
