@@ -448,8 +448,8 @@ func TestInternalHandler(t *testing.T) {
 		h.ServeHTTP(w, httptest.NewRequest(method, path, nil))
 		return w
 	}
-	if w := get("GET", "/healthz"); w.Code != 200 {
-		t.Errorf("/healthz = %d", w.Code)
+	if w := get("GET", "/healthz"); w.Code != 200 || w.Header().Get("X-Sudoku-Worker") != "test-1" {
+		t.Errorf("/healthz = %d, X-Sudoku-Worker %q", w.Code, w.Header().Get("X-Sudoku-Worker"))
 	}
 	if w := get("GET", "/readyz"); w.Code != 200 {
 		t.Errorf("/readyz = %d, want 200", w.Code)
@@ -535,4 +535,38 @@ func TestBatchDoesNotStarveSingles(t *testing.T) {
 	if out := <-done; strings.Count(out, solution) != 200 {
 		t.Errorf("batch solved %d of 200", strings.Count(out, solution))
 	}
+}
+
+func TestAccessLog(t *testing.T) {
+	var buf strings.Builder
+	s := New(Config{WorkerID: "w", AccessLog: true}, zerolog.New(&syncWriter{w: &buf}), nil)
+	serve(s, "GET", "/sudoku?puzzle="+dead, nil, "X-Request-Id", "abc123")
+	var line map[string]any
+	if err := json.Unmarshal([]byte(buf.String()), &line); err != nil {
+		t.Fatalf("access line %q: %v", buf.String(), err)
+	}
+	for k, want := range map[string]any{
+		"message": "request", "req_id": "abc123", "status": float64(422), "outcome": "no_solution",
+		"method": "GET", "path": "/sudoku", "level": "info",
+	} {
+		if line[k] != want {
+			t.Errorf("access line %s = %v, want %v", k, line[k], want)
+		}
+	}
+	for _, k := range []string{"duration", "queue_wait", "solve_duration"} {
+		if _, ok := line[k].(float64); !ok {
+			t.Errorf("access line lacks %s: %v", k, line)
+		}
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
