@@ -26,15 +26,16 @@ if docker compose version >/dev/null 2>&1; then
 else
 	compose_cmd=docker-compose
 fi
-compose_cmd="$compose_cmd -p $project -f docker-compose.yml"
+# An absolute file path: the Go test runs the same command from its own directory.
+compose_cmd="$compose_cmd -p $project -f $PWD/docker-compose.yml"
 # shellcheck disable=SC2086 # compose_cmd is a command line
 compose() { $compose_cmd "$@"; }
 
 teardown() {
 	local rc=$?
 	if ((rc != 0)); then
-		log "failed; last logs of sudoku-edge/nginx:"
-		compose logs --tail=40 nginx >&2 || true
+		log "failed; last sudoku-edge log lines and nginx errors:"
+		compose logs --no-color --tail=2000 nginx 2>&1 | grep -v '"request_id"' | tail -40 >&2 || true
 	fi
 	if [[ ${SUDOKU_SCALE_KEEP:-} == 1 ]]; then
 		log "SUDOKU_SCALE_KEEP=1: leaving project $project up"

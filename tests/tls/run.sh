@@ -35,8 +35,9 @@ export SUDOKU_TLS_PEBBLE_DIR=$work
 teardown() {
 	local rc=$?
 	if ((rc != 0)); then
-		log "failed; last logs of sudoku-edge/nginx and pebble:"
-		compose logs --tail=40 nginx pebble >&2 || true
+		log "failed; last sudoku-edge/nginx (access log left out) and pebble log lines:"
+		compose logs --no-color --tail=2000 nginx 2>&1 | grep -v '"request_id"' | tail -40 >&2 || true
+		compose logs --no-color --tail=40 pebble >&2 || true
 	fi
 	if [[ ${SUDOKU_TLS_KEEP:-} == 1 ]]; then
 		log "SUDOKU_TLS_KEEP=1: leaving project $project up (files in $work)"
