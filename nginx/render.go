@@ -55,13 +55,18 @@ func RenderServers(source string, addrs []netip.AddrPort, params string) ([]byte
 	return buf.Bytes(), nil
 }
 
-// TLSServer describes the HTTPS server block that RenderTLS writes. With
-// no Domains, TLS is off and the rendered file has comments only.
+// TLSSite is one HTTPS server: a name and its certificate pair.
+type TLSSite struct {
+	Name     string // server_name, also the certificate's name
+	CertFile string // full chain, PEM
+	KeyFile  string // private key, PEM
+}
+
+// TLSServer describes the HTTPS servers that RenderTLS writes. With no
+// Sites, TLS is off and the rendered file has comments only.
 type TLSServer struct {
-	Domains  []string // server_name and certificate names
-	CA       string   // ACME directory, for the comment only
-	CertFile string   // full chain, PEM
-	KeyFile  string   // private key, PEM
+	Sites []TLSSite // the first one is the default server for clients without SNI
+	CA    string    // ACME directory, for the comment only
 
 	HTTPSListen string // nginx listen for HTTPS, e.g. "8443"
 	Locations   string // file with the public locations, shared with the HTTP server
@@ -69,9 +74,9 @@ type TLSServer struct {
 	HSTS       bool // send Strict-Transport-Security
 	HSTSMaxAge int  // seconds
 
-	// Redirect adds a plain-HTTP server for Domains on HTTPListen that
-	// proxies ACME challenges to ChallengeAddr and answers everything else
-	// with a 308 to https://$host[:RedirectPort].
+	// Redirect adds a plain-HTTP server for the sites' names on HTTPListen
+	// that proxies ACME challenges to ChallengeAddr and answers everything
+	// else with a 308 to https://$host[:RedirectPort].
 	Redirect      bool
 	HTTPListen    string // e.g. "8080"
 	ChallengeAddr string // e.g. "127.0.0.1:8081"
@@ -88,16 +93,18 @@ func (s TLSServer) RedirectPortSuffix() string {
 
 // RenderTLS renders tls.conf, included by nginx.conf at http level.
 func RenderTLS(s TLSServer) ([]byte, error) {
-	for _, d := range s.Domains {
-		if err := CheckDomain(d); err != nil {
+	values := map[string]string{
+		"locations file": s.Locations, "CA": s.CA, "HTTPS listen": s.HTTPSListen,
+		"HTTP listen": s.HTTPListen, "challenge address": s.ChallengeAddr,
+	}
+	for _, site := range s.Sites {
+		if err := CheckDomain(site.Name); err != nil {
 			return nil, err
 		}
+		values["certificate file "+site.CertFile] = site.CertFile
+		values["key file "+site.KeyFile] = site.KeyFile
 	}
-	for name, v := range map[string]string{
-		"certificate file": s.CertFile, "key file": s.KeyFile, "locations file": s.Locations,
-		"CA": s.CA, "HTTPS listen": s.HTTPSListen, "HTTP listen": s.HTTPListen,
-		"challenge address": s.ChallengeAddr,
-	} {
+	for name, v := range values {
 		if strings.ContainsAny(v, ";{}#\"'\\\n\r$ \t") {
 			return nil, fmt.Errorf("%w: %s %q", ErrUnsafe, name, v)
 		}
@@ -109,11 +116,11 @@ func RenderTLS(s TLSServer) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// CheckDomain reports whether d is a DNS name fit for server_name and an
-// ACME order: letters, digits, hyphens and dots, optionally one leading
-// "*." label.
+// CheckDomain reports whether d is a DNS name fit for server_name, a file
+// name and an HTTP-01 order: letters, digits, hyphens and dots, no
+// wildcard (HTTP-01 cannot validate one).
 func CheckDomain(d string) error {
-	name := strings.TrimPrefix(d, "*.")
+	name := d
 	if name == "" || len(name) > 253 {
 		return fmt.Errorf("%w: domain %q: empty or too long", ErrUnsafe, d)
 	}

@@ -62,10 +62,11 @@ func TestRenderServersRejectsUnsafeParams(t *testing.T) {
 
 func TestRenderTLS(t *testing.T) {
 	base := TLSServer{
-		Domains:       []string{"sudoku.example.com", "www.sudoku.example.com"},
+		Sites: []TLSSite{
+			{"sudoku.example.com", "/run/sudoku-edge/certs/live/sudoku.example.com.crt", "/run/sudoku-edge/certs/live/sudoku.example.com.key"},
+			{"www.sudoku.example.com", "/run/sudoku-edge/certs/live/www.sudoku.example.com.crt", "/run/sudoku-edge/certs/live/www.sudoku.example.com.key"},
+		},
 		CA:            "https://acme-v02.api.letsencrypt.org/directory",
-		CertFile:      "/run/sudoku-edge/tls/live/fullchain.pem",
-		KeyFile:       "/run/sudoku-edge/tls/live/privkey.pem",
 		HTTPSListen:   "8443",
 		Locations:     "/etc/nginx/sudoku-locations.conf",
 		HSTSMaxAge:    63072000,
@@ -99,12 +100,13 @@ func TestRenderTLS(t *testing.T) {
 
 func TestRenderTLSRejectsUnsafe(t *testing.T) {
 	tests := map[string]TLSServer{
-		"domain with space":  {Domains: []string{"a.example.com b"}},
-		"domain with brace":  {Domains: []string{"a.example.com}"}},
-		"empty label":        {Domains: []string{"a..example.com"}},
-		"hyphen label":       {Domains: []string{"-a.example.com"}},
-		"cert path with ;":   {Domains: []string{"a.example.com"}, CertFile: "/x;y"},
-		"locations with \\n": {Domains: []string{"a.example.com"}, Locations: "/x\ninclude /etc/passwd"},
+		"domain with space":  {Sites: []TLSSite{{Name: "a.example.com b"}}},
+		"domain with brace":  {Sites: []TLSSite{{Name: "a.example.com}"}}},
+		"wildcard":           {Sites: []TLSSite{{Name: "*.example.com"}}},
+		"empty label":        {Sites: []TLSSite{{Name: "a..example.com"}}},
+		"hyphen label":       {Sites: []TLSSite{{Name: "-a.example.com"}}},
+		"cert path with ;":   {Sites: []TLSSite{{Name: "a.example.com", CertFile: "/x;y"}}},
+		"locations with \\n": {Sites: []TLSSite{{Name: "a.example.com"}}, Locations: "/x\ninclude /etc/passwd"},
 	}
 	for name, in := range tests {
 		t.Run(name, func(t *testing.T) {

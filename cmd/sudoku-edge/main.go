@@ -4,7 +4,8 @@
 // certificates with ACME (certmagic, HTTP-01) and hands them to nginx.
 //
 // SIGTERM or SIGINT becomes a graceful nginx stop (SIGQUIT); a second one a
-// fast stop (SIGTERM). sudoku-edge exits with nginx's status.
+// fast stop (SIGTERM). sudoku-edge exits with nginx's status. SIGUSR1 forces
+// the renewal of every certificate.
 package main
 
 import (
@@ -193,7 +194,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			addrs = next
 		},
 		func(err error) { log.Warn().Err(err).Msg("worker lookup failed; keeping the current upstream") })
-	go tlsMgr.run(bg)
+	renew := make(chan os.Signal, 1)
+	signal.Notify(renew, syscall.SIGUSR1)
+	defer signal.Stop(renew)
+	go tlsMgr.run(bg, renew)
 
 	select {
 	case <-proc.Done():
