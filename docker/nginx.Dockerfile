@@ -4,9 +4,17 @@
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 ENV CGO_ENABLED=0 GOFLAGS=-trimpath
+# The standard library, compiled once into the build cache of this layer:
+# the classic builder has no cache mounts, so without it every source change
+# recompiles net/http and crypto from scratch. Same lines in both Go
+# Dockerfiles, so the layer is shared.
+RUN go build std
 COPY go.mod go.sum* ./
 RUN go mod download
-COPY nginx/ nginx/
+# Only what the Go build reads (the package and its embedded templates), so
+# an edit to the nginx config files below does not recompile the edge.
+COPY nginx/*.go nginx/
+COPY nginx/templates/ nginx/templates/
 COPY cmd/sudoku-edge/ cmd/sudoku-edge/
 RUN go build -ldflags='-s -w' -o /out/sudoku-edge ./cmd/sudoku-edge
 

@@ -302,10 +302,10 @@ func (s *Service) solveOne(g solver.Grid, limit int) (res solver.Result, wait, t
 		return res, wait, 0, err
 	}
 	defer s.pool.Release()
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.SolveTimeout)
-	defer cancel()
 	t0 := time.Now()
+	ctx := newDeadlineCtx(t0.Add(s.cfg.SolveTimeout))
 	res, err = s.solve(ctx, g, limit)
+	releaseDeadlineCtx(ctx)
 	took = time.Since(t0)
 	s.m.solveSeconds.Observe(took.Seconds())
 	return res, wait, took, err
@@ -424,6 +424,12 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 	st.status, st.wrote, st.outcome = http.StatusOK, true, OutcomeBatch
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
+	// Send the header now (net/http/fcgi writes it on the first Write,
+	// even an empty one), so the client sees the answer start.
+	w.Write(nil)
+	if flusher != nil {
+		flusher.Flush()
+	}
 
 	par := min(s.cfg.BatchParallel, len(lines))
 	jobs := make(chan int, len(lines))

@@ -448,8 +448,8 @@ func TestInternalHandler(t *testing.T) {
 		h.ServeHTTP(w, httptest.NewRequest(method, path, nil))
 		return w
 	}
-	if w := get("GET", "/healthz"); w.Code != 200 {
-		t.Errorf("/healthz = %d", w.Code)
+	if w := get("GET", "/healthz"); w.Code != 200 || w.Header().Get("X-Sudoku-Worker") != "test-1" {
+		t.Errorf("/healthz = %d, X-Sudoku-Worker %q", w.Code, w.Header().Get("X-Sudoku-Worker"))
 	}
 	if w := get("GET", "/readyz"); w.Code != 200 {
 		t.Errorf("/readyz = %d, want 200", w.Code)
@@ -483,4 +483,90 @@ func TestInternalHandler(t *testing.T) {
 	if w := get("GET", "/metrics"); !strings.Contains(w.Body.String(), "sudoku_draining 1") {
 		t.Errorf("/metrics while draining lacks sudoku_draining 1")
 	}
+}
+
+var nopLog = zerolog.Nop()
+
+func TestDeadlineCtx(t *testing.T) {
+	c := newDeadlineCtx(time.Now().Add(30 * time.Millisecond))
+	if c.Err() != nil {
+		t.Fatal("Err before the deadline")
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done not closed after the deadline")
+	}
+	if !errors.Is(c.Err(), context.DeadlineExceeded) {
+		t.Errorf("Err = %v, want DeadlineExceeded", c.Err())
+	}
+	releaseDeadlineCtx(c) // fired: must not go back to the pool
+	for range 10 {
+		d := newDeadlineCtx(time.Now().Add(time.Hour))
+		if d == c {
+			t.Fatal("a context whose deadline passed was reused")
+		}
+		if d.Err() != nil {
+			t.Fatal("fresh context already ended")
+		}
+		releaseDeadlineCtx(d)
+	}
+}
+
+// A batch shares the pool fairly: a single request queued behind it gets
+// the next free slot, not the end of the batch.
+func TestBatchDoesNotStarveSingles(t *testing.T) {
+	s := newTestService(t, Config{PoolSize: 1, QueueTimeout: 200 * time.Millisecond})
+	s.solve = func(ctx context.Context, g solver.Grid, limit int) (solver.Result, error) {
+		time.Sleep(5 * time.Millisecond)
+		return solver.SolveContext(ctx, g, limit)
+	}
+	body := strings.Repeat(easy+"\n", 200) // about 1 s of solving on one slot
+	done := make(chan string)
+	go func() { done <- serve(s, "POST", "/sudoku", strings.NewReader(body)).Body.String() }()
+	for s.pool.Busy() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	for i := range 3 {
+		if w := serve(s, "GET", "/sudoku?puzzle="+easy, nil); w.Code != 200 {
+			t.Errorf("single request %d during a batch = %d %q, want 200", i, w.Code, w.Body)
+		}
+	}
+	if out := <-done; strings.Count(out, solution) != 200 {
+		t.Errorf("batch solved %d of 200", strings.Count(out, solution))
+	}
+}
+
+func TestAccessLog(t *testing.T) {
+	var buf strings.Builder
+	s := New(Config{WorkerID: "w", AccessLog: true}, zerolog.New(&syncWriter{w: &buf}), nil)
+	serve(s, "GET", "/sudoku?puzzle="+dead, nil, "X-Request-Id", "abc123")
+	var line map[string]any
+	if err := json.Unmarshal([]byte(buf.String()), &line); err != nil {
+		t.Fatalf("access line %q: %v", buf.String(), err)
+	}
+	for k, want := range map[string]any{
+		"message": "request", "req_id": "abc123", "status": float64(422), "outcome": "no_solution",
+		"method": "GET", "path": "/sudoku", "level": "info",
+	} {
+		if line[k] != want {
+			t.Errorf("access line %s = %v, want %v", k, line[k], want)
+		}
+	}
+	for _, k := range []string{"duration", "queue_wait", "solve_duration"} {
+		if _, ok := line[k].(float64); !ok {
+			t.Errorf("access line lacks %s: %v", k, line)
+		}
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -147,5 +147,8 @@ func (s *Service) InternalHandler(g prometheus.Gatherer) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]MemoryJSON{"before": before, "after": after})
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["X-Sudoku-Worker"] = s.hdrWorker
+		mux.ServeHTTP(w, r)
+	})
 }

@@ -426,6 +426,7 @@ func (c *conn) Write(p []byte) (int, error) {
 		}
 	}
 	if typ == recEndRequest && c.draining && len(c.active) == 0 {
+		c.set.s.m.closedDrain.Inc()
 		c.closeLocked()
 	}
 	return len(p), nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/bits"
 	"strings"
 )
 
@@ -103,88 +102,4 @@ func Solve(g Grid, limit int) Result {
 // checks ctx cheaply, every few hundred search nodes.
 func SolveContext(ctx context.Context, g Grid, limit int) (Result, error) {
 	return solve(ctx, g, limit)
-}
-
-// ---- placeholder search: plain bitmask backtracking (to be replaced) ----
-
-type search struct {
-	ctx     context.Context
-	rows    [9]uint16
-	cols    [9]uint16
-	boxes   [9]uint16
-	cells   Grid
-	limit   int
-	res     Result
-	nodes   int
-	stopped bool
-}
-
-func solve(ctx context.Context, g Grid, limit int) (Result, error) {
-	if limit < 1 {
-		limit = 1
-	}
-	s := search{ctx: ctx, cells: g, limit: limit}
-	if checkConflicts(&g) != nil {
-		return Result{}, nil
-	}
-	for i, v := range g {
-		if v != 0 {
-			bit := uint16(1) << v
-			s.rows[i/9] |= bit
-			s.cols[i%9] |= bit
-			s.boxes[i/27*3+i%9/3] |= bit
-		}
-	}
-	s.dfs()
-	if s.stopped {
-		return s.res, ErrBudget
-	}
-	return s.res, nil
-}
-
-func (s *search) dfs() bool {
-	s.nodes++
-	if s.ctx != nil && s.nodes&255 == 0 && s.ctx.Err() != nil {
-		s.stopped = true
-		return true
-	}
-	best, bestN, bestFree := -1, 10, uint16(0)
-	for i := 0; i < 81; i++ {
-		if s.cells[i] != 0 {
-			continue
-		}
-		free := ^(s.rows[i/9] | s.cols[i%9] | s.boxes[i/27*3+i%9/3]) & 0x3fe
-		n := bits.OnesCount16(free)
-		if n < bestN {
-			best, bestN, bestFree = i, n, free
-			if n <= 1 {
-				break
-			}
-		}
-	}
-	if best < 0 {
-		if s.res.Count == 0 {
-			s.res.Solution = s.cells
-		}
-		s.res.Count++
-		return s.res.Count >= s.limit
-	}
-	r, c, b := best/9, best%9, best/27*3+best%9/3
-	for free := bestFree; free != 0; free &= free - 1 {
-		v := uint8(bits.TrailingZeros16(free))
-		bit := uint16(1) << v
-		s.cells[best] = v
-		s.rows[r] |= bit
-		s.cols[c] |= bit
-		s.boxes[b] |= bit
-		done := s.dfs()
-		s.rows[r] &^= bit
-		s.cols[c] &^= bit
-		s.boxes[b] &^= bit
-		s.cells[best] = 0
-		if done {
-			return true
-		}
-	}
-	return false
 }

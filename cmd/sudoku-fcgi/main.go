@@ -54,6 +54,7 @@ type config struct {
 	queueTimeout, solveTimeout, drain    time.Duration
 	maxBody                              int64
 	accessLog, healthcheck               bool
+	benchHTTP                            string
 	logFlush                             time.Duration
 }
 
@@ -146,6 +147,7 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (confi
 	e.str(&c.logLevel, "log-level", "SUDOKU_LOG_LEVEL", "info", "log level: debug, info, warn, error")
 	e.bool(&c.accessLog, "access-log", "SUDOKU_ACCESS_LOG", true, "log one line per request")
 	e.dur(&c.logFlush, "log-flush", "SUDOKU_LOG_FLUSH", 100*time.Millisecond, "buffer log lines up to this long (0: write each line at once)")
+	e.str(&c.benchHTTP, "bench-http", "SUDOKU_BENCH_HTTP", "", "also serve the public API over plain HTTP on this address, to compare against FastCGI in benchmarks (off when empty; never expose it)")
 	fs.BoolVar(&c.healthcheck, "healthcheck", false, "GET http://127.0.0.1:<internal port>/readyz and exit 0 if ready, 1 if not (for Docker HEALTHCHECK)")
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: sudoku-fcgi [flags]\n\nSudoku FastCGI worker (%s). Flags override their environment twins.\n\n", version)
@@ -238,6 +240,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			log.Error().Err(err).Msg("internal listener failed")
 		}
 	}()
+	if c.benchHTTP != "" {
+		bln, err := net.Listen("tcp", c.benchHTTP)
+		if err != nil {
+			ln.Close()
+			iln.Close()
+			return fmt.Errorf("bench-http listener: %w", err)
+		}
+		bsrv := &http.Server{Handler: svc, ReadHeaderTimeout: 5 * time.Second}
+		defer bsrv.Close()
+		go bsrv.Serve(bln)
+	}
 	cfg := svc.Config()
 	log.Info().Str("version", version).Str("listen", ln.Addr().String()).Str("internal_listen", iln.Addr().String()).
 		Int("gomaxprocs", runtime.GOMAXPROCS(0)).Int("gc_percent", currentGCPercent()).

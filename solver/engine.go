@@ -1,0 +1,391 @@
+package solver
+
+import (
+	"context"
+	"math/bits"
+)
+
+// The engine keeps the candidates as band bitboards: for every digit d
+// (0-8) and band b (0-2, three rows each) one 27-bit mask, bit 9*r+c set
+// when the digit may still go in row r of the band, column c. Cell i of the
+// grid is bit i%27 of band i/27.
+//
+// Propagation is per digit and exact for that digit within every band and
+// every stack: in a band a digit fills one cell per row and one per box, so
+// its rows map one-to-one onto the band's boxes; only the row/box "triads"
+// that lie on such a permutation survive (this is box/line reduction in both
+// directions and hidden singles in rows and boxes). The same argument over
+// bands and the columns of a stack gives the column side. Both are one
+// lookup in a 512-entry table. Cells come in through naked singles, found
+// for a whole band at once with bit accumulators. A guess copies the whole
+// state (27 words and 3 more); there is no undo log.
+
+const (
+	bandAll = 1<<27 - 1
+	// checkEvery is how many guesses pass between two looks at ctx.
+	checkEvery = 128
+)
+
+// state is the whole search state: 120 bytes, copied on a guess.
+type state struct {
+	cand     [27]uint32 // index 3*digit + band
+	unsolved [3]uint32  // cells of each band without a placed digit
+}
+
+// Tables built once at start-up and never written after.
+var tab = buildTables()
+
+type tables struct {
+	triad     [512]uint8  // 9 cells of a row -> 3 bits: boxes with a candidate
+	perm      [512]uint16 // 3x3 pattern -> cells that lie on a permutation
+	bandKeep  [512]uint32 // row/box triad pattern -> 27-bit mask it keeps
+	colExpand [512]uint32 // 9 columns -> 27-bit mask of those columns
+	single    [512]uint16 // 9 cells of a row -> the cell if it is alone
+	peers     [27]uint32  // row and box of a cell in its band, minus the cell
+	boxMask   [27]uint32
+}
+
+func buildTables() *tables {
+	t := new(tables)
+	for x := 0; x < 512; x++ {
+		for k := 0; k < 3; k++ {
+			if x>>(3*k)&7 != 0 {
+				t.triad[x] |= 1 << k
+			}
+		}
+		if x&(x-1) == 0 {
+			t.single[x] = uint16(x)
+		}
+		for c := 0; c < 9; c++ {
+			if x>>c&1 != 0 {
+				t.colExpand[x] |= 1<<c | 1<<(c+9) | 1<<(c+18)
+			}
+		}
+		// Six permutations of rows onto boxes (or bands onto columns).
+		var keep uint16
+		for _, p := range [6][3]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}} {
+			m := 1<<(0*3+p[0]) | 1<<(1*3+p[1]) | 1<<(2*3+p[2])
+			if x&m == m {
+				keep |= uint16(m)
+			}
+		}
+		t.perm[x] = keep
+		for i := 0; i < 9; i++ {
+			if keep>>i&1 != 0 {
+				r, k := i/3, i%3
+				t.bandKeep[x] |= 7 << (9*r + 3*k)
+			}
+		}
+	}
+	for pos := 0; pos < 27; pos++ {
+		r, c := pos/9, pos%9
+		var m uint32
+		for q := 0; q < 27; q++ {
+			if q/9 == r || q%9/3 == c/3 {
+				m |= 1 << q
+			}
+		}
+		t.peers[pos] = m &^ (1 << pos)
+		t.boxMask[pos] = 0x1C0E07 << (3 * (c / 3))
+	}
+	return t
+}
+
+// closeDigit applies band and stack closure to digit d until nothing
+// changes, then takes the cells each digit now holds alone in a row out of
+// play for the other digits. It reports false on a contradiction and adds
+// to *changed the digits that lost candidates.
+func (s *state) closeDigit(d int, changed *uint32) bool {
+	t := tab
+	c := s.cand[3*d : 3*d+3 : 3*d+3]
+	a0, a1, a2 := c[0], c[1], c[2]
+	for {
+		n0 := a0 & t.bandKeep[uint(t.triad[a0&511])|uint(t.triad[a0>>9&511])<<3|uint(t.triad[a0>>18&511])<<6]
+		n1 := a1 & t.bandKeep[uint(t.triad[a1&511])|uint(t.triad[a1>>9&511])<<3|uint(t.triad[a1>>18&511])<<6]
+		n2 := a2 & t.bandKeep[uint(t.triad[a2&511])|uint(t.triad[a2>>9&511])<<3|uint(t.triad[a2>>18&511])<<6]
+		if n0 == 0 || n1 == 0 || n2 == 0 {
+			return false
+		}
+		c0 := (n0 | n0>>9 | n0>>18) & 511
+		c1 := (n1 | n1>>9 | n1>>18) & 511
+		c2 := (n2 | n2>>9 | n2>>18) & 511
+		// Stacks: rows of the pattern are bands, columns are the stack's columns.
+		p0 := t.perm[c0&7|(c1&7)<<3|(c2&7)<<6]
+		p1 := t.perm[c0>>3&7|(c1>>3&7)<<3|(c2>>3&7)<<6]
+		p2 := t.perm[c0>>6|(c1>>6)<<3|(c2>>6)<<6]
+		if p0 == 0 || p1 == 0 || p2 == 0 {
+			return false
+		}
+		k0 := uint32(p0&7) | uint32(p1&7)<<3 | uint32(p2&7)<<6
+		k1 := uint32(p0>>3&7) | uint32(p1>>3&7)<<3 | uint32(p2>>3&7)<<6
+		k2 := uint32(p0>>6) | uint32(p1>>6)<<3 | uint32(p2>>6)<<6
+		n0 &= t.colExpand[k0]
+		n1 &= t.colExpand[k1]
+		n2 &= t.colExpand[k2]
+		if n0 == a0 && n1 == a1 && n2 == a2 {
+			break
+		}
+		a0, a1, a2 = n0, n1, n2
+	}
+	c[0], c[1], c[2] = a0, a1, a2
+	// Hidden singles: a row of a band where the digit has one cell left.
+	for b, a := range [3]uint32{a0, a1, a2} {
+		p := (uint32(t.single[a&511]) | uint32(t.single[a>>9&511])<<9 | uint32(t.single[a>>18])<<18) & s.unsolved[b]
+		if p == 0 {
+			continue
+		}
+		s.unsolved[b] &^= p
+		for e := 0; e < 9; e++ {
+			if e != d && s.cand[3*e+b]&p != 0 {
+				s.cand[3*e+b] &^= p
+				*changed |= 1 << e
+			}
+		}
+	}
+	return true
+}
+
+// propagate runs closure on the changed digits (a 9-bit set) and naked
+// singles until nothing changes. It reports false on a contradiction.
+func (s *state) propagate(changed uint32) bool {
+	t := tab
+	for {
+		for changed != 0 {
+			d := bits.TrailingZeros32(changed)
+			changed &= changed - 1
+			if !s.closeDigit(d, &changed) {
+				return false
+			}
+		}
+		// Naked singles, a band at a time.
+		for b := 0; b < 3; b++ {
+			var once, twice uint32
+			for d := 0; d < 9; d++ {
+				m := s.cand[3*d+b]
+				twice |= once & m
+				once |= m
+			}
+			if once != bandAll {
+				return false // a cell with no candidate left
+			}
+			naked := once &^ twice & s.unsolved[b]
+			if naked == 0 {
+				continue
+			}
+			s.unsolved[b] &^= naked
+			for d := 0; d < 9; d++ {
+				n := s.cand[3*d+b] & naked
+				if n == 0 {
+					continue
+				}
+				changed |= 1 << d
+				a := s.cand[3*d+b]
+				var cols uint32
+				for m := n; m != 0; m &= m - 1 {
+					pos := bits.TrailingZeros32(m)
+					a &^= t.peers[pos]
+					cols |= 1 << (pos % 9)
+				}
+				s.cand[3*d+b] = a
+				clear := t.colExpand[cols]
+				for o := 0; o < 3; o++ {
+					if o != b {
+						s.cand[3*d+o] &^= clear
+					}
+				}
+			}
+		}
+		if changed == 0 {
+			return true
+		}
+	}
+}
+
+// search is one solve: the limit, what was found, and the budget.
+type search struct {
+	ctx     context.Context
+	limit   int
+	count   int
+	guesses int
+	stopped bool
+	sol     Grid
+}
+
+func (sr *search) done() bool { return sr.count >= sr.limit || sr.stopped }
+
+// run propagates s, records a solution or guesses, and recurses.
+func (sr *search) run(s *state, changed uint32) {
+	for {
+		if !s.propagate(changed) {
+			return
+		}
+		b, pos, ok := s.pickCell()
+		if !ok {
+			sr.record(s)
+			return
+		}
+		sr.guesses++
+		if sr.ctx != nil && sr.guesses%checkEvery == 0 && sr.ctx.Err() != nil {
+			sr.stopped = true
+			return
+		}
+		bit := uint32(1) << pos
+		var digits uint32
+		for d := 0; d < 9; d++ {
+			if s.cand[3*d+b]&bit != 0 {
+				digits |= 1 << d
+			}
+		}
+		// Try every candidate but the last on a copy; the last one is
+		// what remains in s once the others are ruled out.
+		changed = 0
+		for bits.OnesCount32(digits) > 1 {
+			d := bits.TrailingZeros32(digits)
+			digits &= digits - 1
+			sr.guess(s, d, b, bit)
+			if sr.done() {
+				return
+			}
+			s.cand[3*d+b] &^= bit
+			changed |= 1 << d
+		}
+		// One digit left: the naked single step places it.
+	}
+}
+
+// guess searches a copy of s with digit d in the cell bit of band b. It is
+// a function of its own so that the copy stays on the stack: taken inside
+// run's loop, its address would make escape analysis move it to the heap.
+func (sr *search) guess(s *state, d, b int, bit uint32) {
+	child := *s
+	sr.run(&child, child.place(d, b, bit))
+}
+
+// place keeps only digit d in the cell bit of band b and returns the digits
+// that lost it; the naked single step does the rest.
+func (s *state) place(d, b int, bit uint32) (changed uint32) {
+	for e := 0; e < 9; e++ {
+		if e != d && s.cand[3*e+b]&bit != 0 {
+			s.cand[3*e+b] &^= bit
+			changed |= 1 << e
+		}
+	}
+	return changed
+}
+
+// pickCell chooses the cell to guess on. Among the cells with two
+// candidates it takes the one with the most unsolved cells in its row,
+// column and box (weighted 4) plus the most open positions for its two
+// digits: the guess that settles the most. With no such cell it takes the
+// first cell with the fewest candidates. ok is false when every cell is
+// placed. (Measured on the shared data: 30-45% fewer guesses on the hard
+// sets than taking the first bivalue cell.)
+func (s *state) pickCell() (b, pos int, ok bool) {
+	if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {
+		return 0, 0, false
+	}
+	t := tab
+	var two [3]uint32
+	for b := 0; b < 3; b++ {
+		var once, twice, thrice uint32
+		for d := 0; d < 9; d++ {
+			m := s.cand[3*d+b]
+			thrice |= twice & m
+			twice |= once & m
+			once |= m
+		}
+		two[b] = twice &^ thrice & s.unsolved[b]
+	}
+	if two[0]|two[1]|two[2] == 0 {
+		return s.pickFewest()
+	}
+	var open [9]int
+	for d := range open {
+		open[d] = bits.OnesCount32(s.cand[3*d]) + bits.OnesCount32(s.cand[3*d+1]) + bits.OnesCount32(s.cand[3*d+2])
+	}
+	u0, u1, u2 := s.unsolved[0], s.unsolved[1], s.unsolved[2]
+	best := -1
+	for bb := 0; bb < 3; bb++ {
+		u := s.unsolved[bb]
+		for m := two[bb]; m != 0; m &= m - 1 {
+			p := bits.TrailingZeros32(m)
+			col := t.colExpand[1<<(p%9)]
+			score := 4 * (bits.OnesCount32(u>>(p/9*9)&511) + bits.OnesCount32(u&t.boxMask[p]) +
+				bits.OnesCount32((u0&col)|(u1&col)<<1|(u2&col)<<2))
+			for d := 0; d < 9; d++ {
+				if s.cand[3*d+bb]>>p&1 != 0 {
+					score += open[d]
+				}
+			}
+			if score > best {
+				best, b, pos = score, bb, p
+			}
+		}
+	}
+	return b, pos, true
+}
+
+func (s *state) pickFewest() (b, pos int, ok bool) {
+	best, bestN := 0, 10
+	for i := 0; i < 81; i++ {
+		b, pos := i/27, i%27
+		if s.unsolved[b]>>pos&1 == 0 {
+			continue
+		}
+		n := 0
+		for d := 0; d < 9; d++ {
+			n += int(s.cand[3*d+b] >> pos & 1)
+		}
+		if n < bestN {
+			best, bestN = i, n
+		}
+	}
+	return best / 27, best % 27, true
+}
+
+func (sr *search) record(s *state) {
+	sr.count++
+	if sr.count > 1 {
+		return
+	}
+	for d := 0; d < 9; d++ {
+		for b := 0; b < 3; b++ {
+			for m := s.cand[3*d+b]; m != 0; m &= m - 1 {
+				sr.sol[27*b+bits.TrailingZeros32(m)] = uint8(d + 1)
+			}
+		}
+	}
+}
+
+func solve(ctx context.Context, g Grid, limit int) (Result, error) {
+	if limit < 1 {
+		limit = 1
+	}
+	if ctx != nil && ctx.Done() == nil {
+		ctx = nil // never ends: skip the checks
+	}
+	var s state
+	for i := range s.cand {
+		s.cand[i] = bandAll
+	}
+	s.unsolved = [3]uint32{bandAll, bandAll, bandAll}
+	for i, v := range g {
+		if v == 0 {
+			continue
+		}
+		if v > 9 {
+			return Result{}, nil
+		}
+		s.place(int(v-1), i/27, 1<<(i%27))
+	}
+	sr := search{ctx: ctx, limit: limit}
+	sr.run(&s, 1<<9-1)
+	res := Result{Count: sr.count}
+	if sr.count > 0 {
+		res.Solution = sr.sol
+	}
+	if sr.stopped {
+		return res, ErrBudget
+	}
+	return res, nil
+}
