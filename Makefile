@@ -121,3 +121,17 @@ soak: ## 10 minutes at 0.5 C: RSS growth and errors (not part of make test)
 test: test-reliability
 
 .PHONY: test-reliability soak
+# ---- edge (sudoku-edge): TLS and scaling, end to end against compose ----
+.PHONY: test-tls test-scale edge-unit
+
+edge-unit: ## sudoku-edge unit tests: rendering, reload decision, discovery, TLS with in-process Pebble (needs host nginx)
+	$(GO) test -race -shuffle=on ./nginx/... ./cmd/sudoku-edge/... ./tests/internal/...
+
+test-tls: ## TLS end to end: Pebble in compose, cert over HTTP-01 through nginx, forced renewal under load (ports 48080/48443/49113/49150)
+	tests/tls/run.sh
+
+test-scale: ## scaling end to end: workers 2 -> 3 answer within 10 s, 3 -> 2 under load with no failure (ports 48180/48543/49213)
+	tests/scale/run.sh
+
+# `make test` runs both after the stack's own steps.
+test: test-tls test-scale

@@ -11,7 +11,10 @@ ENV CGO_ENABLED=0 GOFLAGS=-trimpath
 RUN go build std
 COPY go.mod go.sum* ./
 RUN go mod download
-COPY nginx/ nginx/
+# Only what the Go build reads (the package and its embedded templates), so
+# an edit to the nginx config files below does not recompile the edge.
+COPY nginx/*.go nginx/
+COPY nginx/templates/ nginx/templates/
 COPY cmd/sudoku-edge/ cmd/sudoku-edge/
 RUN go build -ldflags='-s -w' -o /out/sudoku-edge ./cmd/sudoku-edge
 

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/caddyserver/certmagic"
 	"github.com/rs/zerolog"
@@ -83,10 +84,11 @@ func (t *tlsFlags) validate() error {
 
 // tlsManager is the TLS side of run: off, or a CertManager.
 type tlsManager struct {
-	log     zerolog.Logger
-	tlsPath string
-	certs   *nginx.CertManager // nil when TLS is off
-	domains []string
+	log      zerolog.Logger
+	tlsPath  string
+	certs    *nginx.CertManager // nil when TLS is off
+	domains  []string
+	httpAddr string // where nginx's plain HTTP server can be dialled
 }
 
 func (t *tlsFlags) build(ctx context.Context, log zerolog.Logger, c config, applier *nginx.Applier, tlsPath string) (*tlsManager, error) {
@@ -95,6 +97,7 @@ func (t *tlsFlags) build(ctx context.Context, log zerolog.Logger, c config, appl
 		return m, nil
 	}
 	m.domains = splitList(t.domains)
+	m.httpAddr = dialAddr(t.httpListen)
 	var roots *x509.CertPool
 	if t.caRoot != "" {
 		pem, err := os.ReadFile(t.caRoot)
@@ -185,6 +188,12 @@ func (m *tlsManager) run(ctx context.Context, renew <-chan os.Signal) {
 			}
 		}
 	}()
+	// An ACME order right away would race nginx's start: the CA's first
+	// validation would find nothing listening and certmagic would wait a
+	// minute before it tried again.
+	if err := waitListening(ctx, m.httpAddr, 30*time.Second); err != nil {
+		m.log.Warn().Err(err).Str("addr", m.httpAddr).Msg("nginx's HTTP port is not answering; ordering certificates anyway")
+	}
 	if err := m.certs.Run(ctx); err != nil {
 		m.log.Error().Err(err).Msg("certificate management stopped")
 	}
@@ -193,5 +202,39 @@ func (m *tlsManager) run(ctx context.Context, renew <-chan os.Signal) {
 func (m *tlsManager) stop() {
 	if m.certs != nil {
 		m.certs.Stop()
+	}
+}
+
+// dialAddr turns an nginx listen value ("8080", "*:8080", "0.0.0.0:8080",
+// "127.0.0.1:28080") into an address to dial on this host.
+func dialAddr(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return net.JoinHostPort("127.0.0.1", listen)
+	}
+	switch host {
+	case "", "*", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// waitListening waits until something accepts TCP connections on addr.
+func waitListening(ctx context.Context, addr string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var d net.Dialer
+	for {
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return c.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", addr, err)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }

@@ -423,6 +423,25 @@ case_worker_stopped() {
 	! grep -qv '^200$' "$work/during" || fail "requests failed while a worker stopped"
 }
 
+case_worker_metrics() {
+	# Each worker's internal listener (9001: /metrics, /healthz, /readyz) is
+	# reachable inside the compose network only (the 404 case shows nginx does
+	# not route it). Scrape every worker from the nginx container and check
+	# that the solves this suite made are counted.
+	local nginx_id ip
+	nginx_id=$(containers nginx | head -1)
+	for ip in $(for id in $(containers sudoku); do
+		docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}' "$id"
+	done); do
+		docker exec "$nginx_id" bash -c "exec 3<>/dev/tcp/$ip/9001 && printf 'GET /metrics HTTP/1.0\\r\\nHost: w\\r\\n\\r\\n' >&3 && cat <&3" >"$work/wmetrics" ||
+			fail "cannot scrape $ip:9001 from the nginx container" || return 1
+		grep -q '^HTTP/1.[01] 200' "$work/wmetrics" || fail "$ip:9001/metrics: $(head -1 "$work/wmetrics")" || return 1
+		grep -Eq '^sudoku_requests_total\{outcome="solved"\} [1-9]' "$work/wmetrics" ||
+			fail "$ip: no solved requests counted: $(grep '^sudoku_requests_total' "$work/wmetrics" | tr '\n' ' ')" || return 1
+		echo "     $ip: $(grep '^sudoku_requests_total{outcome="solved"}' "$work/wmetrics")"
+	done
+}
+
 case_exporter() {
 	local i
 	for i in $(seq 20); do
@@ -466,6 +485,7 @@ run_case "request id in nginx's JSON log and the worker's log" case_request_id_l
 run_case "429 per-client limit with JSON body" case_rate_limit
 run_case "burst: some 503, no other 5xx, then no 502" case_burst_503_no_502
 run_case "requests reach every worker" case_every_worker
+run_case "worker /metrics on the internal port counts the solves" case_worker_metrics
 run_case "a worker stops, requests keep succeeding" case_worker_stopped
 run_case "exporter shows nginx_connections_accepted" case_exporter
 

@@ -1,0 +1,143 @@
+//go:build e2e
+
+// Package scalee2e checks that sudoku-edge picks up scaling of the worker
+// service. Run it through tests/scale/run.sh (make test-scale), which starts
+// the compose stack with two workers and passes SUDOKU_E2E_*.
+package scalee2e
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"sudoku-fcgi/tests/internal/steadyload"
+)
+
+const puzzle = "000000010400000000020000000000050407008000300001090000300400200050100000000806000"
+
+func need(t *testing.T, name string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s not set under CI: run this through tests/scale/run.sh", name)
+		}
+		t.Skipf("%s not set: run this through tests/scale/run.sh (make test-scale)", name)
+	}
+	return v
+}
+
+// scale runs `<compose> up -d --no-deps --no-recreate --no-build --scale sudoku=n sudoku`.
+func scale(t *testing.T, compose string, n int) {
+	t.Helper()
+	args := strings.Fields(compose)
+	args = append(args, "up", "-d", "--no-deps", "--no-recreate", "--no-build", "--scale", "sudoku="+strconv.Itoa(n), "sudoku")
+	start := time.Now()
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	t.Logf("scaled to %d workers in %v", n, time.Since(start).Round(100*time.Millisecond))
+}
+
+// containerStarted is when Docker started the container id.
+func containerStarted(id string) (time.Time, error) {
+	out, err := exec.Command("docker", "inspect", "-f", "{{.State.StartedAt}}", id).Output()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("docker inspect %s: %w", id, err)
+	}
+	return time.Parse(time.RFC3339Nano, strings.TrimSpace(string(out)))
+}
+
+func load(addr string) *steadyload.Load {
+	url := "http://" + addr + "/sudoku?puzzle=" + puzzle
+	return steadyload.Start(url, 8, 20*time.Millisecond, func(i int) *http.Client {
+		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			DisableKeepAlives: i%2 == 0,
+			DialContext:       (&net.Dialer{Timeout: 3 * time.Second}).DialContext,
+		}}
+	})
+}
+
+func waitWorkers(t *testing.T, l *steadyload.Load, n int, timeout time.Duration) steadyload.Result {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		r := l.Snapshot()
+		if len(r.ByWorker) >= n {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d workers answered within %v, want %d: %v", len(r.ByWorker), timeout, n, r)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestScale: 2 -> 3 workers, the new one answers within 10 s; 3 -> 2 under
+// steady load, no request fails and the removed worker stops answering.
+func TestScale(t *testing.T) {
+	addr := need(t, "SUDOKU_E2E_HTTP")
+	compose := need(t, "SUDOKU_E2E_COMPOSE")
+	l := load(addr)
+	before := waitWorkers(t, l, 2, 20*time.Second)
+	if len(before.ByWorker) != 2 {
+		l.Stop()
+		t.Fatalf("before scaling: %v, want exactly 2 workers", before)
+	}
+
+	scale(t, compose, 3)
+	scaled := time.Now()
+	after := waitWorkers(t, l, 3, 30*time.Second)
+	for w, first := range after.FirstSeen {
+		if _, old := before.ByWorker[w]; old {
+			continue
+		}
+		// The worker id is its hostname, the container's short id.
+		started, err := containerStarted(w)
+		if err != nil {
+			t.Errorf("new worker %s: %v", w, err)
+			continue
+		}
+		delay := first.Sub(started)
+		t.Logf("new worker %s answered %v after its container started (%v after the scale command returned)",
+			w, delay.Round(10*time.Millisecond), first.Sub(scaled).Round(10*time.Millisecond))
+		if delay > 10*time.Second {
+			t.Errorf("new worker %s first answered %v after its container started, want within 10s", w, delay)
+		}
+	}
+	time.Sleep(2 * time.Second)
+	res := l.Stop()
+	t.Logf("scale up: %v", res)
+	if res.Failed > 0 {
+		t.Errorf("scale up: %v, errors %q; want no failure", res, res.Errors)
+	}
+
+	l = load(addr)
+	waitWorkers(t, l, 3, 10*time.Second)
+	time.Sleep(time.Second)
+	scale(t, compose, 2)
+	down := time.Now()
+	// The edge re-resolves every 2 s; give it time, then keep going.
+	time.Sleep(6 * time.Second)
+	res = l.Stop()
+	t.Logf("scale down: %v", res)
+	if res.Failed > 0 || res.OK == 0 {
+		t.Errorf("scale down under load: %v, errors %q; want no failure", res, res.Errors)
+	}
+	var gone []string
+	for w, last := range res.LastSeen {
+		if last.Before(down) {
+			gone = append(gone, w)
+		}
+	}
+	if len(gone) != 1 {
+		t.Errorf("workers that stopped answering after scale down: %v, want exactly 1 (last seen: %v)", gone, res.LastSeen)
+	}
+}

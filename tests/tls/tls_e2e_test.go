@@ -1,0 +1,159 @@
+//go:build e2e
+
+// Package tlse2e checks TLS on the compose stack with Pebble as the CA. Run
+// it through tests/tls/run.sh (make test-tls), which starts the stack with
+// tests/tls/compose.tls.yml and passes its addresses in SUDOKU_E2E_*.
+package tlse2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"sudoku-fcgi/tests/internal/steadyload"
+)
+
+const (
+	domain = "sudoku.test"
+	puzzle = "000000010400000000020000000000050407008000300001090000300400200050100000000806000"
+)
+
+func need(t *testing.T, name string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s not set under CI: run this through tests/tls/run.sh", name)
+		}
+		t.Skipf("%s not set: run this through tests/tls/run.sh (make test-tls)", name)
+	}
+	return v
+}
+
+// pebbleRoot fetches the issuing root from Pebble's management API (it is
+// regenerated on every Pebble start).
+func pebbleRoot(t *testing.T, mgmt, listenerPEM string) *x509.CertPool {
+	t.Helper()
+	pemBytes, err := os.ReadFile(listenerPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust := x509.NewCertPool()
+	trust.AppendCertsFromPEM(pemBytes)
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: trust}}}
+	resp, err := c.Get(mgmt + "/roots/0")
+	if err != nil {
+		t.Fatalf("fetching Pebble's root: %v", err)
+	}
+	defer resp.Body.Close()
+	root, _ := io.ReadAll(resp.Body)
+	pool := x509.NewCertPool()
+	if resp.StatusCode != 200 || !pool.AppendCertsFromPEM(root) {
+		t.Fatalf("Pebble's /roots/0: status %d, %q", resp.StatusCode, root)
+	}
+	return pool
+}
+
+// client talks to sudoku.test at addr (the published HTTPS port), trusting
+// only Pebble's root.
+func client(addr string, roots *x509.CertPool, keepAlive bool) *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: roots, ServerName: domain},
+		DisableKeepAlives: !keepAlive,
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		},
+	}}
+}
+
+func serial(addr string, roots *x509.CertPool) (string, error) {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", addr,
+		&tls.Config{ServerName: domain, RootCAs: roots})
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].SerialNumber.Text(16), nil
+}
+
+func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	start := time.Now()
+	next := start.Add(10 * time.Second)
+	for {
+		err := f()
+		if err == nil {
+			t.Logf("%s after %v", what, time.Since(start).Round(100*time.Millisecond))
+			return
+		}
+		if time.Since(start) > timeout {
+			t.Fatalf("%s: not within %v: %v", what, timeout, err)
+		}
+		if time.Now().After(next) {
+			t.Logf("still waiting for: %s (%v)", what, err)
+			next = next.Add(10 * time.Second)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// TestCertificateAndRenewal: sudoku-edge got a certificate from Pebble over
+// HTTP-01 through nginx; HTTPS with Pebble's root reaches a worker; a
+// forced renewal (SIGUSR1 to sudoku-edge) under steady load makes nginx
+// serve a new serial and no request fails.
+func TestCertificateAndRenewal(t *testing.T) {
+	addr := need(t, "SUDOKU_E2E_HTTPS")
+	roots := pebbleRoot(t, need(t, "SUDOKU_E2E_PEBBLE_MGMT"), need(t, "SUDOKU_E2E_PEBBLE_LISTENER"))
+	container := need(t, "SUDOKU_E2E_NGINX_CONTAINER")
+
+	var first string
+	// certmagic retries a failed first attempt after a minute.
+	poll(t, 150*time.Second, "nginx serves a certificate Pebble issued", func() (err error) {
+		first, err = serial(addr, roots)
+		return err
+	})
+	t.Logf("serial before renewal: %s", first)
+
+	url := "https://" + domain + "/sudoku?puzzle=" + puzzle
+	resp, err := client(addr, roots, false).Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("X-Sudoku-Worker") == "" || resp.Header.Get("Strict-Transport-Security") == "" {
+		t.Fatalf("GET over HTTPS = %d %q, headers %v; want 200 from a worker with HSTS", resp.StatusCode, body, resp.Header)
+	}
+	t.Logf("HTTPS answer (%s): %s", tls.CipherSuiteName(resp.TLS.CipherSuite), body)
+
+	load := steadyload.Start(url, 8, 20*time.Millisecond, func(i int) *http.Client {
+		return client(addr, roots, i%2 == 0) // half keep connections, half handshake every time
+	})
+	time.Sleep(2 * time.Second)
+	if out, err := exec.Command("docker", "kill", "-s", "USR1", container).CombinedOutput(); err != nil {
+		load.Stop()
+		t.Fatalf("docker kill -s USR1: %v: %s", err, out)
+	}
+	var second string
+	poll(t, 60*time.Second, "nginx serves the renewed certificate", func() (err error) {
+		second, err = serial(addr, roots)
+		if err == nil && second == first {
+			err = fmt.Errorf("still serial %s", second)
+		}
+		return err
+	})
+	time.Sleep(2 * time.Second)
+	res := load.Stop()
+	t.Logf("serial after renewal: %s; load during renewal: %v", second, res)
+	if res.Failed > 0 || res.OK == 0 {
+		t.Errorf("requests during the renewal: %v, errors %q; want no failure", res, res.Errors)
+	}
+}
