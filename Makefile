@@ -1,0 +1,87 @@
+# sudoku-fcgi: make help lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+GO ?= go
+# docker compose (v2) where present, else docker-compose (v1).
+COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
+# Project name and host ports of `make up` (the integration suite has its own,
+# see tests/integration/run.sh).
+PROJECT ?= sudoku-fcgi
+IT_PROJECT ?= $(or $(SUDOKU_IT_PROJECT),sudoku-it)
+
+.PHONY: help build fmt-check vet unit lint nginx-test integration test up down logs ps bench bench-accept seed-images
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build every command into bin/
+	$(GO) build -trimpath -o bin/ ./cmd/...
+
+fmt-check: ## fail if gofmt would change a file
+	@out=$$(gofmt -l .); if [[ -n $$out ]]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet: ## go vet
+	$(GO) vet ./...
+
+unit: ## unit tests with the race detector, shuffled
+	$(GO) test -race -shuffle=on ./...
+
+lint: fmt-check vet ## gofmt, go vet, and staticcheck/shellcheck when installed
+	@if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "lint: staticcheck not installed, not run"; fi
+	@if command -v shellcheck >/dev/null; then shellcheck .ci/run docker/*.sh tests/*/*.sh nginx/*.sh; else echo "lint: shellcheck not installed, not run"; fi
+
+nginx-test: ## nginx -t with the project's config inside the real nginx image
+	$(COMPOSE) -p $(IT_PROJECT) build nginx
+	$(COMPOSE) -p $(IT_PROJECT) run --rm --no-deps -T --entrypoint bash nginx -c \
+		'echo "server 127.0.0.1:9 down;" >/run/sudoku-edge/servers.conf && : >/run/sudoku-edge/tls.conf && nginx -t'
+	$(COMPOSE) -p $(IT_PROJECT) down -v --remove-orphans
+
+integration: ## curl suite against a fresh compose stack (own project and ports)
+	tests/integration/run.sh
+
+test: fmt-check vet unit nginx-test integration ## everything CI runs
+
+seed-images: ## build local base images when no registry can be reached
+	docker/seed-images.sh
+
+up: seed-images ## start the stack on :8080 (docker compose up --build -d)
+	$(COMPOSE) -p $(PROJECT) up -d --build
+	@p=$${SUDOKU_HTTP_PORT:-8080}; p=$${p##*:}; echo "waiting for http://127.0.0.1:$$p/sudoku"; \
+	for i in $$(seq 90); do \
+		curl -fs -o /dev/null "http://127.0.0.1:$$p/sudoku/stats" && { echo "up: curl 'http://127.0.0.1:$$p/sudoku?puzzle=...'"; exit 0; }; \
+		sleep 1; \
+	done; echo "not answering after 90s: see $(COMPOSE) -p $(PROJECT) logs"; exit 1
+
+down: ## stop the stack and remove its containers and volumes
+	$(COMPOSE) -p $(PROJECT) down -v --remove-orphans
+
+logs: ## follow the stack's logs
+	$(COMPOSE) -p $(PROJECT) logs -f --tail=50
+
+ps: ## the stack's containers and their health
+	$(COMPOSE) -p $(PROJECT) ps
+
+bench-accept: ## accept_mutex on/off/reuseport with wrk on host nginx (README table)
+	tests/bench/accept-mutex.sh
+
+bench: bench-accept ## every benchmark
+
+# ---- targets added by other parts of the project go below this line ----
+# ---- worker (cmd/sudoku-fcgi, fcgi/) targets: owned by the worker helper ----
+.PHONY: worker-test worker-fuzz worker-bench worker-bench-nginx
+
+worker-test: ## worker: vet + race tests of fcgi/ and cmd/sudoku-fcgi
+	$(or $(GO),go) vet ./fcgi/... ./cmd/sudoku-fcgi/...
+	$(or $(GO),go) test -race -shuffle=on ./fcgi/... ./cmd/sudoku-fcgi/...
+
+worker-fuzz: ## worker: fuzz the handler, query parsing and JSON escaping (FUZZTIME=30s each)
+	$(or $(GO),go) test ./fcgi -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime $(or $(FUZZTIME),30s)
+	$(or $(GO),go) test ./fcgi -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(or $(FUZZTIME),30s)
+	$(or $(GO),go) test ./fcgi -run '^$$' -fuzz '^FuzzAppendJSONString$$' -fuzztime $(or $(FUZZTIME),30s)
+
+worker-bench: ## worker: handler and FastCGI round-trip benchmarks (CPU, allocs per request)
+	$(or $(GO),go) test ./fcgi -run '^$$' -bench . -benchmem -count $(or $(COUNT),5)
+
+worker-bench-nginx: ## worker: host nginx -> fcgi vs plain net/http with wrk (ports 19000-19099)
+	tests/bench/worker-fcgi.sh
+# ---- end of worker targets ----

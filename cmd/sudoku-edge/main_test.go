@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestParseConfig(t *testing.T) {
+	t.Run("defaults", func(t *testing.T) {
+		c, err := parseConfig(nil, env(nil), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.workers != "sudoku:9000" || c.resolveInterval != 2*time.Second || c.runDir != "/run/sudoku-edge" ||
+			c.nginxBin != "nginx" || c.nginxConf != "/etc/nginx/nginx.conf" || c.challengeListen != "127.0.0.1:8081" {
+			t.Errorf("parseConfig(nil) = %+v, want the documented defaults", c)
+		}
+	})
+	t.Run("env twins, flags win", func(t *testing.T) {
+		c, err := parseConfig([]string{"-workers", "w:1"}, env(map[string]string{
+			"SUDOKU_EDGE_WORKERS":          "ignored:2",
+			"SUDOKU_EDGE_RESOLVE_INTERVAL": "500ms",
+			"SUDOKU_EDGE_UPSTREAM_PARAMS":  "max_fails=0",
+		}), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.workers != "w:1" || c.resolveInterval != 500*time.Millisecond || c.upstreamParams != "max_fails=0" {
+			t.Errorf("parseConfig = %+v", c)
+		}
+	})
+	bad := []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"-resolve-interval", "0s"}, nil, "not positive"},
+		{nil, map[string]string{"SUDOKU_EDGE_RESOLVE_INTERVAL": "soon"}, "SUDOKU_EDGE_RESOLVE_INTERVAL"},
+		{[]string{"-upstream-params", "max_fails=0; }"}, nil, "unsafe"},
+		{[]string{"-workers", "sudoku"}, nil, "missing port"},
+		{[]string{"-log-level", "loud"}, nil, "log-level"},
+		{[]string{"extra"}, nil, "unexpected argument"},
+	}
+	for _, tt := range bad {
+		t.Run(strings.Join(tt.args, " ")+fmt.Sprint(tt.env), func(t *testing.T) {
+			_, err := parseConfig(tt.args, env(tt.env), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("parseConfig(%q, %v) error = %v, want one mentioning %q", tt.args, tt.env, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestHelpShowsEnvAndDefaults(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"-help"}, env(nil), &out)
+	if !errors.Is(err, errHelp) || exitCode(err) != 0 {
+		t.Fatalf("run(-help) = %v, want errHelp with exit 0", err)
+	}
+	for _, want := range []string{"$SUDOKU_EDGE_WORKERS", `(default "sudoku:9000")`, `(default "2s")`, "-resolve-interval"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func needNginx(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("nginx not found under CI: %v", err)
+		}
+		t.Skipf("nginx not installed: %v", err)
+	}
+	return bin
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	for range 100 {
+		p := 40000 + rand.IntN(8000)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err == nil {
+			ln.Close()
+			return p
+		}
+	}
+	t.Fatal("no free port in 40000-47999")
+	return 0
+}
+
+// hostConf is a host variant of the project's nginx.conf layout: upstream
+// from run/servers.conf, tls.conf at http level, challenges proxied to the
+// edge's responder.
+func hostConf(t *testing.T, dir, runDir string, port, challengePort int) string {
+	t.Helper()
+	conf := fmt.Sprintf(`
+worker_processes 1;
+user root;
+error_log stderr warn;
+pid %[1]s/nginx.pid;
+events { worker_connections 128; }
+http {
+    access_log off;
+    client_body_temp_path %[1]s/body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+    upstream sudoku_workers {
+        zone sudoku_workers 64k;
+        random two least_conn;
+        include %[2]s/servers.conf;
+        keepalive 8;
+    }
+    include %[2]s/tls.conf;
+    server {
+        listen 127.0.0.1:%[3]d;
+        location /.well-known/acme-challenge/ {
+            proxy_pass http://127.0.0.1:%[4]d;
+            proxy_set_header Host $host;
+        }
+        location / {
+            proxy_pass http://sudoku_workers;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+`, dir, runDir, port, challengePort)
+	path := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestRunServesAndStopsGracefully runs the whole command against the host's
+// nginx with two HTTP backends standing in for workers: both get traffic,
+// a challenge path answers 404 with TLS off, and cancelling the context
+// (SIGTERM in main) stops nginx with status 0.
+func TestRunServesAndStopsGracefully(t *testing.T) {
+	bin := needNginx(t)
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	port, chPort := freePort(t), freePort(t)
+	conf := hostConf(t, dir, runDir, port, chPort)
+	var targets []string
+	for _, id := range []string{"a", "b"} {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, id) }))
+		t.Cleanup(s.Close)
+		targets = append(targets, strings.TrimPrefix(s.URL, "http://"))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{
+			"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", runDir,
+			"-workers", strings.Join(targets, ","), "-upstream-params", "max_fails=0",
+			"-challenge-listen", fmt.Sprintf("127.0.0.1:%d", chPort), "-resolve-interval", "100ms",
+		}, env(nil), io.Discard)
+	}()
+
+	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	seen := map[string]bool{}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(seen) < 2 && time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			t.Fatalf("run returned early: %v", err)
+		default:
+		}
+		if resp, err := http.Get(url); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				seen[string(b)] = true
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !seen["a"] || !seen["b"] {
+		t.Fatalf("backends reached through nginx: %v, want a and b", seen)
+	}
+	servers, _ := os.ReadFile(filepath.Join(runDir, "servers.conf"))
+	for _, tgt := range targets {
+		if !strings.Contains(string(servers), "server "+tgt+" max_fails=0;") {
+			t.Errorf("servers.conf lacks %s:\n%s", tgt, servers)
+		}
+	}
+	resp, err := http.Get(url + ".well-known/acme-challenge/token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("challenge with TLS off: status %d, want 404", resp.StatusCode)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run after cancel = %v, want nil (nginx status 0)", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return within 10s of cancel")
+	}
+	if _, err := http.Get(url); err == nil {
+		t.Error("nginx still answers after run returned")
+	}
+}
+
+// TestRunExitsWithNginxStatus: nginx that cannot start (bad config) makes
+// run return its exit status.
+func TestRunExitsWithNginxStatus(t *testing.T) {
+	bin := needNginx(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nginx.conf")
+	os.WriteFile(conf, []byte("events {}\nhttp { no_such_directive; }\n"), 0o644)
+	err := run(context.Background(), []string{
+		"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", filepath.Join(dir, "run"),
+		"-workers", "127.0.0.1:1", "-challenge-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+	}, env(nil), io.Discard)
+	if code := exitCode(err); code != 1 {
+		t.Errorf("run with a broken nginx.conf: %v (exit %d), want nginx's exit status 1", err, code)
+	}
+}

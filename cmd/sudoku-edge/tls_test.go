@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	stdfcgi "net/http/fcgi"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sudoku-fcgi/nginx/acmetest"
+)
+
+// fcgiWorker serves FastCGI like a sudoku-fcgi worker would, answering
+// every request with its id.
+func fcgiWorker(t *testing.T, id string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go stdfcgi.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Sudoku-Worker", id)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"worker":"`+id+`"}`)
+	}))
+	t.Cleanup(func() { ln.Close() })
+	return ln.Addr().String()
+}
+
+// renderHostConf renders the project's real nginx config for the host with
+// the stack's nginx/render-host.sh.
+func renderHostConf(t *testing.T, dir string, httpPort, statusPort, acmePort int) string {
+	t.Helper()
+	script, _ := filepath.Abs("../../nginx/render-host.sh")
+	out, err := exec.Command("bash", script, dir, fmt.Sprint(httpPort), fmt.Sprint(statusPort), fmt.Sprint(acmePort)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("render-host.sh: %v\n%s", err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestRunTLSWithPebble runs sudoku-edge with the project's nginx config and
+// TLS on against an in-process Pebble: the certificate comes over HTTP-01
+// through nginx, HTTPS reaches the FastCGI worker, plain HTTP for the name
+// redirects, SIGUSR1 renews and nginx serves the new serial.
+func TestRunTLSWithPebble(t *testing.T) {
+	bin := needNginx(t)
+	dir := t.TempDir()
+	httpPort, statusPort, acmePort, httpsPort := freePort(t), freePort(t), freePort(t), freePort(t)
+	conf := renderHostConf(t, dir, httpPort, statusPort, acmePort)
+	ca := acmetest.Start(t, httpPort)
+	worker := fcgiWorker(t, "w1")
+	const domain = "sudoku.test"
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{
+			"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", filepath.Join(dir, "run"),
+			"-workers", worker, "-upstream-params", "max_fails=0",
+			"-challenge-listen", fmt.Sprintf("127.0.0.1:%d", acmePort),
+		}, env(map[string]string{
+			"SUDOKU_EDGE_TLS_DOMAINS":       domain,
+			"SUDOKU_EDGE_TLS_EMAIL":         "ops@sudoku.test",
+			"SUDOKU_EDGE_TLS_CA":            ca.URL,
+			"SUDOKU_EDGE_TLS_CA_ROOT":       ca.WriteTrust(t, dir),
+			"SUDOKU_EDGE_TLS_STORAGE":       filepath.Join(dir, "acme"),
+			"SUDOKU_EDGE_TLS_LISTEN":        fmt.Sprintf("127.0.0.1:%d", httpsPort),
+			"SUDOKU_EDGE_HTTP_LISTEN":       fmt.Sprintf("127.0.0.1:%d", httpPort),
+			"SUDOKU_EDGE_TLS_LOCATIONS":     filepath.Join(dir, "sudoku-locations.conf"),
+			"SUDOKU_EDGE_TLS_REDIRECT":      "true",
+			"SUDOKU_EDGE_TLS_REDIRECT_PORT": fmt.Sprint(httpsPort),
+			"SUDOKU_EDGE_TLS_HSTS":          "true",
+			"SUDOKU_EDGE_LOG_LEVEL":         "warn",
+		}), io.Discard)
+	}()
+
+	httpsAddr := fmt.Sprintf("127.0.0.1:%d", httpsPort)
+	serial := func() (string, error) {
+		select {
+		case err := <-done:
+			t.Fatalf("run returned early: %v", err)
+		default:
+		}
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", httpsAddr,
+			&tls.Config{ServerName: domain, RootCAs: ca.Roots})
+		if err != nil {
+			return "", err
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber.Text(16), nil
+	}
+	var first string
+	poll(t, 60*time.Second, "nginx serves a certificate Pebble issued", func() (err error) {
+		first, err = serial()
+		return err
+	})
+
+	client := &http.Client{
+		Timeout:       5 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: ca.Roots},
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				// sudoku.test is loopback here.
+				_, port, _ := net.SplitHostPort(addr)
+				return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port))
+			},
+		},
+	}
+	resp, err := client.Get(fmt.Sprintf("https://%s:%d/sudoku/stats", domain, httpsPort))
+	if err != nil {
+		t.Fatalf("GET over HTTPS: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("X-Sudoku-Worker") != "w1" ||
+		resp.Header.Get("Strict-Transport-Security") == "" || resp.Header.Get("X-Request-Id") == "" {
+		t.Errorf("GET https /sudoku/stats = %d %q, headers %v; want 200 from w1 with HSTS and X-Request-Id",
+			resp.StatusCode, body, resp.Header)
+	}
+	if resp.TLS.Version != tls.VersionTLS13 {
+		t.Errorf("negotiated TLS version %x, want TLS 1.3", resp.TLS.Version)
+	}
+	// TLS 1.1 is refused.
+	if c, err := tls.Dial("tcp", httpsAddr, &tls.Config{ServerName: domain, RootCAs: ca.Roots, MaxVersion: tls.VersionTLS11}); err == nil {
+		c.Close()
+		t.Error("a TLS 1.1 handshake succeeded, want it refused")
+	}
+
+	resp, err = client.Get(fmt.Sprintf("http://%s:%d/sudoku?x=1", domain, httpPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if want := fmt.Sprintf("https://%s:%d/sudoku?x=1", domain, httpsPort); resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != want {
+		t.Errorf("GET http for the TLS name = %d to %q, want 308 to %q", resp.StatusCode, resp.Header.Get("Location"), want)
+	}
+	resp, err = client.Get(fmt.Sprintf("http://127.0.0.1:%d/sudoku/stats", httpPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("GET http by address = %d, want 200 (only the TLS names redirect)", resp.StatusCode)
+	}
+
+	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 30*time.Second, "nginx serves the renewed certificate after SIGUSR1", func() error {
+		s, err := serial()
+		if err == nil && s == first {
+			return fmt.Errorf("still serial %s", s)
+		}
+		return err
+	})
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run after cancel = %v, want nil", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not return within 15s of cancel")
+	}
+}
+
+// TestTLSFlags checks validation of the TLS flags.
+func TestTLSFlags(t *testing.T) {
+	bad := map[string][]string{
+		"wildcard (HTTP-01 cannot)": {"-tls-domains", "*.example.com"},
+		"duplicate name":            {"-tls-domains", "a.example.com,a.example.com"},
+		"plain http CA":             {"-tls-domains", "a.example.com", "-tls-ca", "http://ca.example/dir"},
+		"bad redirect port":         {"-tls-domains", "a.example.com", "-tls-redirect-port", "0"},
+		"negative HSTS":             {"-tls-domains", "a.example.com", "-tls-hsts-max-age", "-1"},
+	}
+	for name, args := range bad {
+		t.Run(name, func(t *testing.T) {
+			if _, err := parseConfig(args, env(nil), io.Discard); err == nil {
+				t.Errorf("parseConfig(%q) accepted it", args)
+			}
+		})
+	}
+	c, err := parseConfig(nil, env(map[string]string{"SUDOKU_EDGE_TLS_DOMAINS": " a.example.com, b.example.com "}), io.Discard)
+	if err != nil || !c.tls.on() || c.tls.ca != "https://acme-v02.api.letsencrypt.org/directory" || c.tls.storage != "/var/lib/sudoku-edge/acme" {
+		t.Errorf("parseConfig with domains = %+v, %v", c.tls, err)
+	}
+	if c, _ := parseConfig(nil, env(nil), io.Discard); c.tls.on() {
+		t.Error("TLS is on without domains")
+	}
+}
+
+func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %v", what, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,12 @@
+# Debian's prometheus-nginx-exporter, scraping nginx's internal stub_status
+# (nginx:8082, never published) and serving Prometheus metrics on 9113.
+FROM debian:bookworm-slim
+RUN apt-get update \
+	&& apt-get install -y --no-install-recommends prometheus-nginx-exporter \
+	&& rm -rf /var/lib/apt/lists/*
+USER nobody
+EXPOSE 9113
+HEALTHCHECK --interval=5s --timeout=2s --start-period=5s --retries=3 \
+	CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9113 && printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3 && grep -q '^nginx_up 1' <&3"]
+ENTRYPOINT ["/usr/bin/prometheus-nginx-exporter"]
+CMD ["-nginx.scrape-uri=http://nginx:8082/stub_status", "-nginx.retries=10", "-nginx.retry-interval=1s", "-web.listen-address=:9113"]

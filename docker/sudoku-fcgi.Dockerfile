@@ -1,0 +1,28 @@
+# The FastCGI worker: a static Go binary in an otherwise empty image.
+# Classic builder compatible (docker-compose v1): no BuildKit-only syntax.
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+ENV CGO_ENABLED=0 GOFLAGS=-trimpath
+# The standard library, compiled once into the build cache of this layer:
+# the classic builder has no cache mounts, so without it every source change
+# recompiles net/http and crypto from scratch. Same lines in both Go
+# Dockerfiles, so the layer is shared.
+RUN go build std
+# Dependencies first: this layer stays cached until go.mod/go.sum change.
+COPY go.mod go.sum* ./
+RUN go mod download
+COPY solver/ solver/
+COPY fcgi/ fcgi/
+COPY cmd/sudoku-fcgi/ cmd/sudoku-fcgi/
+RUN go build -ldflags='-s -w' -o /out/sudoku-fcgi ./cmd/sudoku-fcgi
+
+FROM scratch
+COPY --from=build /out/sudoku-fcgi /usr/local/bin/sudoku-fcgi
+# Any unprivileged id works; scratch has no /etc/passwd to name it.
+USER 65532:65532
+ENV SUDOKU_LISTEN=:9000 SUDOKU_INTERNAL_LISTEN=:9001
+EXPOSE 9000 9001
+# The binary checks its own /readyz: no shell or curl needed in the image.
+HEALTHCHECK --interval=5s --timeout=2s --start-period=5s --retries=3 \
+	CMD ["/usr/local/bin/sudoku-fcgi", "-healthcheck"]
+ENTRYPOINT ["/usr/local/bin/sudoku-fcgi"]

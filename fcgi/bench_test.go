@@ -1,0 +1,97 @@
+package fcgi
+
+import (
+	"bufio"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+)
+
+// discardWriter is a reusable http.ResponseWriter, so the benchmark counts
+// the handler's own allocations, not httptest's.
+type discardWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) WriteHeader(code int)        { w.code = code }
+func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+func loadPuzzles(b *testing.B) []string {
+	b.Helper()
+	f, err := os.Open("../../shared/data/test1000")
+	if err != nil {
+		return []string{easy}
+	}
+	defer f.Close()
+	var ps []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); len(l) >= 81 {
+			ps = append(ps, l[:81])
+		}
+	}
+	return ps
+}
+
+// BenchmarkHandler measures the public handler per request, solver
+// included: "easy" isolates the handler's own cost; "test1000" rotates the
+// shared benchmark puzzles when /work/shared/data is reachable.
+func BenchmarkHandler(b *testing.B) {
+	sets := map[string][]string{"easy": {easy}}
+	if ps := loadPuzzles(b); len(ps) > 1 {
+		sets["test1000"] = ps
+	}
+	for _, name := range []string{"easy", "test1000"} {
+		ps, ok := sets[name]
+		if !ok {
+			continue
+		}
+		b.Run(name, func(b *testing.B) {
+			s := New(Config{WorkerID: "bench", AccessLog: false}, nopLog, nil)
+			reqs := make([]*http.Request, len(ps))
+			for i, p := range ps {
+				reqs[i] = &http.Request{Method: "GET", URL: &url.URL{Path: "/sudoku", RawQuery: "puzzle=" + p}, Header: http.Header{}}
+			}
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				w := &discardWriter{h: http.Header{}}
+				i := 0
+				for pb.Next() {
+					clear(w.h)
+					s.ServeHTTP(w, reqs[i%len(reqs)])
+					if w.code != 200 {
+						b.Fatalf("status %d", w.code)
+					}
+					i++
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkFastCGI is one request and answer over a real FastCGI
+// connection (loopback TCP), net/http/fcgi's child included.
+func BenchmarkFastCGI(b *testing.B) {
+	s := New(Config{WorkerID: "bench"}, nopLog, nil)
+	ts := startServerB(b, s)
+	t := &testing.T{}
+	c := dialFCGI(t, ts)
+	req := requestBytes(1, "GET", "/sudoku?puzzle="+easy, "bench", map[string]string{"HTTP_X_REQUEST_ID": "0123456789abcdef"}, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		c.send(req)
+		for {
+			typ, _, _, err := c.readRecord()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if typ == recEndRequest {
+				break
+			}
+		}
+	}
+}

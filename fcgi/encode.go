@@ -1,0 +1,93 @@
+package fcgi
+
+import (
+	"unicode/utf8"
+
+	"sudoku-fcgi/solver"
+)
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string, escaping what JSON requires
+// and replacing invalid UTF-8 with U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+func appendGrid(b []byte, g *solver.Grid) []byte {
+	for _, v := range g {
+		b = append(b, '0'+v)
+	}
+	return b
+}
+
+// appendError appends {"error":msg[,"id":id]}.
+func appendError(b []byte, msg, id string) []byte {
+	b = append(b, `{"error":`...)
+	b = appendJSONString(b, msg)
+	if id != "" {
+		b = append(b, `,"id":`...)
+		b = appendJSONString(b, id)
+	}
+	return append(b, "}\n"...)
+}
+
+// appendSolution appends the JSON answer to a GET.
+func appendSolution(b []byte, id string, puzzle, sol *solver.Grid, unique, withUnique bool) []byte {
+	b = append(b, '{')
+	if id != "" {
+		b = append(b, `"id":`...)
+		b = appendJSONString(b, id)
+		b = append(b, ',')
+	}
+	b = append(b, `"puzzle":"`...)
+	b = appendGrid(b, puzzle)
+	b = append(b, `","solution":"`...)
+	b = appendGrid(b, sol)
+	b = append(b, '"')
+	if withUnique {
+		if unique {
+			b = append(b, `,"unique":true`...)
+		} else {
+			b = append(b, `,"unique":false`...)
+		}
+	}
+	return append(b, "}\n"...)
+}

@@ -1,0 +1,538 @@
+package fcgi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"sudoku-fcgi/solver"
+)
+
+const (
+	solution = "693784512487512936125963874932651487568247391741398625319475268856129743274836159"
+	// easy is solution with column 5 and a diagonal blanked: unique, fast.
+	easy = "093704512407502936120903874932001487568207391741300625319405068856109703274806150"
+	// open has many solutions.
+	open = "000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+	// dead: cell 9 of row 1 has no candidate (9 sits below it).
+	dead = "123456780000000009000000000000000000000000000000000000000000000000000000000000000"
+)
+
+func newTestService(t testing.TB, cfg Config) *Service {
+	t.Helper()
+	if cfg.WorkerID == "" {
+		cfg.WorkerID = "test-1"
+	}
+	return New(cfg, zerolog.Nop(), nil)
+}
+
+func serve(s *Service, method, target string, body io.Reader, hdr ...string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, target, body)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		r.Header.Set(hdr[i], hdr[i+1])
+	}
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	return w
+}
+
+func decodeError(t *testing.T, w *httptest.ResponseRecorder) map[string]string {
+	t.Helper()
+	var m map[string]string
+	if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
+		t.Fatalf("error body %q is not JSON: %v", w.Body, err)
+	}
+	if m["error"] == "" {
+		t.Fatalf("error body %q has no error", w.Body)
+	}
+	return m
+}
+
+func TestHandlerGET(t *testing.T) {
+	s := newTestService(t, Config{})
+	tests := []struct {
+		name, target string
+		hdr          []string
+		status       int
+		body         string // exact body, or "" to skip
+		errHas       string // substring of the JSON error
+	}{
+		{"solved", "/sudoku?puzzle=" + easy + "&id=a1", nil, 200,
+			`{"id":"a1","puzzle":"` + easy + `","solution":"` + solution + `"}` + "\n", ""},
+		{"dots", "/sudoku?puzzle=" + strings.ReplaceAll(easy, "0", "."), nil, 200,
+			`{"puzzle":"` + easy + `","solution":"` + solution + `"}` + "\n", ""},
+		{"unique", "/sudoku?puzzle=" + easy + "&unique=1", nil, 200,
+			`{"puzzle":"` + easy + `","solution":"` + solution + `","unique":true}` + "\n", ""},
+		{"not unique", "/sudoku?unique=1&puzzle=" + open, nil, 200, "", ""},
+		{"text format", "/sudoku?puzzle=" + easy + "&id=x&format=text", nil, 200, "x:" + solution + "\n", ""},
+		{"text accept", "/sudoku?puzzle=" + easy, []string{"Accept", "text/plain"}, 200, solution + "\n", ""},
+		{"escaped id", "/sudoku?puzzle=" + easy + "&id=%22q%22", nil, 200,
+			`{"id":"\"q\"","puzzle":"` + easy + `","solution":"` + solution + `"}` + "\n", ""},
+		{"missing puzzle", "/sudoku", nil, 400, "", "missing query parameter puzzle"},
+		{"short", "/sudoku?puzzle=123", nil, 400, "", "got 3 cells, want 81"},
+		{"bad char", "/sudoku?puzzle=x" + easy[1:], nil, 400, "", "unexpected 'x'"},
+		{"conflict", "/sudoku?puzzle=11" + easy[2:], nil, 400, "", "row 1 has two 1s"},
+		{"bad escape", "/sudoku?puzzle=%zz", nil, 400, "", "invalid %-escape"},
+		{"bad unique", "/sudoku?puzzle=" + easy + "&unique=maybe", nil, 400, "", "unique must be"},
+		{"bad format", "/sudoku?puzzle=" + easy + "&format=xml", nil, 400, "", "format must be"},
+		{"long id", "/sudoku?puzzle=" + easy + "&id=" + strings.Repeat("i", 65), nil, 400, "", "longer than 64"},
+		{"control id", "/sudoku?puzzle=" + easy + "&id=a%0Ab", nil, 400, "", "control characters"},
+		{"no solution", "/sudoku?puzzle=" + dead + "&id=d", nil, 422, "", "no solution"},
+		{"not found", "/nope", nil, 404, "", "no such path"},
+		{"not found prefix", "/sudoku/x", nil, 404, "", "no such path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := serve(s, "GET", tt.target, nil, tt.hdr...)
+			if w.Code != tt.status {
+				t.Fatalf("GET %s = %d %q, want %d", tt.target, w.Code, w.Body, tt.status)
+			}
+			if got := w.Header().Get("X-Sudoku-Worker"); got != "test-1" {
+				t.Errorf("X-Sudoku-Worker = %q, want test-1", got)
+			}
+			if got, want := w.Header().Get("Content-Length"), len(w.Body.Bytes()); got != itoa(want) {
+				t.Errorf("Content-Length = %q, body is %d bytes", got, want)
+			}
+			if tt.body != "" && w.Body.String() != tt.body {
+				t.Errorf("GET %s body = %q, want %q", tt.target, w.Body, tt.body)
+			}
+			if tt.errHas != "" {
+				if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+					t.Errorf("Content-Type = %q, want application/json", ct)
+				}
+				if m := decodeError(t, w); !strings.Contains(m["error"], tt.errHas) {
+					t.Errorf("error = %q, want it to mention %q", m["error"], tt.errHas)
+				}
+			}
+		})
+	}
+	t.Run("not unique says so", func(t *testing.T) {
+		w := serve(s, "GET", "/sudoku?unique=1&puzzle="+open, nil)
+		var m map[string]any
+		if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil || m["unique"] != false {
+			t.Fatalf("body %q: unique = %v (err %v), want false", w.Body, m["unique"], err)
+		}
+	})
+	t.Run("error echoes id", func(t *testing.T) {
+		w := serve(s, "GET", "/sudoku?puzzle=1&id=z9", nil)
+		if m := decodeError(t, w); m["id"] != "z9" {
+			t.Errorf("id = %q, want z9", m["id"])
+		}
+	})
+}
+
+func itoa(n int) string { return smallLengths[n][0] }
+
+func TestHandlerMethods(t *testing.T) {
+	s := newTestService(t, Config{})
+	for _, tt := range []struct{ method, path, allow string }{
+		{"PUT", "/sudoku", "GET, POST"},
+		{"DELETE", "/sudoku", "GET, POST"},
+		{"POST", "/sudoku/stats", "GET"},
+	} {
+		w := serve(s, tt.method, tt.path, nil)
+		if w.Code != 405 || w.Header().Get("Allow") != tt.allow {
+			t.Errorf("%s %s = %d Allow %q, want 405 Allow %q", tt.method, tt.path, w.Code, w.Header().Get("Allow"), tt.allow)
+		}
+		decodeError(t, w)
+	}
+}
+
+func TestHandlerStats(t *testing.T) {
+	s := newTestService(t, Config{PoolSize: 3})
+	serve(s, "GET", "/sudoku?puzzle="+easy, nil)
+	serve(s, "GET", "/sudoku?puzzle=1", nil)
+	serve(s, "GET", "/sudoku?puzzle="+dead, nil)
+	w := serve(s, "GET", "/sudoku/stats", nil)
+	if w.Code != 200 {
+		t.Fatalf("stats = %d %q", w.Code, w.Body)
+	}
+	var st StatsJSON
+	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil {
+		t.Fatalf("stats body %q: %v", w.Body, err)
+	}
+	if st.Worker != "test-1" || st.PoolSize != 3 || st.QueueCapacity != 64 {
+		t.Errorf("stats worker/pool/queue = %q/%d/%d, want test-1/3/64", st.Worker, st.PoolSize, st.QueueCapacity)
+	}
+	for k, want := range map[string]uint64{"solved": 1, "bad_request": 1, "no_solution": 1, "too_busy": 0} {
+		if got := st.Totals[k]; got != want {
+			t.Errorf("totals[%s] = %d, want %d", k, got, want)
+		}
+	}
+	for _, k := range []string{"1s", "10s", "60s"} {
+		if _, ok := st.RequestsPerSecond[k]; !ok {
+			t.Errorf("requests_per_second has no %q", k)
+		}
+	}
+	for _, k := range []string{"p50", "p90", "p99", "p99.9"} {
+		if _, ok := st.LatencySeconds[k]; !ok {
+			t.Errorf("latency_seconds has no %q", k)
+		}
+	}
+	if st.Memory.RSSBytes == 0 || st.Memory.HeapInUseBytes == 0 || st.Goroutines == 0 {
+		t.Errorf("memory/goroutines not filled: %+v, %d", st.Memory, st.Goroutines)
+	}
+	if st.InFlight != 1 { // the stats request itself
+		t.Errorf("in_flight = %d, want 1", st.InFlight)
+	}
+}
+
+func TestStatsWindows(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	st := NewStats(t0.Add(-time.Hour))
+	for i := range 100 {
+		// 10 per second over the 10 seconds before t0 ...
+		st.Record(OutcomeSolved, t0.Add(-time.Duration(1+i/10)*time.Second), time.Duration(i+1)*time.Millisecond)
+	}
+	// ... and some in the current, incomplete second, which is not counted.
+	st.Record(OutcomeSolved, t0, time.Hour)
+	snap := st.Snapshot(t0.Add(time.Millisecond))
+	if snap.RPS1 != 10 || snap.RPS10 != 10 || snap.RPS60 != 100.0/60 {
+		t.Errorf("rps = %v/%v/%v, want 10/10/%v", snap.RPS1, snap.RPS10, snap.RPS60, 100.0/60)
+	}
+	// latencies 1..100 ms: p50 ~ 50ms, p99 ~ 99ms within a bucket (~9%).
+	for _, c := range []struct {
+		got, want time.Duration
+	}{{snap.P50, 50 * time.Millisecond}, {snap.P90, 90 * time.Millisecond}, {snap.P99, 99 * time.Millisecond}} {
+		if c.got < c.want || float64(c.got) > float64(c.want)*1.15 {
+			t.Errorf("quantile = %v, want %v (+15%%)", c.got, c.want)
+		}
+	}
+	// A minute later everything has aged out.
+	if snap := st.Snapshot(t0.Add(2 * time.Minute)); snap.RPS60 != 0 || snap.P50 != 0 {
+		t.Errorf("after 2 minutes rps60 = %v p50 = %v, want 0", snap.RPS60, snap.P50)
+	}
+}
+
+func TestBucketOf(t *testing.T) {
+	for _, d := range []time.Duration{0, 1, 1023, 1024, 1500, time.Millisecond, 3 * time.Second, time.Hour} {
+		b := bucketOf(d)
+		if b < 0 || b >= numBuckets {
+			t.Fatalf("bucketOf(%v) = %d out of range", d, b)
+		}
+		if d >= 1<<minShift && d < 1<<maxShift {
+			if up := bucketUpper(b); up < d || float64(up) > float64(d)*1.13 {
+				t.Errorf("bucketUpper(bucketOf(%v)) = %v, want just above it", d, up)
+			}
+		}
+	}
+}
+
+func TestHandlerDraining(t *testing.T) {
+	s := newTestService(t, Config{})
+	s.SetDraining(true)
+	w := serve(s, "GET", "/sudoku?puzzle="+easy, nil)
+	if w.Code != 503 || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("while draining: %d Retry-After %q, want 503 with Retry-After", w.Code, w.Header().Get("Retry-After"))
+	}
+	decodeError(t, w)
+}
+
+func TestHandlerPanic(t *testing.T) {
+	s := newTestService(t, Config{})
+	s.solve = func(context.Context, solver.Grid, int) (solver.Result, error) { panic("boom") }
+	w := serve(s, "GET", "/sudoku?puzzle="+easy, nil)
+	if w.Code != 500 {
+		t.Fatalf("panicking solve: %d %q, want 500", w.Code, w.Body)
+	}
+	if m := decodeError(t, w); strings.Contains(m["error"], "boom") {
+		t.Errorf("500 body leaks the panic: %q", m["error"])
+	}
+	// The slot was released and the service goes on.
+	s.solve = solver.SolveContext
+	for range s.pool.Size() + 1 {
+		if w := serve(s, "GET", "/sudoku?puzzle="+easy, nil); w.Code != 200 {
+			t.Fatalf("after a panic: %d %q, want 200", w.Code, w.Body)
+		}
+	}
+	// A panic inside a batch line answers that line only.
+	s.solve = func(context.Context, solver.Grid, int) (solver.Result, error) { panic("boom") }
+	w = serve(s, "POST", "/sudoku", strings.NewReader("a:"+easy+"\n"))
+	if w.Code != 200 || w.Body.String() != "error: internal error\n" {
+		t.Errorf("batch with panicking solve: %d %q", w.Code, w.Body)
+	}
+}
+
+// blockingSolve parks every solve until release is closed, then solves.
+type blockingSolve struct {
+	started chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	calls   int
+}
+
+func newBlockingSolve() *blockingSolve {
+	return &blockingSolve{started: make(chan struct{}, 100), release: make(chan struct{})}
+}
+
+func (b *blockingSolve) solve(ctx context.Context, g solver.Grid, limit int) (solver.Result, error) {
+	b.mu.Lock()
+	b.calls++
+	b.mu.Unlock()
+	b.started <- struct{}{}
+	select {
+	case <-b.release:
+		return solver.SolveContext(ctx, g, limit)
+	case <-ctx.Done():
+		return solver.Result{}, solver.ErrBudget
+	}
+}
+
+func TestOverload(t *testing.T) {
+	const pool, queue, clients = 2, 3, 12
+	s := newTestService(t, Config{PoolSize: pool, QueueSize: queue, QueueTimeout: 10 * time.Second, SolveTimeout: 10 * time.Second})
+	b := newBlockingSolve()
+	s.solve = b.solve
+	type result struct {
+		code  int
+		retry string
+		took  time.Duration
+	}
+	results := make(chan result, clients)
+	for range clients {
+		go func() {
+			start := time.Now()
+			w := serve(s, "GET", "/sudoku?puzzle="+easy, nil)
+			results <- result{w.Code, w.Header().Get("Retry-After"), time.Since(start)}
+		}()
+	}
+	// Everything beyond pool+queue is refused without waiting for a slot.
+	var busy int
+	for range clients - pool - queue {
+		r := <-results
+		if r.code != 503 || r.retry == "" {
+			t.Fatalf("beyond pool+queue: %d Retry-After %q, want 503 with Retry-After", r.code, r.retry)
+		}
+		busy++
+	}
+	if got := s.pool.Waiting(); got != queue {
+		t.Errorf("queue depth = %d, want %d", got, queue)
+	}
+	close(b.release)
+	for range pool + queue {
+		if r := <-results; r.code != 200 {
+			t.Errorf("within pool+queue: %d, want 200", r.code)
+		}
+	}
+	snap := s.stats.Snapshot(time.Now())
+	if snap.Totals["too_busy"] != uint64(busy) || snap.Totals["solved"] != pool+queue {
+		t.Errorf("totals = %v, want %d too_busy and %d solved", snap.Totals, busy, pool+queue)
+	}
+}
+
+func TestQueueDeadlineDropsWork(t *testing.T) {
+	s := newTestService(t, Config{PoolSize: 1, QueueSize: 4, QueueTimeout: 30 * time.Millisecond, SolveTimeout: 10 * time.Second})
+	b := newBlockingSolve()
+	s.solve = b.solve
+	first := make(chan int)
+	go func() { first <- serve(s, "GET", "/sudoku?puzzle="+easy, nil).Code }()
+	<-b.started
+	start := time.Now()
+	w := serve(s, "GET", "/sudoku?puzzle="+easy, nil)
+	if w.Code != 503 {
+		t.Fatalf("queued past its deadline: %d, want 503", w.Code)
+	}
+	if took := time.Since(start); took < 30*time.Millisecond {
+		t.Errorf("503 after %v, before the 30ms queue deadline", took)
+	}
+	close(b.release)
+	if code := <-first; code != 200 {
+		t.Errorf("first request = %d, want 200", code)
+	}
+	if b.calls != 1 {
+		t.Errorf("solver ran %d times, want 1: expired queued work must be dropped", b.calls)
+	}
+}
+
+func TestStuckSolveFreesSlot(t *testing.T) {
+	s := newTestService(t, Config{PoolSize: 1, QueueSize: -1, SolveTimeout: 50 * time.Millisecond})
+	b := newBlockingSolve() // never released: only the deadline ends it
+	s.solve = b.solve
+	w := serve(s, "GET", "/sudoku?puzzle="+easy, nil)
+	if w.Code != 503 || !strings.Contains(decodeError(t, w)["error"], "budget") {
+		t.Fatalf("stuck solve: %d %q, want 503 naming the budget", w.Code, w.Body)
+	}
+	s.solve = solver.SolveContext
+	if w := serve(s, "GET", "/sudoku?puzzle="+easy, nil); w.Code != 200 {
+		t.Fatalf("after the stuck solve: %d %q, want 200 (slot freed)", w.Code, w.Body)
+	}
+}
+
+func TestBatch(t *testing.T) {
+	s := newTestService(t, Config{PoolSize: 2, MaxBatchLines: 5, MaxBodyBytes: 1000})
+	body := "a:" + easy + "\n" + "b:" + dead + "\n\n# comment\n" + "c:12\n" + easy + "\r\n"
+	w := serve(s, "POST", "/sudoku", strings.NewReader(body))
+	if w.Code != 200 {
+		t.Fatalf("batch = %d %q", w.Code, w.Body)
+	}
+	if w.Header().Get("X-Accel-Buffering") != "no" || w.Header().Get("X-Sudoku-Worker") != "test-1" {
+		t.Errorf("batch headers = %v", w.Header())
+	}
+	got := strings.Split(strings.TrimSuffix(w.Body.String(), "\n"), "\n")
+	sort.Strings(got)
+	want := []string{solution, "a:" + solution, "b:NoSolution", "c:error: got 2 cells, want 81"}
+	sort.Strings(want)
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("batch answers = %q, want (in any order) %q", got, want)
+	}
+
+	for _, tt := range []struct {
+		name, body string
+		status     int
+	}{
+		{"too many lines", strings.Repeat(easy+"\n", 6), 413},
+		{"too big", strings.Repeat("#", 1001), 413},
+		{"empty", "\n\n", 400},
+	} {
+		w := serve(s, "POST", "/sudoku", strings.NewReader(tt.body))
+		if w.Code != tt.status {
+			t.Errorf("%s: %d %q, want %d", tt.name, w.Code, w.Body, tt.status)
+		}
+		decodeError(t, w)
+	}
+}
+
+func TestBatchBusyLines(t *testing.T) {
+	s := newTestService(t, Config{PoolSize: 1, QueueSize: -1, BatchParallel: 1})
+	b := newBlockingSolve()
+	s.solve = b.solve
+	single := make(chan int)
+	go func() { single <- serve(s, "GET", "/sudoku?puzzle="+easy, nil).Code }()
+	<-b.started
+	w := serve(s, "POST", "/sudoku", strings.NewReader("x:"+easy+"\n"))
+	if w.Body.String() != "x:ServerTooBusy\n" {
+		t.Errorf("batch line with the pool full = %q, want x:ServerTooBusy", w.Body)
+	}
+	close(b.release)
+	<-single
+}
+
+func TestPool(t *testing.T) {
+	p := NewPool(1, 1, time.Hour)
+	if _, err := p.Acquire(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { _, err := p.Acquire(ctx); done <- err }()
+	for p.Waiting() != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := p.Acquire(context.Background()); !errors.Is(err, ErrBusy) {
+		t.Errorf("Acquire with a full queue = %v, want ErrBusy", err)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Acquire = %v, want context.Canceled", err)
+	}
+	p.Release()
+	if p.Busy() != 0 || p.Waiting() != 0 {
+		t.Errorf("busy/waiting = %d/%d after release, want 0/0", p.Busy(), p.Waiting())
+	}
+}
+
+func TestInternalHandler(t *testing.T) {
+	s := newTestService(t, Config{})
+	h := s.InternalHandler(promRegistry(t, s))
+	get := func(method, path string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(method, path, nil))
+		return w
+	}
+	if w := get("GET", "/healthz"); w.Code != 200 {
+		t.Errorf("/healthz = %d", w.Code)
+	}
+	if w := get("GET", "/readyz"); w.Code != 200 {
+		t.Errorf("/readyz = %d, want 200", w.Code)
+	}
+	serve(s, "GET", "/sudoku?puzzle="+easy, nil)
+	w := get("GET", "/metrics")
+	for _, want := range []string{
+		`sudoku_requests_total{outcome="solved"} 1`,
+		"sudoku_solve_duration_seconds_count 1",
+		"sudoku_queue_wait_seconds_count 1",
+		"sudoku_pool_slots ",
+		"sudoku_draining 0",
+	} {
+		if !strings.Contains(w.Body.String(), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if w := get("GET", "/debug/pprof/"); w.Code != 200 {
+		t.Errorf("/debug/pprof/ = %d", w.Code)
+	}
+	if w := get("GET", "/debug/free-os-memory"); w.Code != 405 {
+		t.Errorf("GET /debug/free-os-memory = %d, want 405", w.Code)
+	}
+	if w := get("POST", "/debug/free-os-memory"); w.Code != 200 || !strings.Contains(w.Body.String(), "heap_released_bytes") {
+		t.Errorf("POST /debug/free-os-memory = %d %q", w.Code, w.Body)
+	}
+	s.SetDraining(true)
+	if w := get("GET", "/readyz"); w.Code != 503 {
+		t.Errorf("/readyz while draining = %d, want 503", w.Code)
+	}
+	if w := get("GET", "/metrics"); !strings.Contains(w.Body.String(), "sudoku_draining 1") {
+		t.Errorf("/metrics while draining lacks sudoku_draining 1")
+	}
+}
+
+var nopLog = zerolog.Nop()
+
+func TestDeadlineCtx(t *testing.T) {
+	c := newDeadlineCtx(time.Now().Add(30 * time.Millisecond))
+	if c.Err() != nil {
+		t.Fatal("Err before the deadline")
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done not closed after the deadline")
+	}
+	if !errors.Is(c.Err(), context.DeadlineExceeded) {
+		t.Errorf("Err = %v, want DeadlineExceeded", c.Err())
+	}
+	releaseDeadlineCtx(c) // fired: must not go back to the pool
+	for range 10 {
+		d := newDeadlineCtx(time.Now().Add(time.Hour))
+		if d == c {
+			t.Fatal("a context whose deadline passed was reused")
+		}
+		if d.Err() != nil {
+			t.Fatal("fresh context already ended")
+		}
+		releaseDeadlineCtx(d)
+	}
+}
+
+// A batch shares the pool fairly: a single request queued behind it gets
+// the next free slot, not the end of the batch.
+func TestBatchDoesNotStarveSingles(t *testing.T) {
+	s := newTestService(t, Config{PoolSize: 1, QueueTimeout: 200 * time.Millisecond})
+	s.solve = func(ctx context.Context, g solver.Grid, limit int) (solver.Result, error) {
+		time.Sleep(5 * time.Millisecond)
+		return solver.SolveContext(ctx, g, limit)
+	}
+	body := strings.Repeat(easy+"\n", 200) // about 1 s of solving on one slot
+	done := make(chan string)
+	go func() { done <- serve(s, "POST", "/sudoku", strings.NewReader(body)).Body.String() }()
+	for s.pool.Busy() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	for i := range 3 {
+		if w := serve(s, "GET", "/sudoku?puzzle="+easy, nil); w.Code != 200 {
+			t.Errorf("single request %d during a batch = %d %q, want 200", i, w.Code, w.Body)
+		}
+	}
+	if out := <-done; strings.Count(out, solution) != 200 {
+		t.Errorf("batch solved %d of 200", strings.Count(out, solution))
+	}
+}

@@ -1,0 +1,151 @@
+package fcgi
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+const namespace = "sudoku"
+
+// Metrics are the worker's Prometheus collectors. Build them with
+// NewMetrics and register them with Register; nothing is global.
+type Metrics struct {
+	requests       *prometheus.CounterVec
+	lines          *prometheus.CounterVec
+	requestSeconds prometheus.Histogram
+	solveSeconds   prometheus.Histogram
+	queueSeconds   prometheus.Histogram
+	inFlight       prometheus.Gauge
+	conns          prometheus.Gauge
+	connsTotal     prometheus.Counter
+	connsClosed    *prometheus.CounterVec
+	malformed      prometheus.Counter
+	panics         prometheus.Counter
+
+	// Children resolved once, so the hot path does no label lookups.
+	byOutcome     [numOutcomes]prometheus.Counter
+	linesByResult [numOutcomes]prometheus.Counter
+	closedLimit   prometheus.Counter
+	closedDrain   prometheus.Counter
+}
+
+// latency buckets: 50 us to ~3.3 s.
+var latencyBuckets = prometheus.ExponentialBuckets(50e-6, 2, 17)
+
+// NewMetrics builds the collectors.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "requests_total",
+			Help: "Requests answered by the public handler, by outcome.",
+		}, []string{"outcome"}),
+		lines: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "batch_lines_total",
+			Help: "Puzzles answered in POST batches, by outcome.",
+		}, []string{"outcome"}),
+		requestSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "request_duration_seconds",
+			Help:    "Time from the handler's start to its last byte, including queue wait.",
+			Buckets: latencyBuckets,
+		}),
+		solveSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "solve_duration_seconds",
+			Help:    "Time spent in the solver per puzzle.",
+			Buckets: latencyBuckets,
+		}),
+		queueSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "queue_wait_seconds",
+			Help:    "Time a puzzle waited for a solver slot (0 when one was free).",
+			Buckets: latencyBuckets,
+		}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "requests_in_flight",
+			Help: "Requests inside the public handler now.",
+		}),
+		conns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "fastcgi_connections",
+			Help: "Open FastCGI connections.",
+		}),
+		connsTotal: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "fastcgi_connections_accepted_total",
+			Help: "FastCGI connections accepted.",
+		}),
+		connsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "fastcgi_connections_closed_by_worker_total",
+			Help: "FastCGI connections the worker closed itself, by reason (limit: per-connection record bounds; drain: shutdown).",
+		}, []string{"reason"}),
+		malformed: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "fastcgi_malformed_requests_total",
+			Help: "Requests net/http/fcgi could not turn into an http.Request (bad Host, URI, length), answered 400.",
+		}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "handler_panics_total",
+			Help: "Panics recovered in the handler (answered 500).",
+		}),
+	}
+	for o := Outcome(0); o < numOutcomes; o++ {
+		m.byOutcome[o] = m.requests.WithLabelValues(o.String())
+		m.linesByResult[o] = m.lines.WithLabelValues(o.String())
+	}
+	m.closedLimit = m.connsClosed.WithLabelValues("limit")
+	m.closedDrain = m.connsClosed.WithLabelValues("drain")
+	return m
+}
+
+// Register registers every collector with r.
+func (m *Metrics) Register(r prometheus.Registerer) error {
+	var errs []error
+	for _, c := range []prometheus.Collector{
+		m.requests, m.lines, m.requestSeconds, m.solveSeconds, m.queueSeconds,
+		m.inFlight, m.conns, m.connsTotal, m.connsClosed, m.malformed, m.panics,
+	} {
+		if err := r.Register(c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// poolCollector exposes the pool's live state as gauges read at scrape time.
+type poolCollector struct {
+	pool                       *Pool
+	size, queueCap, busy, wait *prometheus.Desc
+	draining                   *prometheus.Desc
+	isDraining                 func() bool
+}
+
+func newPoolCollector(p *Pool, draining func() bool) *poolCollector {
+	d := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, nil, nil)
+	}
+	return &poolCollector{
+		pool:       p,
+		size:       d("pool_slots", "Solver slots (pool size)."),
+		queueCap:   d("pool_queue_capacity", "Most puzzles that may wait for a slot."),
+		busy:       d("pool_slots_busy", "Solver slots in use now."),
+		wait:       d("pool_queue_depth", "Puzzles waiting for a slot now."),
+		draining:   d("draining", "1 while the worker drains for shutdown."),
+		isDraining: draining,
+	}
+}
+
+func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.size
+	ch <- c.queueCap
+	ch <- c.busy
+	ch <- c.wait
+	ch <- c.draining
+}
+
+func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(c.size, prometheus.GaugeValue, float64(c.pool.Size()))
+	ch <- prometheus.MustNewConstMetric(c.queueCap, prometheus.GaugeValue, float64(c.pool.QueueCap()))
+	ch <- prometheus.MustNewConstMetric(c.busy, prometheus.GaugeValue, float64(c.pool.Busy()))
+	ch <- prometheus.MustNewConstMetric(c.wait, prometheus.GaugeValue, float64(c.pool.Waiting()))
+	v := 0.0
+	if c.isDraining() {
+		v = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.draining, prometheus.GaugeValue, v)
+}

@@ -1,0 +1,262 @@
+package nginx
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"sudoku-fcgi/nginx/acmetest"
+)
+
+const testDomain = "sudoku.test"
+
+// tlsNginxConf is the project layout in miniature: upstream from
+// servers.conf, tls.conf at http level, challenges proxied to the edge's
+// responder with the Host header kept, and a locations file shared by
+// the HTTP and HTTPS servers.
+func tlsNginxConf(t *testing.T, dir string, httpPort, challengePort int) (conf, locations string) {
+	t.Helper()
+	locations = filepath.Join(dir, "locations.conf")
+	os.WriteFile(locations, []byte(`
+location / {
+    proxy_pass http://backends;
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+}
+`), 0o644)
+	conf = filepath.Join(dir, "nginx.conf")
+	os.WriteFile(conf, []byte(fmt.Sprintf(`
+worker_processes 2;
+user root;
+error_log stderr warn;
+pid %[1]s/nginx.pid;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path %[1]s/body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+    upstream backends {
+        zone backends 64k;
+        include %[1]s/servers.conf;
+        keepalive 8;
+    }
+    include %[1]s/tls.conf;
+    server {
+        listen 127.0.0.1:%[2]d;
+        location /.well-known/acme-challenge/ {
+            proxy_pass http://127.0.0.1:%[3]d;
+            proxy_set_header Host $host;
+        }
+        include %[4]s;
+    }
+}
+`, dir, httpPort, challengePort, locations)), 0o644)
+	return conf, locations
+}
+
+// servedCert connects to addr with SNI name and returns the leaf nginx
+// presents, verified against roots (nil skips verification).
+func servedCert(addr, name string, roots *x509.CertPool) (*x509.Certificate, error) {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr,
+		&tls.Config{ServerName: name, RootCAs: roots, InsecureSkipVerify: roots == nil})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0], nil
+}
+
+// TestCertManagerPebble obtains a certificate from an in-process Pebble over
+// real HTTP-01 through the host's nginx, serves it over HTTPS, renews it
+// under steady load with no failed request, and restarts from storage.
+func TestCertManagerPebble(t *testing.T) {
+	bin := needNginx(t)
+	dir := t.TempDir()
+	httpPort, httpsPort, chPort := freePort(t), freePort(t), freePort(t)
+	pebble := acmetest.Start(t, httpPort)
+	conf, locations := tlsNginxConf(t, dir, httpPort, chPort)
+	logger := zerolog.New(io.Discard)
+	if testing.Verbose() {
+		logger = zerolog.New(t.Output())
+	}
+
+	back := backend(t, "hello")
+	servers, _ := RenderServers("test", aps(back.String()), "")
+	if err := WriteFileAtomic(filepath.Join(dir, "servers.conf"), servers, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proc := &Process{Bin: bin, Prefix: dir, Conf: conf, Stdout: os.Stderr, Stderr: os.Stderr}
+	applier := &Applier{Checker: proc, Reloader: proc, Log: logger}
+
+	newManager := func() *CertManager {
+		opts := CertOptions{
+			Domains: []string{testDomain}, Email: "ops@sudoku.test", CA: pebble.URL, TrustedRoots: pebble.Trust,
+			StoragePath: filepath.Join(dir, "acme"), ExportDir: filepath.Join(dir, "certs"),
+			ChallengePort: chPort, Apply: applier.Apply,
+		}
+		m, err := NewCertManager(opts, logger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tlsConf, err := RenderTLS(TLSServer{Sites: m.Sites(), CA: pebble.URL,
+			HTTPSListen: fmt.Sprintf("127.0.0.1:%d", httpsPort), Locations: locations, HSTS: true, HSTSMaxAge: 300})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.opts.Also = []Change{FileChange{Path: filepath.Join(dir, "tls.conf"), Data: tlsConf}}
+		return m
+	}
+	m := newManager()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := m.Prepare(ctx); err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", chPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chSrv := &http.Server{Handler: m.HTTPChallengeHandler(http.NotFoundHandler())}
+	go chSrv.Serve(ln)
+	defer chSrv.Close()
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { proc.Quit(); proc.Wait() }()
+
+	addr := fmt.Sprintf("127.0.0.1:%d", httpsPort)
+	// Before the first certificate nginx serves the placeholder.
+	waitUntil(t, 5*time.Second, "nginx serves the placeholder", func() error {
+		leaf, err := servedCert(addr, testDomain, nil)
+		if err == nil && !strings.Contains(strings.Join(leaf.Subject.Organization, ""), "placeholder") {
+			return fmt.Errorf("served %v, want the placeholder", leaf.Subject)
+		}
+		return err
+	})
+
+	go m.Run(ctx)
+	defer m.Stop()
+	var first *x509.Certificate
+	waitUntil(t, 60*time.Second, "nginx serves a certificate that Pebble issued", func() error {
+		first, err = servedCert(addr, testDomain, pebble.Roots)
+		return err
+	})
+	t.Logf("first certificate: serial %x, not after %v", first.SerialNumber, first.NotAfter)
+
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pebble.Roots, ServerName: testDomain},
+	}}
+	resp, err := client.Get("https://" + addr + "/")
+	if err != nil {
+		t.Fatalf("GET over HTTPS with Pebble's root: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "hello" || resp.Header.Get("Strict-Transport-Security") != "max-age=300" {
+		t.Errorf("GET over HTTPS = %d %q HSTS %q, want 200 hello max-age=300",
+			resp.StatusCode, body, resp.Header.Get("Strict-Transport-Security"))
+	}
+
+	// Forced renewal under steady load: every request must succeed.
+	var ok, failed atomic.Int64
+	var firstErr atomic.Value
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tr := &http.Transport{
+				TLSClientConfig:   &tls.Config{RootCAs: pebble.Roots, ServerName: testDomain},
+				DisableKeepAlives: i%2 == 0, // half the clients handshake on every request
+			}
+			defer tr.CloseIdleConnections()
+			c := &http.Client{Timeout: 5 * time.Second, Transport: tr}
+			for loadCtx.Err() == nil {
+				resp, err := c.Get("https://" + addr + "/")
+				if err == nil {
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 || string(b) != "hello" {
+						err = fmt.Errorf("status %d body %q", resp.StatusCode, b)
+					}
+				}
+				if err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+				} else {
+					ok.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := m.Renew(ctx, testDomain, true); err != nil {
+		t.Fatalf("forced renewal: %v", err)
+	}
+	var second *x509.Certificate
+	waitUntil(t, 10*time.Second, "nginx serves the renewed certificate", func() error {
+		second, err = servedCert(addr, testDomain, pebble.Roots)
+		if err == nil && second.SerialNumber.Cmp(first.SerialNumber) == 0 {
+			return fmt.Errorf("still serial %x", second.SerialNumber)
+		}
+		return err
+	})
+	time.Sleep(300 * time.Millisecond)
+	stopLoad()
+	wg.Wait()
+	t.Logf("renewed: serial %x; load during renewal: %d ok, %d failed", second.SerialNumber, ok.Load(), failed.Load())
+	if failed.Load() > 0 || ok.Load() == 0 {
+		t.Errorf("requests during renewal: %d ok, %d failed (first error: %v), want all ok", ok.Load(), failed.Load(), firstErr.Load())
+	}
+
+	versions, _ := filepath.Glob(filepath.Join(dir, "certs", "v*"))
+	if len(versions) > 2 {
+		t.Errorf("export directory keeps %d versions, want at most 2: %v", len(versions), versions)
+	}
+
+	// A restart finds the certificate in storage: nginx starts with it,
+	// not with a placeholder, and nothing is re-issued.
+	m.Stop()
+	m2 := newManager()
+	defer m2.Stop()
+	if err := m2.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := m2.exportedPair(testDomain)
+	if got == nil || got.serial != second.SerialNumber.Text(16) {
+		t.Errorf("after restart the exported pair is %+v, want serial %x from storage", got, second.SerialNumber)
+	}
+}
+
+// waitUntil polls f until it returns nil or timeout passes.
+func waitUntil(t *testing.T, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %v", what, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,202 @@
+package nginx
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeResolver answers from a map that tests change between calls.
+type fakeResolver struct {
+	mu      sync.Mutex
+	answers map[string][]string
+	err     error
+	calls   int
+}
+
+func (f *fakeResolver) LookupHost(ctx context.Context, host string) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.err != nil {
+		return nil, f.err
+	}
+	a, ok := f.answers[host]
+	if !ok {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	return a, nil
+}
+
+func (f *fakeResolver) set(host string, addrs ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if addrs == nil {
+		delete(f.answers, host)
+		return
+	}
+	f.answers[host] = addrs
+}
+
+func aps(ss ...string) []netip.AddrPort {
+	var out []netip.AddrPort
+	for _, s := range ss {
+		out = append(out, netip.MustParseAddrPort(s))
+	}
+	return out
+}
+
+func TestResolve(t *testing.T) {
+	timeout := &net.DNSError{Err: "i/o timeout", Name: "sudoku", IsTimeout: true, IsTemporary: true}
+	tests := []struct {
+		name    string
+		targets []string
+		answers map[string][]string
+		err     error
+		want    []netip.AddrPort
+		wantErr bool
+	}{
+		{name: "two replicas, sorted",
+			targets: []string{"sudoku:9000"},
+			answers: map[string][]string{"sudoku": {"172.18.0.5", "172.18.0.3"}},
+			want:    aps("172.18.0.3:9000", "172.18.0.5:9000")},
+		{name: "duplicates collapse",
+			targets: []string{"sudoku:9000", "sudoku:9000"},
+			answers: map[string][]string{"sudoku": {"172.18.0.3", "172.18.0.3"}},
+			want:    aps("172.18.0.3:9000")},
+		{name: "IP literals need no lookup",
+			targets: []string{"127.0.0.1:19001", "127.0.0.1:19000"},
+			want:    aps("127.0.0.1:19000", "127.0.0.1:19001")},
+		{name: "IPv4-mapped addresses print as IPv4",
+			targets: []string{"sudoku:9000"},
+			answers: map[string][]string{"sudoku": {"::ffff:10.0.0.7"}},
+			want:    aps("10.0.0.7:9000")},
+		{name: "name gone (scaled to zero): empty set, no error",
+			targets: []string{"sudoku:9000"},
+			answers: map[string][]string{}},
+		{name: "temporary DNS failure: error, so the caller keeps its set",
+			targets: []string{"sudoku:9000"}, err: timeout, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &fakeResolver{answers: tt.answers, err: tt.err}
+			d := &Discovery{Targets: tt.targets, Resolver: r}
+			got, err := d.Resolve(context.Background())
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Resolve(%v) error = %v, wantErr %v", tt.targets, err, tt.wantErr)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Resolve(%v) = %v, want %v", tt.targets, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseTargets(t *testing.T) {
+	good := map[string][]string{
+		"sudoku:9000":                 {"sudoku:9000"},
+		" 127.0.0.1:1, 127.0.0.1:2 ,": {"127.0.0.1:1", "127.0.0.1:2"},
+		"[::1]:9000":                  {"[::1]:9000"},
+	}
+	for in, want := range good {
+		got, err := ParseTargets(in)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("ParseTargets(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", ",", "sudoku", ":9000", "sudoku:0", "sudoku:70000", "sudoku:x"} {
+		if got, err := ParseTargets(in); err == nil {
+			t.Errorf("ParseTargets(%q) = %q, want an error", in, got)
+		}
+	}
+}
+
+func TestDiff(t *testing.T) {
+	added, removed := Diff(aps("10.0.0.1:1", "10.0.0.2:1"), aps("10.0.0.2:1", "10.0.0.3:1"))
+	if !slices.Equal(added, aps("10.0.0.3:1")) || !slices.Equal(removed, aps("10.0.0.1:1")) {
+		t.Errorf("Diff = +%v -%v, want +[10.0.0.3:1] -[10.0.0.1:1]", added, removed)
+	}
+}
+
+// TestWatch scales a fake service 2 -> 3 -> 2, breaks DNS in between and
+// checks that Watch reports each new set once and ignores the failure.
+func TestWatch(t *testing.T) {
+	r := &fakeResolver{answers: map[string][]string{"sudoku": {"10.0.0.1", "10.0.0.2"}}}
+	d := &Discovery{Targets: []string{"sudoku:9000"}, Resolver: r}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	changes := make(chan []netip.AddrPort, 10)
+	errs := make(chan error, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Watch(ctx, time.Millisecond, aps("10.0.0.1:9000", "10.0.0.2:9000"),
+			func(_ context.Context, a []netip.AddrPort) { changes <- a },
+			func(err error) { errs <- err })
+	}()
+	next := func() []netip.AddrPort {
+		t.Helper()
+		select {
+		case a := <-changes:
+			return a
+		case <-time.After(5 * time.Second):
+			t.Fatal("Watch reported no change within 5s")
+			return nil
+		}
+	}
+
+	r.set("sudoku", "10.0.0.1", "10.0.0.2", "10.0.0.3")
+	if got, want := next(), aps("10.0.0.1:9000", "10.0.0.2:9000", "10.0.0.3:9000"); !slices.Equal(got, want) {
+		t.Fatalf("after scale up: %v, want %v", got, want)
+	}
+
+	r.mu.Lock()
+	r.err = &net.DNSError{Err: "server misbehaving", Name: "sudoku", IsTemporary: true}
+	r.mu.Unlock()
+	select {
+	case <-errs:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Watch reported no lookup error within 5s")
+	}
+	select {
+	case a := <-changes:
+		t.Fatalf("a DNS failure changed the set to %v", a)
+	default:
+	}
+	r.mu.Lock()
+	r.err = nil
+	r.mu.Unlock()
+
+	r.set("sudoku", "10.0.0.3", "10.0.0.1")
+	if got, want := next(), aps("10.0.0.1:9000", "10.0.0.3:9000"); !slices.Equal(got, want) {
+		t.Fatalf("after scale down: %v, want %v", got, want)
+	}
+	cancel()
+	<-done
+	select {
+	case a := <-changes:
+		t.Errorf("unexpected extra change %v", a)
+	default:
+	}
+}
+
+func TestResolveHonoursTimeout(t *testing.T) {
+	d := &Discovery{Targets: []string{"sudoku:9000"}, Resolver: blockingResolver{}, Timeout: 20 * time.Millisecond}
+	_, err := d.Resolve(context.Background())
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Resolve with a hanging resolver: error = %v, want DeadlineExceeded", err)
+	}
+}
+
+type blockingResolver struct{}
+
+func (blockingResolver) LookupHost(ctx context.Context, host string) ([]string, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}

@@ -1,0 +1,22 @@
+// Package nginx keeps a Debian nginx 1.22 in step with the world around it.
+//
+// nginx 1.22 cannot re-resolve upstream names and cannot fetch certificates,
+// so this package does both on its behalf and tells nginx about the result:
+//
+//   - [Process] runs nginx in the foreground, checks configurations with
+//     `nginx -t`, reloads (SIGHUP) and stops it gracefully (SIGQUIT).
+//   - [Discovery] resolves the worker service name again and again and
+//     reports when the set of addresses changes; [RenderServers] turns a set
+//     into the `server` lines included by the `upstream` block.
+//   - [Applier] is the reload decision: it writes changed files atomically,
+//     runs the check, reloads only a configuration that passed it, and puts
+//     the old files back when the check fails.
+//   - [CertManager] keeps TLS certificates with certmagic (ACME, HTTP-01
+//     only), exports each new pair for nginx and renders the HTTPS server
+//     with [RenderTLS].
+//
+// The files this package writes are included by nginx.conf:
+// servers.conf inside `upstream sudoku_workers { ... }` and tls.conf at http
+// level. The package never reads environment variables; cmd/sudoku-edge
+// wires it from flags.
+package nginx

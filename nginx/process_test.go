@@ -1,0 +1,223 @@
+package nginx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// needNginx returns the nginx binary or skips (fails under CI=true).
+func needNginx(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("nginx not found under CI: %v", err)
+		}
+		t.Skipf("nginx not installed: %v", err)
+	}
+	return bin
+}
+
+// freePort finds a free loopback port in the edge helper's 4xxxx range.
+func freePort(t *testing.T) int {
+	t.Helper()
+	for range 100 {
+		p := 40000 + rand.IntN(8000)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err == nil {
+			ln.Close()
+			return p
+		}
+	}
+	t.Fatal("no free port in 40000-47999")
+	return 0
+}
+
+// testNginx writes a minimal host nginx.conf whose upstream includes
+// dir/servers.conf and which proxies every request to it.
+func testNginx(t *testing.T, dir string, port int) string {
+	t.Helper()
+	conf := fmt.Sprintf(`
+worker_processes 2;
+user root;
+error_log stderr warn;
+pid %[1]s/nginx.pid;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path %[1]s/body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+    upstream backends {
+        zone backends 64k;
+        random two least_conn;
+        include %[1]s/servers.conf;
+        keepalive 8;
+    }
+    server {
+        listen 127.0.0.1:%[2]d;
+        location / {
+            proxy_pass http://backends;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+`, dir, port)
+	path := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func backend(t *testing.T, id string) netip.AddrPort {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, id)
+	}))
+	t.Cleanup(s.Close)
+	return netip.MustParseAddrPort(strings.TrimPrefix(s.URL, "http://"))
+}
+
+// TestProcessReload runs the real nginx: start, switch the upstream by
+// Apply, refuse a broken file, stop gracefully.
+func TestProcessReload(t *testing.T) {
+	bin := needNginx(t)
+	dir := t.TempDir()
+	port := freePort(t)
+	conf := testNginx(t, dir, port)
+	a, b := backend(t, "a"), backend(t, "b")
+	servers := filepath.Join(dir, "servers.conf")
+	write := func(addrs ...netip.AddrPort) []byte {
+		data, err := RenderServers("test", addrs, "max_fails=0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	if err := WriteFileAtomic(servers, write(a), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &Process{Bin: bin, Prefix: dir, Conf: conf, Stdout: os.Stderr, Stderr: os.Stderr}
+	ctx := context.Background()
+	if err := p.Check(ctx); err != nil {
+		t.Fatalf("Check on a good config: %v", err)
+	}
+	if err := p.Reload(); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Reload before Start = %v, want ErrNotRunning", err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Terminate(); p.Wait() })
+
+	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	waitFor(t, url, "a")
+
+	ap := &Applier{Checker: p, Reloader: p, Log: zerolog.Nop()}
+	if got, err := ap.Apply(ctx, FileChange{Path: servers, Data: write(b)}); got != Reloaded || err != nil {
+		t.Fatalf("Apply(b) = %v, %v; want reloaded", got, err)
+	}
+	waitFor(t, url, "b")
+
+	broken := []byte("server 127.0.0.1:1 no_such_param;\n")
+	got, err := ap.Apply(ctx, FileChange{Path: servers, Data: broken})
+	if got != Rejected || !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "no_such_param") {
+		t.Fatalf("Apply(broken) = %v, %v; want rejected with nginx's reason", got, err)
+	}
+	if data, _ := os.ReadFile(servers); string(data) != string(write(b)) {
+		t.Errorf("after a rejected change servers.conf = %q, want the previous content", data)
+	}
+	if body := get(t, url); body != "b" {
+		t.Errorf("after a rejected change nginx answered %q, want b", body)
+	}
+
+	// No worker: the placeholder keeps nginx valid and it answers 502.
+	if got, err := ap.Apply(ctx, FileChange{Path: servers, Data: write()}); got != Reloaded || err != nil {
+		t.Fatalf("Apply(none) = %v, %v; want reloaded", got, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusBadGateway {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("with no worker nginx did not answer 502 within 5s (last: %v %v)", resp, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	if err := p.Quit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(); err != nil {
+		t.Errorf("nginx exit after SIGQUIT: %v, want status 0", err)
+	}
+}
+
+func TestProcessCheckReportsReason(t *testing.T) {
+	bin := needNginx(t)
+	dir := t.TempDir()
+	conf := testNginx(t, dir, freePort(t))
+	// servers.conf is missing: nginx -t must fail and say which file.
+	err := (&Process{Bin: bin, Prefix: dir, Conf: conf}).Check(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "servers.conf") {
+		t.Errorf("Check with a missing include = %v, want an error naming servers.conf", err)
+	}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// waitFor polls url until the body is want (a reload takes effect when new
+// workers start).
+func waitFor(t *testing.T, url, want string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			last = string(b)
+			if resp.StatusCode == 200 && last == want {
+				return
+			}
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("GET %s: still %q after 5s, want %q", url, last, want)
+}

@@ -1,0 +1,138 @@
+package nginx
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"text/template"
+)
+
+//go:embed templates/*.tmpl
+var templateFS embed.FS
+
+var templates = template.Must(template.New("").
+	Funcs(template.FuncMap{"join": strings.Join}).
+	ParseFS(templateFS, "templates/*.tmpl"))
+
+// ErrUnsafe reports a value that would change the meaning of the nginx
+// configuration it is pasted into.
+var ErrUnsafe = errors.New("nginx: unsafe value for configuration")
+
+// CheckParams reports whether params can follow `server <addr>` in an
+// upstream block: nginx parameters such as `max_fails=0 weight=2`, without
+// anything that ends the directive or opens a block.
+func CheckParams(params string) error {
+	if i := strings.IndexAny(params, ";{}#\"'\\\n\r$"); i >= 0 {
+		return fmt.Errorf("%w: upstream parameters %q contain %q", ErrUnsafe, params, params[i])
+	}
+	return nil
+}
+
+// RenderServers renders the `server` lines for the upstream block: one per
+// address, in the order given, each followed by params; a single
+// `server 127.0.0.1:9 down;` when addrs is empty so that nginx still starts.
+// source names where the addresses came from, for the comment at the top.
+func RenderServers(source string, addrs []netip.AddrPort, params string) ([]byte, error) {
+	if err := CheckParams(params); err != nil {
+		return nil, err
+	}
+	if strings.ContainsAny(source, "\n\r") {
+		return nil, fmt.Errorf("%w: source %q has a line break", ErrUnsafe, source)
+	}
+	var buf bytes.Buffer
+	err := templates.ExecuteTemplate(&buf, "servers.conf.tmpl", struct {
+		Source string
+		Addrs  []netip.AddrPort
+		Params string
+	}{source, addrs, strings.Join(strings.Fields(params), " ")})
+	if err != nil {
+		return nil, fmt.Errorf("rendering servers.conf: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// TLSSite is one HTTPS server: a name and its certificate pair.
+type TLSSite struct {
+	Name     string // server_name, also the certificate's name
+	CertFile string // full chain, PEM
+	KeyFile  string // private key, PEM
+}
+
+// TLSServer describes the HTTPS servers that RenderTLS writes. With no
+// Sites, TLS is off and the rendered file has comments only.
+type TLSServer struct {
+	Sites []TLSSite // the first one is the default server for clients without SNI
+	CA    string    // ACME directory, for the comment only
+
+	HTTPSListen string // nginx listen for HTTPS, e.g. "8443"
+	Locations   string // file with the public locations, shared with the HTTP server
+
+	HSTS       bool // send Strict-Transport-Security
+	HSTSMaxAge int  // seconds
+
+	// Redirect adds a plain-HTTP server for the sites' names on HTTPListen
+	// that proxies ACME challenges to ChallengeAddr and answers everything
+	// else with a 308 to https://$host[:RedirectPort].
+	Redirect      bool
+	HTTPListen    string // e.g. "8080"
+	ChallengeAddr string // e.g. "127.0.0.1:8081"
+	RedirectPort  int    // public HTTPS port; 443 or 0 leaves it out of the URL
+}
+
+// RedirectPortSuffix is ":port" for the redirect target, or empty for 443.
+func (s TLSServer) RedirectPortSuffix() string {
+	if s.RedirectPort == 0 || s.RedirectPort == 443 {
+		return ""
+	}
+	return ":" + strconv.Itoa(s.RedirectPort)
+}
+
+// RenderTLS renders tls.conf, included by nginx.conf at http level.
+func RenderTLS(s TLSServer) ([]byte, error) {
+	values := map[string]string{
+		"locations file": s.Locations, "CA": s.CA, "HTTPS listen": s.HTTPSListen,
+		"HTTP listen": s.HTTPListen, "challenge address": s.ChallengeAddr,
+	}
+	for _, site := range s.Sites {
+		if err := CheckDomain(site.Name); err != nil {
+			return nil, err
+		}
+		values["certificate file "+site.CertFile] = site.CertFile
+		values["key file "+site.KeyFile] = site.KeyFile
+	}
+	for name, v := range values {
+		if strings.ContainsAny(v, ";{}#\"'\\\n\r$ \t") {
+			return nil, fmt.Errorf("%w: %s %q", ErrUnsafe, name, v)
+		}
+	}
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, "tls.conf.tmpl", s); err != nil {
+		return nil, fmt.Errorf("rendering tls.conf: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// CheckDomain reports whether d is a DNS name fit for server_name, a file
+// name and an HTTP-01 order: letters, digits, hyphens and dots, no
+// wildcard (HTTP-01 cannot validate one).
+func CheckDomain(d string) error {
+	name := d
+	if name == "" || len(name) > 253 {
+		return fmt.Errorf("%w: domain %q: empty or too long", ErrUnsafe, d)
+	}
+	for _, label := range strings.Split(name, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return fmt.Errorf("%w: domain %q: bad label %q", ErrUnsafe, d, label)
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return fmt.Errorf("%w: domain %q: unexpected %q", ErrUnsafe, d, c)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package nginx
+
+import (
+	"errors"
+	"flag"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden file (run with -update to create it): %v", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestRenderServers(t *testing.T) {
+	ap := netip.MustParseAddrPort
+	tests := []struct {
+		name   string
+		addrs  []netip.AddrPort
+		params string
+	}{
+		{"servers_none.conf", nil, "max_fails=0"},
+		{"servers_two.conf", []netip.AddrPort{ap("172.18.0.3:9000"), ap("172.18.0.4:9000")}, "max_fails=0"},
+		{"servers_params.conf", []netip.AddrPort{ap("10.0.0.1:9000"), ap("[fd00::1]:9000")}, "  max_fails=3   fail_timeout=5s "},
+		{"servers_noparams.conf", []netip.AddrPort{ap("127.0.0.1:19000")}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := RenderServers("sudoku:9000", tt.addrs, tt.params)
+			if err != nil {
+				t.Fatalf("RenderServers(%v, %q) error: %v", tt.addrs, tt.params, err)
+			}
+			golden(t, tt.name, got)
+		})
+	}
+}
+
+func TestRenderServersRejectsUnsafeParams(t *testing.T) {
+	for _, p := range []string{"max_fails=0; }", "backup\nserver 1.2.3.4:1", "weight=$x", "down {", "# x"} {
+		if _, err := RenderServers("s", nil, p); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("RenderServers(params %q) error = %v, want ErrUnsafe", p, err)
+		}
+	}
+}
+
+func TestRenderTLS(t *testing.T) {
+	base := TLSServer{
+		Sites: []TLSSite{
+			{"sudoku.example.com", "/run/sudoku-edge/certs/live/sudoku.example.com.crt", "/run/sudoku-edge/certs/live/sudoku.example.com.key"},
+			{"www.sudoku.example.com", "/run/sudoku-edge/certs/live/www.sudoku.example.com.crt", "/run/sudoku-edge/certs/live/www.sudoku.example.com.key"},
+		},
+		CA:            "https://acme-v02.api.letsencrypt.org/directory",
+		HTTPSListen:   "8443",
+		Locations:     "/etc/nginx/sudoku-locations.conf",
+		HSTSMaxAge:    63072000,
+		HTTPListen:    "8080",
+		ChallengeAddr: "127.0.0.1:8081",
+		RedirectPort:  443,
+	}
+	full := base
+	full.HSTS, full.Redirect = true, true
+	port := full
+	port.RedirectPort = 48443
+	tests := []struct {
+		name string
+		in   TLSServer
+	}{
+		{"tls_off.conf", TLSServer{}},
+		{"tls_plain.conf", base},
+		{"tls_redirect_hsts.conf", full},
+		{"tls_redirect_port.conf", port},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := RenderTLS(tt.in)
+			if err != nil {
+				t.Fatalf("RenderTLS(%+v) error: %v", tt.in, err)
+			}
+			golden(t, tt.name, got)
+		})
+	}
+}
+
+func TestRenderTLSRejectsUnsafe(t *testing.T) {
+	tests := map[string]TLSServer{
+		"domain with space":  {Sites: []TLSSite{{Name: "a.example.com b"}}},
+		"domain with brace":  {Sites: []TLSSite{{Name: "a.example.com}"}}},
+		"wildcard":           {Sites: []TLSSite{{Name: "*.example.com"}}},
+		"empty label":        {Sites: []TLSSite{{Name: "a..example.com"}}},
+		"hyphen label":       {Sites: []TLSSite{{Name: "-a.example.com"}}},
+		"cert path with ;":   {Sites: []TLSSite{{Name: "a.example.com", CertFile: "/x;y"}}},
+		"locations with \\n": {Sites: []TLSSite{{Name: "a.example.com"}}, Locations: "/x\ninclude /etc/passwd"},
+	}
+	for name, in := range tests {
+		t.Run(name, func(t *testing.T) {
+			if _, err := RenderTLS(in); !errors.Is(err, ErrUnsafe) {
+				t.Errorf("RenderTLS(%+v) error = %v, want ErrUnsafe", in, err)
+			}
+		})
+	}
+}

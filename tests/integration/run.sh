@@ -1,0 +1,477 @@
+#!/usr/bin/env bash
+# Integration suite: brings the compose stack up (--build) under its own project
+# name and loopback ports, waits for every container to be healthy, drives it
+# with curl through nginx only, tears it down, and prints `N passed, N failed`
+# as its last line (exit 1 on any failure).
+#
+# Env (all optional):
+#   SUDOKU_IT_PROJECT        compose project name        (sudoku-it)
+#   SUDOKU_IT_HTTP_PORT      host port for nginx :8080   (28080, bound to 127.0.0.1)
+#   SUDOKU_IT_HTTPS_PORT     host port for nginx :8443   (28443)
+#   SUDOKU_IT_EXPORTER_PORT  host port for the exporter  (29113)
+#   SUDOKU_IT_COMPOSE_FILES  extra `-f file` arguments, e.g. an override file
+#   SUDOKU_IT_KEEP=1         leave the stack running afterwards (for debugging)
+#   SUDOKU_IT_REUSE=1        use the project's running stack as is: no build,
+#                            no bring-up, no teardown (fast iteration on cases)
+#   SUDOKU_IT_UP_TIMEOUT     seconds to wait for health  (300)
+#   SUDOKU_IT_CASES          regex: run only the cases whose name matches
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+project=${SUDOKU_IT_PROJECT:-sudoku-it}
+http_port=${SUDOKU_IT_HTTP_PORT:-28080}
+https_port=${SUDOKU_IT_HTTPS_PORT:-28443}
+exporter_port=${SUDOKU_IT_EXPORTER_PORT:-29113}
+up_timeout=${SUDOKU_IT_UP_TIMEOUT:-300}
+base=http://127.0.0.1:$http_port
+data=tests/integration/testdata
+work=$(mktemp -d)
+
+export SUDOKU_HTTP_PORT=127.0.0.1:$http_port
+export SUDOKU_HTTPS_PORT=127.0.0.1:$https_port
+export SUDOKU_EXPORTER_PORT=127.0.0.1:$exporter_port
+
+if docker compose version >/dev/null 2>&1; then
+	compose_cmd=(docker compose)
+elif command -v docker-compose >/dev/null; then
+	compose_cmd=(docker-compose)
+else
+	echo "integration: neither 'docker compose' nor docker-compose found" >&2
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+# shellcheck disable=SC2206 # word splitting of the extra -f arguments is wanted
+compose() { "${compose_cmd[@]}" -p "$project" -f docker-compose.yml ${SUDOKU_IT_COMPOSE_FILES:-} "$@"; }
+
+# Container ids of a service (or all), by compose's labels: much faster than
+# `docker-compose ps -q`, and the same labels under compose v1 and v2.
+containers() { # [service]
+	docker ps -q --filter "label=com.docker.compose.project=$project" ${1:+--filter "label=com.docker.compose.service=$1"}
+}
+service_logs() { # service: its containers' logs, stdout and stderr
+	local id
+	for id in $(containers "$1"); do docker logs "$id" 2>&1; done
+}
+
+log() { printf 'integration: %s\n' "$*" >&2; }
+
+passed=0 failed=0
+declare -a failures=()
+run_case() { # name function
+	local name=$1 start=$SECONDS
+	if [[ -n ${SUDOKU_IT_CASES:-} && ! $name =~ $SUDOKU_IT_CASES ]]; then
+		return # not selected: counted neither way
+	fi
+	printf -- '--- %s\n' "$name"
+	if "$2"; then
+		passed=$((passed + 1))
+		printf 'ok   %s (%ds)\n' "$name" $((SECONDS - start))
+	else
+		failed=$((failed + 1))
+		failures+=("$name")
+		printf 'FAIL %s (%ds)\n' "$name" $((SECONDS - start))
+	fi
+}
+# fail prints why a case failed and returns 1, so a case can `|| fail ...`.
+fail() { printf '     %s\n' "$*"; return 1; }
+
+teardown() {
+	if [[ ${SUDOKU_IT_KEEP:-} == 1 || ${SUDOKU_IT_REUSE:-} == 1 ]]; then
+		log "SUDOKU_IT_KEEP=1: leaving project $project up ($base)"
+	else
+		log "tearing down project $project"
+		compose down -v --remove-orphans >"$work/down.log" 2>&1 || cat "$work/down.log" >&2
+	fi
+	rm -rf "$work"
+}
+trap teardown EXIT
+
+# req METHOD URL [curl args...]: sets $status, body in $work/body, headers in
+# $work/headers. Never follows redirects; 10 s cap per request.
+req() {
+	local method=$1 url=$2
+	shift 2
+	status=$(curl -s -m 10 -X "$method" -o "$work/body" -D "$work/headers" -w '%{http_code}' "$@" "$url")
+}
+body() { cat "$work/body"; }
+header() { # header NAME: value of the last response's header, without CR
+	awk -v h="$(tr '[:upper:]' '[:lower:]' <<<"$1")" -F': ' \
+		'tolower($1) == h { sub(/\r$/, "", $2); print $2 }' "$work/headers" | tail -1
+}
+expect_status() { # want
+	[[ $status == "$1" ]] || fail "status $status, want $1; body: $(head -c 300 "$work/body")"
+}
+expect_json_error() { # every error body is JSON with a non-empty "error"
+	jq -e '.error | type == "string" and length > 0' "$work/body" >/dev/null ||
+		fail "body is not a JSON error: $(head -c 300 "$work/body")"
+}
+
+# parallel N [curl args...] < urls: one curl process runs every URL read from
+# stdin, N at a time, and prints one status code per line (000: no answer).
+# With par_out=DIR set, each response (headers and body) goes to DIR/<line>.
+parallel() {
+	local n=$1
+	shift
+	if [[ -n ${par_out:-} ]]; then
+		mkdir -p "$par_out"
+		awk -v d="$par_out" '{printf "url = \"%s\"\noutput = \"%s/%d\"\n", $0, d, NR}' >"$work/parallel.cfg"
+		set -- -i "$@"
+	else
+		awk '{printf "url = \"%s\"\noutput = \"/dev/null\"\n", $0}' >"$work/parallel.cfg"
+	fi
+	curl -s --no-progress-meter -m 30 --parallel --parallel-immediate --parallel-max "$n" \
+		-w '%{http_code}\n' "$@" -K "$work/parallel.cfg"
+}
+
+puzzle() { sed -n "${1}p" "$data/puzzles.txt"; }
+solution() { sed -n "${1}p" "$data/solutions.txt"; }
+empty_grid=$(printf '0%.0s' $(seq 81))
+
+# ---------------------------------------------------------------- bring-up
+bring_up() {
+	log "building and starting project $project (nginx on $base)"
+	compose down -v --remove-orphans >/dev/null 2>&1
+	# Build output goes to a file; its step lines show progress.
+	compose up -d --build 2>&1 | tee "$work/up.log" |
+		grep --line-buffered -E '^Step [0-9]+/|^Successfully tagged|^(Creating|Starting|Recreating) |^#[0-9]+ \[' |
+		sed -u 's/^/integration: build: /' >&2
+	if ((PIPESTATUS[0] != 0)); then
+		tail -40 "$work/up.log" >&2
+		return 1
+	fi
+	local deadline=$((SECONDS + up_timeout)) ids states
+	while :; do
+		ids=$(docker ps -aq --filter "label=com.docker.compose.project=$project")
+		states=$(for id in $ids; do
+			docker inspect -f '{{.Name}} {{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' "$id"
+		done)
+		if [[ -n $ids ]] && ! grep -qv ' healthy$' <<<"$states"; then
+			break
+		fi
+		if ((SECONDS > deadline)); then
+			log "stack not healthy after ${up_timeout}s:"
+			printf '%s\n' "$states" >&2
+			compose logs --tail=30 >&2
+			return 1
+		fi
+		log "waiting for health: $(tr '\n' ' ' <<<"$states")"
+		sleep 2
+	done
+	log "all containers healthy: $(tr '\n' ' ' <<<"$states")"
+	# Health says each part runs; wait until a request makes it end to end.
+	for _ in $(seq 60); do
+		[[ $(curl -s -m 5 -o /dev/null -w '%{http_code}' "$base/sudoku?puzzle=$(puzzle 1)") == 200 ]] && return 0
+		sleep 1
+	done
+	log "nginx never answered 200 through to a worker"
+	return 1
+}
+
+# ------------------------------------------------------------------ cases
+case_solve_json() {
+	req GET "$base/sudoku?puzzle=$(puzzle 1)&id=a1"
+	expect_status 200 || return 1
+	[[ $(header Content-Type) == application/json* ]] || fail "Content-Type $(header Content-Type)" || return 1
+	jq -e --arg s "$(solution 1)" --arg p "$(puzzle 1)" \
+		'.solution == $s and .puzzle == $p and .id == "a1"' "$work/body" >/dev/null ||
+		fail "unexpected body $(body)"
+}
+
+case_solve_text() {
+	req GET "$base/sudoku?puzzle=$(puzzle 2)&id=t2" -H 'Accept: text/plain'
+	expect_status 200 || return 1
+	[[ $(body | tr -d '\r\n') == "t2:$(solution 2)" ]] || fail "Accept: text/plain body '$(body)'" || return 1
+	req GET "$base/sudoku?puzzle=$(puzzle 3)&format=text"
+	expect_status 200 || return 1
+	[[ $(body | tr -d '\r\n') == "$(solution 3)" ]] || fail "format=text body '$(body)'"
+}
+
+case_id_echo() {
+	local id='client-42_x'
+	req GET "$base/sudoku?puzzle=$(puzzle 4)&id=$id"
+	expect_status 200 || return 1
+	jq -e --arg id "$id" '.id == $id' "$work/body" >/dev/null || fail "200 body lost the id: $(body)" || return 1
+	req GET "$base/sudoku?puzzle=x$(puzzle 4 | cut -c2-)&id=$id"
+	expect_status 400 || return 1
+	jq -e --arg id "$id" '.id == $id' "$work/body" >/dev/null || fail "400 body lost the id: $(body)"
+}
+
+case_unique() {
+	req GET "$base/sudoku?puzzle=$(puzzle 5)&unique=1"
+	expect_status 200 || return 1
+	jq -e --arg s "$(solution 5)" '.unique == true and .solution == $s' "$work/body" >/dev/null ||
+		fail "17-clue puzzle not reported unique: $(body)" || return 1
+	req GET "$base/sudoku?puzzle=$empty_grid&unique=1"
+	expect_status 200 || return 1
+	jq -e '.unique == false' "$work/body" >/dev/null || fail "empty grid reported unique: $(body)" || return 1
+	# Without unique=1 the field is absent.
+	req GET "$base/sudoku?puzzle=$(puzzle 5)"
+	jq -e 'has("unique") | not' "$work/body" >/dev/null || fail "unique present without unique=1: $(body)"
+}
+
+case_batch_post() {
+	# Ids in shuffled order; the answers may come back in any order, so the
+	# check is by id: every id answered exactly once, with the right answer.
+	local n=12 i order unsolvable=123456780000000009000000000000000000000000000000000000000000000000000000000000000
+	order=$(seq $n | shuf)
+	{
+		for i in $order; do echo "b$i:$(puzzle "$i")"; done
+		echo "none:$unsolvable"
+	} >"$work/batch"
+	req POST "$base/sudoku" --data-binary "@$work/batch" -H 'Content-Type: text/plain'
+	expect_status 200 || return 1
+	tr -d '\r' <"$work/body" | grep -v '^$' >"$work/answers"
+	[[ $(wc -l <"$work/answers") == $((n + 1)) ]] || fail "$(wc -l <"$work/answers") answer lines for $((n + 1)) puzzles: $(body)" || return 1
+	for i in $(seq $n); do
+		[[ $(grep -c "^b$i:" "$work/answers") == 1 ]] || fail "id b$i answered $(grep -c "^b$i:" "$work/answers") times" || return 1
+		grep -qx "b$i:$(solution "$i")" "$work/answers" || fail "wrong answer for b$i: $(grep "^b$i:" "$work/answers")" || return 1
+	done
+	grep -qx 'none:NoSolution' "$work/answers" || fail "unsolvable puzzle: $(grep '^none:' "$work/answers")"
+}
+
+case_bad_characters() {
+	req GET "$base/sudoku?puzzle=$(puzzle 1 | sed 's/^./x/')"
+	expect_status 400 && expect_json_error || return 1
+	grep -qi 'cell 1' "$work/body" || fail "error does not say where: $(body)"
+}
+
+case_80_cells() {
+	req GET "$base/sudoku?puzzle=$(puzzle 1 | cut -c2-)"
+	expect_status 400 && expect_json_error || return 1
+	grep -q '80' "$work/body" || fail "error does not give the count: $(body)"
+}
+
+case_conflicting_givens() {
+	req GET "$base/sudoku?puzzle=11$(printf '0%.0s' $(seq 79))"
+	expect_status 400 && expect_json_error || return 1
+	grep -qi 'row 1' "$work/body" || fail "error does not name the row: $(body)"
+}
+
+case_unsolvable() {
+	req GET "$base/sudoku?puzzle=123456780000000009$(printf '0%.0s' $(seq 63))"
+	expect_status 422 && expect_json_error
+}
+
+case_missing_puzzle() {
+	req GET "$base/sudoku"
+	expect_status 400 && expect_json_error
+}
+
+case_wrong_method() {
+	local m
+	for m in PUT DELETE PATCH; do
+		req "$m" "$base/sudoku" --data x
+		expect_status 405 && expect_json_error || return 1
+		[[ -n $(header Allow) ]] || fail "$m: 405 without an Allow header" || return 1
+	done
+}
+
+case_unknown_path() {
+	local p
+	for p in / /sudoku/ /sudokus /metrics /healthz /readyz /debug/pprof/ /stub_status /sudoku/stats/x; do
+		req GET "$base$p"
+		expect_status 404 && expect_json_error || fail "path $p" || return 1
+	done
+}
+
+case_huge_uri() {
+	req GET "$base/sudoku?puzzle=$(head -c 20000 /dev/zero | tr '\0' 0)"
+	expect_status 414 && expect_json_error
+}
+
+case_huge_body() {
+	head -c 3000000 /dev/zero | tr '\0' 0 >"$work/huge"
+	req POST "$base/sudoku" --data-binary "@$work/huge"
+	expect_status 413 && expect_json_error
+}
+
+case_huge_header() {
+	req GET "$base/sudoku?puzzle=$(puzzle 1)" -H "X-Junk: $(head -c 20000 /dev/zero | tr '\0' a)"
+	expect_status 400 && expect_json_error
+}
+
+case_bad_host() {
+	local h
+	for h in 'a%zz' '[::1' 'bad host' 'x/y'; do
+		req GET "$base/sudoku?puzzle=$(puzzle 1)" -H "Host: $h"
+		[[ $status == 4* ]] || fail "Host '$h': status $status, want 4xx" || return 1
+		expect_json_error || return 1
+	done
+	# An ordinary name with a port is fine.
+	req GET "$base/sudoku?puzzle=$(puzzle 1)" -H 'Host: Sudoku.Example.COM:8080'
+	expect_status 200
+}
+
+case_stats() {
+	req GET "$base/sudoku/stats"
+	expect_status 200 || return 1
+	[[ $(header Content-Type) == application/json* ]] || fail "Content-Type $(header Content-Type)" || return 1
+	local missing
+	missing=$(jq -r '. as $root | [
+		["worker"], ["uptime_seconds"],
+		["requests_per_second", "1s"], ["requests_per_second", "10s"], ["requests_per_second", "60s"],
+		["totals", "solved"], ["totals", "no_solution"], ["totals", "bad_request"], ["totals", "too_busy"],
+		["in_flight"], ["queue_depth"],
+		["latency_seconds", "p50"], ["latency_seconds", "p90"], ["latency_seconds", "p99"], ["latency_seconds", "p99.9"],
+		["goroutines"],
+		["memory", "heap_inuse_bytes"], ["memory", "heap_idle_bytes"], ["memory", "heap_released_bytes"], ["memory", "rss_bytes"]
+	] | map(. as $p | select(($root | getpath($p) | type) as $t | ($p == ["worker"] and $t != "string") or ($p != ["worker"] and $t != "number")) | join("."))
+	| join(", ")' "$work/body")
+	[[ -z $missing ]] || fail "stats lack (or mistype) $missing; body: $(body)" || return 1
+	jq -e --arg w "$(header X-Sudoku-Worker)" '.worker == $w' "$work/body" >/dev/null ||
+		fail "stats .worker differs from X-Sudoku-Worker $(header X-Sudoku-Worker)"
+}
+
+case_headers() {
+	req GET "$base/sudoku?puzzle=$(puzzle 1)" -H 'X-Request-Id: chosen-by-client'
+	expect_status 200 || return 1
+	[[ $(header Server) == nginx ]] || fail "Server header '$(header Server)' (server_tokens off)" || return 1
+	[[ $(header X-Request-Id) =~ ^[0-9a-f]{32}$ ]] || fail "X-Request-Id '$(header X-Request-Id)'" || return 1
+	[[ -n $(header X-Sudoku-Worker) ]] || fail "no X-Sudoku-Worker header"
+}
+
+case_request_id_logged() {
+	# nginx's $request_id reaches the worker (HTTP_X_REQUEST_ID) and both log it.
+	req GET "$base/sudoku?puzzle=$(puzzle 6)&id=trace"
+	expect_status 200 || return 1
+	local rid i
+	rid=$(header X-Request-Id)
+	for i in $(seq 20); do
+		service_logs nginx | grep -F "\"request_id\":\"$rid\"" >"$work/nginxlog" &&
+			service_logs sudoku >"$work/workerlog" && grep -qF "\"$rid\"" "$work/workerlog" && break
+		sleep 0.5
+	done
+	[[ -s $work/nginxlog ]] || fail "request id $rid not in nginx's access log" || return 1
+	sed 's/^[^{]*//' "$work/nginxlog" | tail -1 |
+		jq -e '.status == 200 and (.upstream_addr | length > 0) and (.request_time | type == "number")' >/dev/null ||
+		fail "nginx access log line is not the expected JSON: $(cat "$work/nginxlog")" || return 1
+	grep -qF "\"$rid\"" "$work/workerlog" || fail "request id $rid not in any worker's log"
+}
+
+case_rate_limit() {
+	# Batch POSTs have a low per-client rate (20/s, burst 40): 150 at once
+	# must see some JSON 429s with Retry-After, and no 5xx.
+	echo "r:$(puzzle 1)" >"$work/one"
+	for _ in $(seq 150); do echo "$base/sudoku"; done |
+		parallel 50 -X POST --data-binary "@$work/one" >"$work/codes"
+	echo "     150 batch POSTs, 50 at once: $(sort "$work/codes" | uniq -c | tr '\n' ' ')"
+	grep -q '^429$' "$work/codes" || fail "no 429 among 150 concurrent batch POSTs" || return 1
+	! grep -q '^5' "$work/codes" || fail "5xx among rate-limited requests" || return 1
+	# One of the 429 answers in full: JSON body and Retry-After.
+	for _ in $(seq 60); do echo "$base/sudoku"; done |
+		par_out=$work/limited parallel 60 -X POST --data-binary "@$work/one" >/dev/null
+	local f
+	f=$(grep -l '^HTTP/1.1 429' "$work"/limited/* | head -1)
+	[[ -n $f ]] || fail "no 429 in a second burst of 60" || return 1
+	grep -qi '^Retry-After: [0-9]' "$f" || fail "429 without Retry-After: $(cat "$f")" || return 1
+	sed '1,/^\r\?$/d' "$f" | jq -e '.error | test("too many")' >/dev/null || fail "429 body: $(cat "$f")" || return 1
+	sleep 3 # the bucket drains: single POSTs are fine again
+	req POST "$base/sudoku" --data-binary "@$work/one"
+	expect_status 200
+}
+
+case_burst_503_no_502() {
+	# Far more slow puzzles at once than the pools (2 x GOMAXPROCS) and queues
+	# (2 x 64) take: some 503 (busy), no other 5xx. Then, the max_fails trap:
+	# right after the burst, not one 502 ("no live upstreams").
+	local round
+	: >"$work/codes"
+	for round in 1 2 3; do
+		for _ in 1 2 3 4 5; do sed "s|^|$base/sudoku?puzzle=|" "$data/hard.txt"; done |
+			parallel 320 >>"$work/codes"
+		grep -q '^503$' "$work/codes" && break
+	done
+	echo "     $(wc -l <"$work/codes") hard puzzles, 320 at once: $(sort "$work/codes" | uniq -c | tr '\n' ' ')"
+	grep -q '^503$' "$work/codes" || fail "no 503 at all" || return 1
+	! grep -v '^503$' "$work/codes" | grep '^5' >/dev/null || fail "5xx other than 503 in the burst" || return 1
+	! grep -q '^000$' "$work/codes" || fail "requests without an answer in the burst" || return 1
+	local i
+	for i in $(seq 40); do echo "$base/sudoku?puzzle=$(puzzle $((i % 12 + 1)))"; done | parallel 1 >"$work/after"
+	echo "     right after the burst, one at a time: $(sort "$work/after" | uniq -c | tr '\n' ' ')"
+	[[ $(grep -c '^200$' "$work/after") == 40 ]] || fail "not every request after the burst got 200"
+}
+
+case_every_worker() {
+	local n seen i
+	n=$(containers sudoku | wc -l)
+	for i in $(seq 60); do echo "$base/sudoku?puzzle=$(puzzle $((i % 12 + 1)))"; done |
+		parallel 4 -w '%{http_code} %header{x-sudoku-worker}\n' >"$work/workers"
+	echo "     $n worker containers; status and worker of 60 answers: $(sort "$work/workers" | uniq -c | tr '\n' ' ')"
+	((n >= 2)) || fail "only $n worker containers (scale: 2 expected)" || return 1
+	! grep -qv '^200 ' "$work/workers" || fail "not every request got 200" || return 1
+	seen=$(awk '{print $2}' "$work/workers" | sort -u | grep -c .)
+	[[ $seen == "$n" ]] || fail "$seen distinct X-Sudoku-Worker values for $n workers"
+}
+
+case_worker_stopped() {
+	# Stop one worker while requests flow, 4 at a time: every request still
+	# succeeds (nginx retries on the other; sudoku-edge drops the gone address).
+	local victim i
+	victim=$(containers sudoku | head -1)
+	: >"$work/during"
+	for i in $(seq 20); do echo "$base/sudoku?puzzle=$(puzzle $((i % 12 + 1)))"; done >"$work/urls"
+	(while [[ ! -e $work/stopped ]]; do parallel 4 <"$work/urls" >>"$work/during"; done) &
+	local loop=$!
+	sleep 1
+	docker stop -t 15 "$victim" >/dev/null
+	sleep 4 # past sudoku-edge's next resolve (2 s): traffic after the reload too
+	touch "$work/stopped"
+	wait "$loop"
+	echo "     $(wc -l <"$work/during") requests during and after the stop: $(sort "$work/during" | uniq -c | tr '\n' ' ')"
+	docker start "$victim" >/dev/null
+	(($(wc -l <"$work/during") >= 40)) || fail "too few requests to tell" || return 1
+	! grep -qv '^200$' "$work/during" || fail "requests failed while a worker stopped"
+}
+
+case_exporter() {
+	local i
+	for i in $(seq 20); do
+		curl -s -m 5 "http://127.0.0.1:$exporter_port/metrics" >"$work/metrics" &&
+			grep -q '^nginx_connections_accepted [1-9]' "$work/metrics" && return 0
+		sleep 1
+	done
+	fail "exporter /metrics lacks a non-zero nginx_connections_accepted: $(grep '^nginx_' "$work/metrics" | tr '\n' ' ')"
+}
+
+# -------------------------------------------------------------------- main
+start=$SECONDS
+if [[ ${SUDOKU_IT_REUSE:-} == 1 ]]; then
+	log "SUDOKU_IT_REUSE=1: using the running project $project"
+elif ! bring_up; then
+	compose ps >&2
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+log "stack up after $((SECONDS - start))s"
+
+run_case "solve, JSON" case_solve_json
+run_case "solve, text" case_solve_text
+run_case "id echo" case_id_echo
+run_case "unique=1" case_unique
+run_case "batch POST, ids out of order" case_batch_post
+run_case "400 bad characters" case_bad_characters
+run_case "400 80 cells" case_80_cells
+run_case "400 conflicting givens" case_conflicting_givens
+run_case "400 no puzzle" case_missing_puzzle
+run_case "422 unsolvable" case_unsolvable
+run_case "405 wrong method" case_wrong_method
+run_case "404 unknown paths (internal endpoints unreachable)" case_unknown_path
+run_case "414 huge URI" case_huge_uri
+run_case "413 huge body" case_huge_body
+run_case "400 huge header" case_huge_header
+run_case "bad Host is 4xx, not 500" case_bad_host
+run_case "stats JSON fields" case_stats
+run_case "headers: server_tokens off, request id, worker" case_headers
+run_case "request id in nginx's JSON log and the worker's log" case_request_id_logged
+run_case "429 per-client limit with JSON body" case_rate_limit
+run_case "burst: some 503, no other 5xx, then no 502" case_burst_503_no_502
+run_case "requests reach every worker" case_every_worker
+run_case "a worker stops, requests keep succeeding" case_worker_stopped
+run_case "exporter shows nginx_connections_accepted" case_exporter
+
+log "suite took $((SECONDS - start))s"
+if ((failed > 0)); then
+	log "failed: ${failures[*]}"
+fi
+echo "$passed passed, $failed failed"
+((failed == 0))
