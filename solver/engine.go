@@ -390,8 +390,11 @@ func solve(ctx context.Context, g Grid, limit int) (Result, error) {
 	return res, nil
 }
 
-// start sets up the state for g and searches it.
+// start sets up the state for g and searches it. Givens go in the way
+// naked singles do (the digit leaves the cell's row, box and column), so
+// the first propagation starts from their consequences.
 func (sr *search) start(g Grid) {
+	t := tab
 	var s state
 	for i := range s.cand {
 		s.cand[i] = bandAll
@@ -404,7 +407,21 @@ func (sr *search) start(g Grid) {
 		if v > 9 {
 			return // not a digit: no solution
 		}
-		s.place(int(v-1), i/27, 1<<(i%27))
+		d, b, pos := int(v-1), i/27, i%27
+		bit := uint32(1) << pos
+		if s.cand[3*d+b]&bit == 0 {
+			return // an earlier given took this digit from the cell
+		}
+		s.place(d, b, bit)
+		s.unsolved[b] &^= bit
+		col := t.colExpand[1<<(pos%9)]
+		for o := 0; o < 3; o++ {
+			if o == b {
+				s.cand[3*d+o] &^= t.peers[pos]
+			} else {
+				s.cand[3*d+o] &^= col
+			}
+		}
 	}
 	sr.run(&s, 1<<9-1)
 }
