@@ -135,3 +135,21 @@ test-scale: ## scaling end to end: workers 2 -> 3 answer within 10 s, 3 -> 2 und
 
 # `make test` runs both after the stack's own steps.
 test: test-tls test-scale
+# ---- solver (solver/, cmd/sudoku) targets: owned by the solver helper ----
+.PHONY: solver-test solver-fuzz solver-bench bench-solver
+
+solver-test: ## solver: vet + race tests of solver/ and cmd/sudoku (every shared data file: go test ./solver without -race)
+	$(or $(GO),go) vet ./solver/... ./cmd/sudoku/...
+	$(or $(GO),go) test -race -shuffle=on ./solver/... ./cmd/sudoku/...
+
+solver-fuzz: ## solver: FuzzParse and FuzzSolve (FUZZTIME=30s each)
+	$(or $(GO),go) test ./solver -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(or $(FUZZTIME),30s)
+	$(or $(GO),go) test ./solver -run '^$$' -fuzz '^FuzzSolve$$' -fuzztime $(or $(FUZZTIME),30s)
+
+solver-bench: ## solver: us/puzzle per data set at limit 1 and 2, into out/solver-bench.txt for benchstat (COUNT=6)
+	mkdir -p out
+	$(or $(GO),go) test ./solver -run '^$$' -bench Solve -count $(or $(COUNT),6) | tee out/solver-bench.txt
+
+bench-solver: ## solver: sudoku solve vs ../shared/tools/refsolve, whole process, hyperfine (RUNS=10)
+	cmd/sudoku/bench-refsolve.sh
+# ---- end of solver targets ----

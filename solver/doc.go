@@ -7,4 +7,10 @@
 // A puzzle is 81 cells in row-major order: '1'-'9' are givens, '0' and '.'
 // are blanks. Parse rejects anything else, and givens that conflict, with an
 // error that wraps ErrInvalid and says what is wrong and where.
+//
+// The search keeps candidates as band bitboards (one 27-bit mask per digit
+// and band of three rows), propagates each digit exactly within bands and
+// stacks with table lookups, finds naked singles for a whole band with bit
+// accumulators, and guesses on a two-candidate cell by copying its
+// 120-byte state. Limit 1 and limit 2 share one code path; see engine.go.
 package solver

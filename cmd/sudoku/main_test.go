@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"sudoku-fcgi/solver"
 )
@@ -144,19 +145,46 @@ func TestSolveStreams(t *testing.T) {
 	}()
 	buf := make([]byte, len(test1Sol)+1)
 	for i := 0; i < 3; i++ {
-		if _, err := io.WriteString(pw, test1+"\n"); err != nil {
+		// Each write also starts the next line: the answer must not wait
+		// for it to end.
+		in := test1 + "\n" + test1[:40]
+		if i > 0 {
+			in = test1[40:] + "\n" + test1[:40]
+		}
+		if _, err := io.WriteString(pw, in); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := io.ReadFull(outR, buf); err != nil {
-			t.Fatal(err)
-		}
+		readWithin(t, outR, buf, 10*time.Second)
 		if string(buf) != test1Sol+"\n" {
 			t.Fatalf("answer %d = %q, want %q", i, buf, test1Sol+"\n")
 		}
 	}
+	io.WriteString(pw, test1[40:]+"\n")
 	pw.Close()
+	readWithin(t, outR, buf, 10*time.Second)
+	if string(buf) != test1Sol+"\n" {
+		t.Fatalf("last answer = %q, want %q", buf, test1Sol+"\n")
+	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// readWithin fills buf from r or fails the test after d.
+func readWithin(t *testing.T, r io.Reader, buf []byte, d time.Duration) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := io.ReadFull(r, buf)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(d):
+		t.Fatalf("no answer within %v: output is not flushed while input waits", d)
 	}
 }
 

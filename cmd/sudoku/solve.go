@@ -128,8 +128,8 @@ func newSolver(cfg solveConfig) *lineSolver {
 
 // stream answers every puzzle line of r. It reads a batch while input is
 // already buffered, solves it (on cfg.jobs goroutines), writes the answers
-// in order, and flushes w whenever it would otherwise wait for input, so a
-// pipe sees each answer as soon as its line is in.
+// in order, and flushes w whenever it would otherwise wait for input (no
+// whole line buffered), so a pipe sees each answer as soon as its line is in.
 func (s *lineSolver) stream(ctx context.Context, r io.Reader, w *bufio.Writer) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
@@ -146,7 +146,7 @@ func (s *lineSolver) stream(ctx context.Context, r io.Reader, w *bufio.Writer) e
 				readErr = err
 				break
 			}
-			if br.Buffered() == 0 {
+			if !lineReady(br) {
 				break // solve what we have before blocking on input
 			}
 		}
@@ -164,12 +164,20 @@ func (s *lineSolver) stream(ctx context.Context, r io.Reader, w *bufio.Writer) e
 		if readErr != nil {
 			return readErr
 		}
-		if br.Buffered() == 0 {
+		if !lineReady(br) {
 			if err := w.Flush(); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// lineReady reports whether a whole line is already buffered, so that the
+// next readLine will not wait for input. The search stops at the first
+// newline, within a line's length.
+func lineReady(br *bufio.Reader) bool {
+	b, _ := br.Peek(br.Buffered())
+	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // readLine returns the next line without its newline. A line longer than
