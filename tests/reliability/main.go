@@ -123,10 +123,9 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	if s.hard, err = readPuzzles(cfg.hard); err != nil {
 		return 1, err
 	}
-	if s.nginx, err = readNginxConf("nginx/nginx.conf"); err != nil {
+	if s.nginx, err = readNginxConf("nginx"); err != nil {
 		fmt.Fprintf(out, "warning: %v (using nginx defaults)\n", err)
 	}
-	fmt.Fprintf(out, "nginx: fastcgi_read_timeout=%v fail_timeout=%v\n", s.nginx.readTimeout, s.nginx.failTimeout)
 	if err := buildTools(ctx, cfg, out); err != nil {
 		return 1, err
 	}
@@ -169,6 +168,9 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 		defer s.st.down(context.Background())
 	}
 	fmt.Fprintf(out, "== stack ready after %v\n", time.Since(began).Round(time.Second))
+	s.liveNginxConf(ctx)
+	fmt.Fprintf(out, "== nginx (%s): fastcgi_read_timeout %v, fastcgi_connect_timeout %v, max_fails %d, fail_timeout %v\n",
+		s.nginx.source, s.nginx.readTimeout, s.nginx.connectTimeout, s.nginx.maxFails, s.nginx.failTimeout)
 
 	if cfg.capacityFixed > 0 {
 		s.C = cfg.capacityFixed
