@@ -63,6 +63,7 @@ type config struct {
 	overloadDuration time.Duration
 	capacityFixed    float64
 	sloP99           time.Duration
+	sloFallback      time.Duration
 }
 
 // suite is the shared state the scenarios work with.
@@ -74,6 +75,7 @@ type suite struct {
 	puzzles []string
 	hard    []string
 	nginx   nginxConf
+	sloUsed time.Duration // the SLO C was measured at
 }
 
 type result struct {
@@ -111,6 +113,7 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	fs.DurationVar(&cfg.overloadDuration, "overload-duration", 60*time.Second, "overload length")
 	fs.Float64Var(&cfg.capacityFixed, "capacity", 0, "use this C instead of measuring it (debugging only)")
 	fs.DurationVar(&cfg.sloP99, "slo", 5*time.Millisecond, "p99 SLO for the capacity search")
+	fs.DurationVar(&cfg.sloFallback, "slo-fallback", 500*time.Millisecond, "p99 SLO for a second capacity search when no rate meets -slo (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return 2, err
 	}
@@ -123,10 +126,9 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	if s.hard, err = readPuzzles(cfg.hard); err != nil {
 		return 1, err
 	}
-	if s.nginx, err = readNginxConf("nginx/nginx.conf"); err != nil {
+	if s.nginx, err = readNginxConf("nginx"); err != nil {
 		fmt.Fprintf(out, "warning: %v (using nginx defaults)\n", err)
 	}
-	fmt.Fprintf(out, "nginx: fastcgi_read_timeout=%v fail_timeout=%v\n", s.nginx.readTimeout, s.nginx.failTimeout)
 	if err := buildTools(ctx, cfg, out); err != nil {
 		return 1, err
 	}
@@ -169,9 +171,13 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 		defer s.st.down(context.Background())
 	}
 	fmt.Fprintf(out, "== stack ready after %v\n", time.Since(began).Round(time.Second))
+	s.liveNginxConf(ctx)
+	fmt.Fprintf(out, "== nginx (%s): fastcgi_read_timeout %v, fastcgi_connect_timeout %v, max_fails %d, fail_timeout %v\n",
+		s.nginx.source, s.nginx.readTimeout, s.nginx.connectTimeout, s.nginx.maxFails, s.nginx.failTimeout)
 
 	if cfg.capacityFixed > 0 {
 		s.C = cfg.capacityFixed
+		s.sloUsed = cfg.sloP99
 		fmt.Fprintf(out, "== capacity C = %.0f req/s (given with -capacity)\n", s.C)
 	} else {
 		c, err := s.capacity(ctx)
@@ -207,7 +213,7 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	}
 
 	passed, failed := 0, 0
-	fmt.Fprintf(out, "\n== results (C = %.0f req/s, suite took %v)\n", s.C, time.Since(began).Round(time.Second))
+	fmt.Fprintf(out, "\n== results (C = %.0f req/s at p99 <= %v, load average %s, suite took %v)\n", s.C, s.sloUsed, loadAvg(), time.Since(began).Round(time.Second))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\tresult\tfigures")
 	for _, r := range results {

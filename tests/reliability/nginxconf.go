@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -23,13 +25,24 @@ func defaultNginxConf() nginxConf {
 		failTimeout: 10 * time.Second, maxFails: 1, source: "nginx defaults"}
 }
 
-func readNginxConf(path string) (nginxConf, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return defaultNginxConf(), err
+// readNginxConf reads every *.conf of the nginx directory (nginx.conf and
+// the files it includes); the live config replaces it once the stack runs.
+func readNginxConf(dir string) (nginxConf, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.conf"))
+	if err != nil || len(files) == 0 {
+		return defaultNginxConf(), fmt.Errorf("no nginx config in %s", dir)
 	}
-	c := parseNginxConf(string(b))
-	c.source = path
+	var all strings.Builder
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return defaultNginxConf(), err
+		}
+		all.Write(b)
+		all.WriteString("\n")
+	}
+	c := parseNginxConf(all.String())
+	c.source = dir + "/*.conf"
 	return c, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"runtime"
 	"sort"
@@ -255,20 +256,42 @@ func (s *suite) runLoad(ctx context.Context, args ...string) (flat, error) {
 	return f, nil
 }
 
-// capacity runs `sudoku-load capacity` and returns C in requests/s.
+// capacity runs `sudoku-load capacity` and returns C in requests/s. When
+// no rate meets the SLO (a shared, busy machine: p99 of a handful of
+// requests is their max), it searches again with the fallback SLO and says
+// so loudly: the scenarios need a C, and the figures show which one.
 func (s *suite) capacity(ctx context.Context) (float64, error) {
-	fmt.Fprintf(s.out, "== capacity (sudoku-load capacity, p99 <= %v)\n", s.cfg.sloP99)
-	f, err := s.runLoad(ctx, "capacity", "-url", s.st.baseURL, "-in", s.cfg.puzzles,
-		"-p99", s.cfg.sloP99.String(), "-cores", fmt.Sprint(runtime.NumCPU()))
+	for _, slo := range []time.Duration{s.cfg.sloP99, s.cfg.sloFallback} {
+		if slo <= 0 {
+			continue
+		}
+		fmt.Fprintf(s.out, "== capacity (sudoku-load capacity, p99 <= %v)\n", slo)
+		f, err := s.runLoad(ctx, "capacity", "-url", s.st.baseURL, "-in", s.cfg.puzzles,
+			"-p99", slo.String(), "-cores", fmt.Sprint(runtime.NumCPU()))
+		if err != nil {
+			return 0, err
+		}
+		c, ok := f.num("capacity.rate")
+		if ok && c > 0 {
+			s.sloUsed = slo
+			fmt.Fprintf(s.out, "== capacity C = %.0f req/s at p99 <= %v\n", c, slo)
+			return c, nil
+		}
+		fmt.Fprintf(s.out, "== WARNING: no rate kept p99 <= %v (load average %s)\n", slo, loadAvg())
+	}
+	return 0, fmt.Errorf("no rate met p99 <= %v or %v", s.cfg.sloP99, s.cfg.sloFallback)
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
-		return 0, err
+		return "unknown"
 	}
-	c, ok := f.num("capacity.rate")
-	if !ok || c <= 0 {
-		return 0, fmt.Errorf("no capacity in sudoku-load output: %v", f)
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
 	}
-	fmt.Fprintf(s.out, "== capacity C = %.0f req/s\n", c)
-	return c, nil
+	return strings.Join(f[:3], " ")
 }
 
 // kindsOf returns the error counts of a sudoku-load result, by kind.

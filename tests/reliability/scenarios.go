@@ -74,7 +74,7 @@ func overload(ctx context.Context, s *suite) result {
 	ids := s.workers(ctx)
 	idle := s.idle(ctx, ids)
 	base := s.baseline(ctx, s.half(), 5*time.Second)
-	normal := maxDur(2*base.P99, s.cfg.sloP99)
+	normal := maxDur(2*base.P99, s.sloUsed)
 	pool, queue, okPQ := s.poolQueue(ctx)
 
 	rate := 3 * s.C
