@@ -159,7 +159,7 @@ func TestHTMLReportIsSelfContained(t *testing.T) {
 	url := fakeWorker(t)
 	file := filepath.Join(t.TempDir(), "r.html")
 	var out bytes.Buffer
-	args := []string{"capacity", "-rate", "50", "-max-rate", "100", "-duration", "300ms", "-p99", "1s",
+	args := []string{"capacity", "-rate", "50", "-max-rate", "100", "-duration", "300ms", "-p99", "5s", "-retries", "3",
 		"-progress=false", "-url", url, "-in", puzzleFile, "-html", file}
 	if err := run(context.Background(), args, env(nil), &out); err != nil {
 		t.Fatalf("run(%q): %v", args, err)

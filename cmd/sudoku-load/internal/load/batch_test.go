@@ -95,7 +95,7 @@ func TestErrorKinds(t *testing.T) {
 		}, "", "reset"},
 		{"timeout", func(_ http.ResponseWriter, r *http.Request) bool {
 			select {
-			case <-time.After(2 * time.Second):
+			case <-time.After(10 * time.Second):
 			case <-r.Context().Done():
 			}
 			return true
@@ -107,8 +107,14 @@ func TestErrorKinds(t *testing.T) {
 			if url == "" {
 				url = newFake(t, &fake{sols: sols, before: tc.before})
 			}
+			// A short timeout only where a timeout is wanted: a busy
+			// machine may make any other request slow.
+			timeout := 5 * time.Second
+			if tc.want == "timeout" {
+				timeout = 300 * time.Millisecond
+			}
 			res, err := Batch(context.Background(), BatchConfig{
-				Client: newClient(t, url, 2, 200*time.Millisecond, false), Puzzles: ps[:4], Target: url, Conns: 2,
+				Client: newClient(t, url, 2, timeout, false), Puzzles: ps[:4], Target: url, Conns: 2,
 			})
 			if err != nil {
 				t.Fatalf("Batch: %v", err)

