@@ -2,7 +2,7 @@
 # hoststack.sh measures the service with sudoku-load, as host processes on
 # loopback: Debian's nginx with the project's config (nginx/render-host.sh,
 # 2 worker processes) in front of WORKERS sudoku-fcgi processes over FastCGI,
-# and beside it the same handler served by plain net/http (tests/bench/plainhttp),
+# and beside it the same handler served by plain net/http (the worker's own -bench-http listener),
 # so the cost of nginx + FastCGI shows as a ratio. Optionally (COMPOSE=1) the
 # compose stack too, under its own project name and port.
 #
@@ -49,7 +49,7 @@ say() { echo "== $(date -u +%T) $*" >&2; }
 
 say "building into $bin"
 mkdir -p "$bin"
-go build -trimpath -o "$bin/" ./cmd/sudoku-fcgi ./cmd/sudoku-load ./tests/bench/plainhttp
+go build -trimpath -o "$bin/" ./cmd/sudoku-fcgi ./cmd/sudoku-load
 load=$bin/sudoku-load
 p1=$(grep -m1 -E '^[0-9.]{81}$' "$puzzles")
 big=$work/puzzles-x10 # the file ten times over, so a batch lasts a few seconds
@@ -111,8 +111,9 @@ if [[ $host == 1 ]]; then
 	pids+=($!)
 	wait_for "http://127.0.0.1:30080/sudoku?puzzle=$p1"
 
-	say "starting plainhttp on 127.0.0.1:30990"
-	PLAINHTTP_LISTEN=127.0.0.1:30990 "$bin/plainhttp" 2>"$out/plainhttp.log" &
+	say "starting the worker's plain net/http mode on 127.0.0.1:30990"
+	SUDOKU_LISTEN=127.0.0.1:30988 SUDOKU_INTERNAL_LISTEN=127.0.0.1:30989 SUDOKU_WORKER_ID=plain \
+		SUDOKU_BENCH_HTTP=127.0.0.1:30990 "$bin/sudoku-fcgi" 2>"$out/plainhttp.log" &
 	pids+=($!)
 	wait_for "http://127.0.0.1:30990/sudoku?puzzle=$p1"
 
