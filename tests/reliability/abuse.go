@@ -47,7 +47,7 @@ func fcgiAbuse(ctx context.Context, s *suite) result {
 
 	idle := s.idle(ctx, ids)
 	rate := 0.25 * s.C
-	stopSample := s.sample(ctx, ids, 500*time.Millisecond, false)
+	stopSample := s.sample(ctx, ids, 100*time.Millisecond, false)
 	stop := s.background(ctx, "during-abuse", rate, 5*time.Minute)
 	var wg sync.WaitGroup
 	outs := make([]string, len(sts))

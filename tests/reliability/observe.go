@@ -66,32 +66,57 @@ type point struct {
 	rss int64
 }
 
-// sample polls RSS (docker top) and the workers' stats every interval
-// until stop is called.
+// sample polls RSS every interval (from /proc: cheap, so it keeps up
+// while the machine is saturated) and, with withStats, the workers'
+// goroutines from /sudoku/stats once a second, until stop is called.
 func (s *suite) sample(ctx context.Context, ids []string, interval time.Duration, withStats bool) (stop func() *samples) {
 	sm := &samples{maxRSS: map[string]int64{}, maxGor: map[string]float64{}, series: map[string][]point{}}
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	nginx := s.nginxID(ctx)
+	var wg sync.WaitGroup
 	start := time.Now()
-	// Host pids, resolved once: the worker is PID 1 of its container,
-	// nginx workers are found with docker top (again after a reload).
+	// Host pids, resolved before sampling starts: the worker is PID 1 of
+	// its container, nginx workers are found with docker top (again
+	// every few seconds, in the background, in case nginx reloads).
 	pids := map[string]int{}
 	if sts, err := s.st.inspect(ctx, ids...); err == nil {
 		for _, c := range sts {
 			pids[c.ID] = c.State.Pid
 		}
 	}
+	var nmu sync.Mutex
 	var nginxPids []int
-	var nginxAt time.Time
+	nginx := s.nginxID(ctx)
+	findNginx := func() {
+		ps, err := s.st.top(ctx, nginx)
+		if err != nil {
+			return
+		}
+		var found []int
+		for _, p := range ps {
+			if strings.Contains(p.Cmd, "nginx: worker process") {
+				found = append(found, p.PID)
+			}
+		}
+		nmu.Lock()
+		nginxPids = found
+		nmu.Unlock()
+	}
+	if nginx != "" {
+		findNginx()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for sleep(ctx, 5*time.Second) == nil {
+				findNginx()
+			}
+		}()
+	}
+	wg.Add(1)
 	go func() {
-		defer close(done)
+		defer wg.Done()
 		for {
 			for _, id := range ids {
 				v, err := hostRSS(pids[id])
-				if err != nil {
-					v, err = s.st.workerRSS(ctx, id)
-				}
 				if err != nil {
 					continue
 				}
@@ -102,18 +127,10 @@ func (s *suite) sample(ctx context.Context, ids []string, interval time.Duration
 				sm.series[id] = append(sm.series[id], point{time.Since(start), v})
 				sm.mu.Unlock()
 			}
-			if nginx != "" && (nginxPids == nil || time.Since(nginxAt) > 5*time.Second) {
-				if ps, err := s.st.top(ctx, nginx); err == nil {
-					nginxPids = nginxPids[:0]
-					for _, p := range ps {
-						if strings.Contains(p.Cmd, "nginx: worker process") {
-							nginxPids = append(nginxPids, p.PID)
-						}
-					}
-					nginxAt = time.Now()
-				}
-			}
-			for _, pid := range nginxPids {
+			nmu.Lock()
+			np := append([]int(nil), nginxPids...)
+			nmu.Unlock()
+			for _, pid := range np {
 				if v, err := hostRSS(pid); err == nil {
 					sm.mu.Lock()
 					if v > sm.maxNginx {
@@ -122,7 +139,16 @@ func (s *suite) sample(ctx context.Context, ids []string, interval time.Duration
 					sm.mu.Unlock()
 				}
 			}
-			if withStats {
+			if sleep(ctx, interval) != nil {
+				return
+			}
+		}
+	}()
+	if withStats {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
 				st := s.stats(ctx, 2*len(ids)+2)
 				sm.mu.Lock()
 				if len(st) == 0 {
@@ -134,17 +160,15 @@ func (s *suite) sample(ctx context.Context, ids []string, interval time.Duration
 					}
 				}
 				sm.mu.Unlock()
+				if sleep(ctx, time.Second) != nil {
+					return
+				}
 			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(interval):
-			}
-		}
-	}()
+		}()
+	}
 	return func() *samples {
 		cancel()
-		<-done
+		wg.Wait()
 		return sm
 	}
 }

@@ -78,7 +78,7 @@ func overload(ctx context.Context, s *suite) result {
 	pool, queue, okPQ := s.poolQueue(ctx)
 
 	rate := 3 * s.C
-	stopSample := s.sample(ctx, ids, 500*time.Millisecond, true)
+	stopSample := s.sample(ctx, ids, 100*time.Millisecond, true)
 	res := drive(ctx, s.st.baseURL, loadSpec{Name: "3C", Rate: rate, Duration: s.cfg.overloadDuration,
 		Conns: 400, Puzzles: s.puzzles, Timeout: 10 * time.Second}, s.out)
 	// Recovery: 0.5 C right after the overload ends.
@@ -452,7 +452,7 @@ func slowClients(ctx context.Context, s *suite) result {
 	rate := 0.25 * s.C
 	base := s.baseline(ctx, rate, 10*time.Second)
 
-	stopSample := s.sample(ctx, ids, 500*time.Millisecond, false)
+	stopSample := s.sample(ctx, ids, 100*time.Millisecond, false)
 	stop := s.background(ctx, "alongside", rate, 5*time.Minute)
 	f, err := s.runLoad(ctx, "stress", "-url", s.st.baseURL, "-in", s.cfg.puzzles, "-no-read",
 		"-c", "200", "-n", "10000", "-duration", "60s")
