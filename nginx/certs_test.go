@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"sudoku-fcgi/nginx/acmetest"
+	"sudoku-fcgi/nginx/nginxtest"
 )
 
 const testDomain = "sudoku.test"
@@ -37,20 +38,7 @@ location / {
     proxy_set_header Connection "";
 }
 `), 0o644)
-	conf = filepath.Join(dir, "nginx.conf")
-	os.WriteFile(conf, []byte(fmt.Sprintf(`
-worker_processes 2;
-user root;
-error_log stderr warn;
-pid %[1]s/nginx.pid;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path %[1]s/body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
+	conf = nginxtest.WriteConf(t, dir, 2, 256, fmt.Sprintf(`
     upstream backends {
         zone backends 64k;
         include %[1]s/servers.conf;
@@ -65,30 +53,17 @@ http {
         }
         include %[4]s;
     }
-}
-`, dir, httpPort, challengePort, locations)), 0o644)
+`, dir, httpPort, challengePort, locations))
 	return conf, locations
-}
-
-// servedCert connects to addr with SNI name and returns the leaf nginx
-// presents, verified against roots (nil skips verification).
-func servedCert(addr, name string, roots *x509.CertPool) (*x509.Certificate, error) {
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr,
-		&tls.Config{ServerName: name, RootCAs: roots, InsecureSkipVerify: roots == nil})
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	return conn.ConnectionState().PeerCertificates[0], nil
 }
 
 // TestCertManagerPebble obtains a certificate from an in-process Pebble over
 // real HTTP-01 through the host's nginx, serves it over HTTPS, renews it
 // under steady load with no failed request, and restarts from storage.
 func TestCertManagerPebble(t *testing.T) {
-	bin := needNginx(t)
+	bin := nginxtest.NeedNginx(t)
 	dir := t.TempDir()
-	httpPort, httpsPort, chPort := freePort(t), freePort(t), freePort(t)
+	httpPort, httpsPort, chPort := nginxtest.FreePort(t), nginxtest.FreePort(t), nginxtest.FreePort(t)
 	pebble := acmetest.Start(t, httpPort)
 	conf, locations := tlsNginxConf(t, dir, httpPort, chPort)
 	logger := zerolog.New(io.Discard)
@@ -142,8 +117,8 @@ func TestCertManagerPebble(t *testing.T) {
 
 	addr := fmt.Sprintf("127.0.0.1:%d", httpsPort)
 	// Before the first certificate nginx serves the placeholder.
-	waitUntil(t, 5*time.Second, "nginx serves the placeholder", func() error {
-		leaf, err := servedCert(addr, testDomain, nil)
+	nginxtest.WaitUntil(t, 5*time.Second, "nginx serves the placeholder", func() error {
+		leaf, err := nginxtest.ServedCert(addr, testDomain, nil)
 		if err == nil && !strings.Contains(strings.Join(leaf.Subject.Organization, ""), "placeholder") {
 			return fmt.Errorf("served %v, want the placeholder", leaf.Subject)
 		}
@@ -153,8 +128,8 @@ func TestCertManagerPebble(t *testing.T) {
 	go m.Run(ctx)
 	defer m.Stop()
 	var first *x509.Certificate
-	waitUntil(t, 60*time.Second, "nginx serves a certificate that Pebble issued", func() error {
-		first, err = servedCert(addr, testDomain, pebble.Roots)
+	nginxtest.WaitUntil(t, 60*time.Second, "nginx serves a certificate that Pebble issued", func() error {
+		first, err = nginxtest.ServedCert(addr, testDomain, pebble.Roots)
 		return err
 	})
 	t.Logf("first certificate: serial %x, not after %v", first.SerialNumber, first.NotAfter)
@@ -211,8 +186,8 @@ func TestCertManagerPebble(t *testing.T) {
 		t.Fatalf("forced renewal: %v", err)
 	}
 	var second *x509.Certificate
-	waitUntil(t, 10*time.Second, "nginx serves the renewed certificate", func() error {
-		second, err = servedCert(addr, testDomain, pebble.Roots)
+	nginxtest.WaitUntil(t, 10*time.Second, "nginx serves the renewed certificate", func() error {
+		second, err = nginxtest.ServedCert(addr, testDomain, pebble.Roots)
 		if err == nil && second.SerialNumber.Cmp(first.SerialNumber) == 0 {
 			return fmt.Errorf("still serial %x", second.SerialNumber)
 		}
@@ -242,21 +217,5 @@ func TestCertManagerPebble(t *testing.T) {
 	got := m2.exportedPair(testDomain)
 	if got == nil || got.serial != second.SerialNumber.Text(16) {
 		t.Errorf("after restart the exported pair is %+v, want serial %x from storage", got, second.SerialNumber)
-	}
-}
-
-// waitUntil polls f until it returns nil or timeout passes.
-func waitUntil(t *testing.T, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %v", what, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

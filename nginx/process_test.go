@@ -5,66 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"sudoku-fcgi/nginx/nginxtest"
 )
-
-// needNginx returns the nginx binary or skips (fails under CI=true).
-func needNginx(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("nginx not found under CI: %v", err)
-		}
-		t.Skipf("nginx not installed: %v", err)
-	}
-	return bin
-}
-
-// freePort finds a free loopback port in the edge helper's 4xxxx range.
-func freePort(t *testing.T) int {
-	t.Helper()
-	for range 100 {
-		p := 40000 + rand.IntN(8000)
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err == nil {
-			ln.Close()
-			return p
-		}
-	}
-	t.Fatal("no free port in 40000-47999")
-	return 0
-}
 
 // testNginx writes a minimal host nginx.conf whose upstream includes
 // dir/servers.conf and which proxies every request to it.
 func testNginx(t *testing.T, dir string, port int) string {
 	t.Helper()
-	conf := fmt.Sprintf(`
-worker_processes 2;
-user root;
-error_log stderr warn;
-pid %[1]s/nginx.pid;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path %[1]s/body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
+	return nginxtest.WriteConf(t, dir, 2, 256, fmt.Sprintf(`
     upstream backends {
         zone backends 64k;
         random two least_conn;
@@ -79,13 +38,7 @@ http {
             proxy_set_header Connection "";
         }
     }
-}
-`, dir, port)
-	path := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+`, dir, port))
 }
 
 func backend(t *testing.T, id string) netip.AddrPort {
@@ -100,9 +53,9 @@ func backend(t *testing.T, id string) netip.AddrPort {
 // TestProcessReload runs the real nginx: start, switch the upstream by
 // Apply, refuse a broken file, stop gracefully.
 func TestProcessReload(t *testing.T) {
-	bin := needNginx(t)
+	bin := nginxtest.NeedNginx(t)
 	dir := t.TempDir()
-	port := freePort(t)
+	port := nginxtest.FreePort(t)
 	conf := testNginx(t, dir, port)
 	a, b := backend(t, "a"), backend(t, "b")
 	servers := filepath.Join(dir, "servers.conf")
@@ -178,9 +131,9 @@ func TestProcessReload(t *testing.T) {
 }
 
 func TestProcessCheckReportsReason(t *testing.T) {
-	bin := needNginx(t)
+	bin := nginxtest.NeedNginx(t)
 	dir := t.TempDir()
-	conf := testNginx(t, dir, freePort(t))
+	conf := testNginx(t, dir, nginxtest.FreePort(t))
 	// servers.conf is missing: nginx -t must fail and say which file.
 	err := (&Process{Bin: bin, Prefix: dir, Conf: conf}).Check(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "servers.conf") {

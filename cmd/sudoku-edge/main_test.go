@@ -6,16 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"sudoku-fcgi/nginx/nginxtest"
 )
 
 func env(m map[string]string) func(string) string {
@@ -81,61 +80,23 @@ func TestHelpShowsEnvAndDefaults(t *testing.T) {
 	}
 }
 
-func needNginx(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("nginx not found under CI: %v", err)
-		}
-		t.Skipf("nginx not installed: %v", err)
-	}
-	return bin
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	for range 100 {
-		p := 40000 + rand.IntN(8000)
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err == nil {
-			ln.Close()
-			return p
-		}
-	}
-	t.Fatal("no free port in 40000-47999")
-	return 0
-}
-
 // hostConf is a host variant of the project's nginx.conf layout: upstream
 // from run/servers.conf, tls.conf at http level, challenges proxied to the
 // edge's responder.
 func hostConf(t *testing.T, dir, runDir string, port, challengePort int) string {
 	t.Helper()
-	conf := fmt.Sprintf(`
-worker_processes 1;
-user root;
-error_log stderr warn;
-pid %[1]s/nginx.pid;
-events { worker_connections 128; }
-http {
-    access_log off;
-    client_body_temp_path %[1]s/body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
+	return nginxtest.WriteConf(t, dir, 1, 128, fmt.Sprintf(`
     upstream sudoku_workers {
         zone sudoku_workers 64k;
         random two least_conn;
-        include %[2]s/servers.conf;
+        include %[1]s/servers.conf;
         keepalive 8;
     }
-    include %[2]s/tls.conf;
+    include %[1]s/tls.conf;
     server {
-        listen 127.0.0.1:%[3]d;
+        listen 127.0.0.1:%[2]d;
         location /.well-known/acme-challenge/ {
-            proxy_pass http://127.0.0.1:%[4]d;
+            proxy_pass http://127.0.0.1:%[3]d;
             proxy_set_header Host $host;
         }
         location / {
@@ -144,13 +105,7 @@ http {
             proxy_set_header Connection "";
         }
     }
-}
-`, dir, runDir, port, challengePort)
-	path := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+`, runDir, port, challengePort))
 }
 
 // TestRunServesAndStopsGracefully runs the whole command against the host's
@@ -158,10 +113,10 @@ http {
 // a challenge path answers 404 with TLS off, and cancelling the context
 // (SIGTERM in main) stops nginx with status 0.
 func TestRunServesAndStopsGracefully(t *testing.T) {
-	bin := needNginx(t)
+	bin := nginxtest.NeedNginx(t)
 	dir := t.TempDir()
 	runDir := filepath.Join(dir, "run")
-	port, chPort := freePort(t), freePort(t)
+	port, chPort := nginxtest.FreePort(t), nginxtest.FreePort(t)
 	conf := hostConf(t, dir, runDir, port, chPort)
 	var targets []string
 	for _, id := range []string{"a", "b"} {
@@ -233,13 +188,13 @@ func TestRunServesAndStopsGracefully(t *testing.T) {
 // TestRunExitsWithNginxStatus: nginx that cannot start (bad config) makes
 // run return its exit status.
 func TestRunExitsWithNginxStatus(t *testing.T) {
-	bin := needNginx(t)
+	bin := nginxtest.NeedNginx(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "nginx.conf")
 	os.WriteFile(conf, []byte("events {}\nhttp { no_such_directive; }\n"), 0o644)
 	err := run(context.Background(), []string{
 		"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", filepath.Join(dir, "run"),
-		"-workers", "127.0.0.1:1", "-challenge-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"-workers", "127.0.0.1:1", "-challenge-listen", fmt.Sprintf("127.0.0.1:%d", nginxtest.FreePort(t)),
 	}, env(nil), io.Discard)
 	if code := exitCode(err); code != 1 {
 		t.Errorf("run with a broken nginx.conf: %v (exit %d), want nginx's exit status 1", err, code)

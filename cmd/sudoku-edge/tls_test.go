@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"sudoku-fcgi/nginx/acmetest"
+	"sudoku-fcgi/nginx/nginxtest"
 )
 
 // fcgiWorker serves FastCGI like a sudoku-fcgi worker would, answering
@@ -53,9 +54,9 @@ func renderHostConf(t *testing.T, dir string, httpPort, statusPort, acmePort int
 // through nginx, HTTPS reaches the FastCGI worker, plain HTTP for the name
 // redirects, SIGUSR1 renews and nginx serves the new serial.
 func TestRunTLSWithPebble(t *testing.T) {
-	bin := needNginx(t)
+	bin := nginxtest.NeedNginx(t)
 	dir := t.TempDir()
-	httpPort, statusPort, acmePort, httpsPort := freePort(t), freePort(t), freePort(t), freePort(t)
+	httpPort, statusPort, acmePort, httpsPort := nginxtest.FreePort(t), nginxtest.FreePort(t), nginxtest.FreePort(t), nginxtest.FreePort(t)
 	conf := renderHostConf(t, dir, httpPort, statusPort, acmePort)
 	ca := acmetest.Start(t, httpPort)
 	worker := fcgiWorker(t, "w1")
@@ -92,16 +93,14 @@ func TestRunTLSWithPebble(t *testing.T) {
 			t.Fatalf("run returned early: %v", err)
 		default:
 		}
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", httpsAddr,
-			&tls.Config{ServerName: domain, RootCAs: ca.Roots})
+		cert, err := nginxtest.ServedCert(httpsAddr, domain, ca.Roots)
 		if err != nil {
 			return "", err
 		}
-		defer conn.Close()
-		return conn.ConnectionState().PeerCertificates[0].SerialNumber.Text(16), nil
+		return cert.SerialNumber.Text(16), nil
 	}
 	var first string
-	poll(t, 60*time.Second, "nginx serves a certificate Pebble issued", func() (err error) {
+	nginxtest.WaitUntil(t, 60*time.Second, "nginx serves a certificate Pebble issued", func() (err error) {
 		first, err = serial()
 		return err
 	})
@@ -158,7 +157,7 @@ func TestRunTLSWithPebble(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, 30*time.Second, "nginx serves the renewed certificate after SIGUSR1", func() error {
+	nginxtest.WaitUntil(t, 30*time.Second, "nginx serves the renewed certificate after SIGUSR1", func() error {
 		s, err := serial()
 		if err == nil && s == first {
 			return fmt.Errorf("still serial %s", s)
@@ -210,20 +209,5 @@ func TestTLSFlags(t *testing.T) {
 	}
 	if c, _ := parseConfig(nil, env(nil), io.Discard); c.tls.on() {
 		t.Error("TLS is on without domains")
-	}
-}
-
-func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %v", what, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

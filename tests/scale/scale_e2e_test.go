@@ -9,28 +9,22 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"sudoku-fcgi/nginx/nginxtest"
 	"sudoku-fcgi/tests/internal/steadyload"
 )
 
 const puzzle = "000000010400000000020000000000050407008000300001090000300400200050100000000806000"
 
+// need returns the environment variable name that tests/scale/run.sh sets.
 func need(t *testing.T, name string) string {
 	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not set under CI: run this through tests/scale/run.sh", name)
-		}
-		t.Skipf("%s not set: run this through tests/scale/run.sh (make test-scale)", name)
-	}
-	return v
+	return nginxtest.RequireEnv(t, name, "tests/scale/run.sh", "test-scale")
 }
 
 // scale runs `<compose> up -d --no-deps --no-recreate --no-build --scale sudoku=n sudoku`.

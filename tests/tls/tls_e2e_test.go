@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"sudoku-fcgi/nginx/nginxtest"
 	"sudoku-fcgi/tests/internal/steadyload"
 )
 
@@ -26,16 +27,10 @@ const (
 	puzzle = "000000010400000000020000000000050407008000300001090000300400200050100000000806000"
 )
 
+// need returns the environment variable name that tests/tls/run.sh sets.
 func need(t *testing.T, name string) string {
 	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not set under CI: run this through tests/tls/run.sh", name)
-		}
-		t.Skipf("%s not set: run this through tests/tls/run.sh (make test-tls)", name)
-	}
-	return v
+	return nginxtest.RequireEnv(t, name, "tests/tls/run.sh", "test-tls")
 }
 
 // pebbleRoot fetches the issuing root from Pebble's management API (it is

@@ -1,0 +1,118 @@
+// Package nginxtest holds support code shared by the tests of nginx,
+// cmd/sudoku-edge and tests/*: finding the host's nginx, picking free
+// loopback ports, writing host nginx.conf files, reading the certificate
+// nginx serves and requiring the environment an end-to-end run sets.
+//
+// It is for tests only; no production code may import it.
+package nginxtest
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// NeedNginx returns the host's nginx binary. Without one the test is
+// skipped, or fails under CI=true.
+func NeedNginx(t testing.TB) string {
+	t.Helper()
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("nginx not found under CI: %v", err)
+		}
+		t.Skipf("nginx not installed: %v", err)
+	}
+	return bin
+}
+
+// FreePort finds a free loopback port in 40000-47999.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	for range 100 {
+		p := 40000 + rand.IntN(8000)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err == nil {
+			ln.Close()
+			return p
+		}
+	}
+	t.Fatal("no free port in 40000-47999")
+	return 0
+}
+
+// WriteConf writes dir/nginx.conf for a host nginx run as root with its
+// pid file and temp paths in dir, and returns its path. http is the rest
+// of the http block (upstreams, includes, servers), starting with a newline.
+func WriteConf(t testing.TB, dir string, workers, connections int, http string) string {
+	t.Helper()
+	conf := fmt.Sprintf(`
+worker_processes %[2]d;
+user root;
+error_log stderr warn;
+pid %[1]s/nginx.pid;
+events { worker_connections %[3]d; }
+http {
+    access_log off;
+    client_body_temp_path %[1]s/body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;%[4]s}
+`, dir, workers, connections, http)
+	path := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// ServedCert connects to addr with SNI name and returns the leaf nginx
+// presents, verified against roots (nil skips verification).
+func ServedCert(addr, name string, roots *x509.CertPool) (*x509.Certificate, error) {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr,
+		&tls.Config{ServerName: name, RootCAs: roots, InsecureSkipVerify: roots == nil})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0], nil
+}
+
+// WaitUntil polls f every 100ms until it returns nil, and fails the test
+// if it has not within timeout.
+func WaitUntil(t testing.TB, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %v", what, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// RequireEnv returns the environment variable name, which the end-to-end
+// script sets. Without it the test is skipped, or fails under CI=true.
+func RequireEnv(t testing.TB, name, script, makeTarget string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s not set under CI: run this through %s", name, script)
+		}
+		t.Skipf("%s not set: run this through %s (make %s)", name, script, makeTarget)
+	}
+	return v
+}
