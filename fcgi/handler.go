@@ -31,6 +31,7 @@ type Config struct {
 	MaxBatchLines int           // lines in one POST; default 10000
 	MaxBodyBytes  int64         // POST body size; default 1 MiB
 	BatchParallel int           // puzzles of one batch solved at once; default PoolSize
+	BatchTimeout  time.Duration // deadline of one POST batch; default 30s
 	AccessLog     bool          // one info line per request
 }
 
@@ -61,6 +62,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BatchParallel <= 0 {
 		c.BatchParallel = c.PoolSize
+	}
+	if c.BatchTimeout <= 0 {
+		c.BatchTimeout = 30 * time.Second
 	}
 	return c
 }
@@ -294,18 +298,27 @@ func wantsText(r *http.Request, format string) bool {
 }
 
 // solveOne runs one puzzle on the pool with its own deadline (net/http/fcgi
-// never cancels a request, so the deadline is the only bound).
-func (s *Service) solveOne(g solver.Grid, limit int) (res solver.Result, wait, took time.Duration, err error) {
-	wait, err = s.pool.Acquire(context.Background())
+// never cancels a request, so for a GET the deadline is the only bound).
+// parent bounds the wait and the solve too: a batch passes its own context,
+// which ends at the batch deadline or when its client is gone; a GET passes
+// context.Background() and gets a pooled, allocation-free deadline.
+func (s *Service) solveOne(parent context.Context, g solver.Grid, limit int) (res solver.Result, wait, took time.Duration, err error) {
+	wait, err = s.pool.Acquire(parent)
 	s.m.queueSeconds.Observe(wait.Seconds())
 	if err != nil {
 		return res, wait, 0, err
 	}
 	defer s.pool.Release()
 	t0 := time.Now()
-	ctx := newDeadlineCtx(t0.Add(s.cfg.SolveTimeout))
-	res, err = s.solve(ctx, g, limit)
-	releaseDeadlineCtx(ctx)
+	if parent.Done() == nil {
+		ctx := newDeadlineCtx(t0.Add(s.cfg.SolveTimeout))
+		res, err = s.solve(ctx, g, limit)
+		releaseDeadlineCtx(ctx)
+	} else {
+		ctx, cancel := context.WithDeadline(parent, t0.Add(s.cfg.SolveTimeout))
+		res, err = s.solve(ctx, g, limit)
+		cancel()
+	}
 	took = time.Since(t0)
 	s.m.solveSeconds.Observe(took.Seconds())
 	return res, wait, took, err
@@ -343,7 +356,7 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request, st *reqState, now 
 	if unique {
 		limit = 2
 	}
-	res, wait, took, err := s.solveOne(g, limit)
+	res, wait, took, err := s.solveOne(context.Background(), g, limit)
 	st.queueWait, st.solve = wait, took
 	switch {
 	case errors.Is(err, ErrBusy):
@@ -381,6 +394,15 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request, st *reqState, now 
 // slot from single requests) and answered as soon as it is done, in
 // completion order: "[id:]<solution>", "[id:]NoSolution",
 // "[id:]ServerTooBusy" or "[id:]error: <what>".
+//
+// A batch ends early in two ways. net/http/fcgi never cancels r.Context()
+// (nginx closes the connection on a client abort and sends no
+// FCGI_ABORT_REQUEST), so the only sign that the client is gone is a
+// failed write: the connection wrapper fails writes once the peer has
+// closed, and the first failed write or flush cancels the batch, which
+// stops the solves in flight and leaves the lines not yet started
+// unsolved. And BatchTimeout bounds the whole batch: lines not answered by
+// then are answered ServerTooBusy without being solved.
 func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 	max := s.cfg.MaxBodyBytes
 	if r.ContentLength > max {
@@ -431,6 +453,11 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 		flusher.Flush()
 	}
 
+	ctx, gone := context.WithCancelCause(r.Context())
+	defer gone(nil)
+	ctx, stop := context.WithTimeoutCause(ctx, s.cfg.BatchTimeout, errBatchDeadline)
+	defer stop()
+
 	par := min(s.cfg.BatchParallel, len(lines))
 	jobs := make(chan int, len(lines))
 	for i := range lines {
@@ -445,7 +472,14 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				results <- s.safeBatchLine(lines[i], &waited)
+				if ctx.Err() != nil {
+					if errors.Is(context.Cause(ctx), errClientGone) {
+						continue // nobody reads the answer: drop the line
+					}
+					results <- s.busyLine(lines[i])
+					continue
+				}
+				results <- s.safeBatchLine(ctx, lines[i], &waited)
 			}
 		}()
 	}
@@ -453,17 +487,28 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 
 	bp := s.getBuf()
 	out := *bp
+	var werr error
 	for line := range results {
+		if werr != nil {
+			continue // client gone: let the workers wind down
+		}
 		out = append(out, line...)
 		if len(results) == 0 || len(out) > 32<<10 {
-			w.Write(out)
+			_, werr = w.Write(out)
 			out = out[:0]
-			if flusher != nil && len(results) == 0 {
+			if werr == nil && flusher != nil && len(results) == 0 {
+				// Flush drops its error; net/http/fcgi's writer keeps it
+				// and an empty Write returns it.
 				flusher.Flush()
+				_, werr = w.Write(nil)
+			}
+			if werr != nil {
+				gone(fmt.Errorf("%w: %w", errClientGone, werr))
+				st.errMsg = "client gone: " + werr.Error()
 			}
 		}
 	}
-	if len(out) > 0 {
+	if len(out) > 0 && werr == nil {
 		w.Write(out)
 	}
 	*bp = out
@@ -471,9 +516,28 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 	st.queueWait = time.Duration(waited.Load())
 }
 
+var (
+	errClientGone    = errors.New("fcgi: batch client gone")
+	errBatchDeadline = errors.New("fcgi: batch deadline passed")
+)
+
+// lineID returns the "id:" prefix of a batch line (nil when it has none).
+func lineID(line []byte) []byte {
+	if i := bytes.LastIndexByte(line, ':'); i >= 0 {
+		return line[:i+1]
+	}
+	return nil
+}
+
+// busyLine answers a line the batch had no time left for.
+func (s *Service) busyLine(line []byte) []byte {
+	s.recordLine(OutcomeTooBusy)
+	return append(append([]byte(nil), lineID(line)...), "ServerTooBusy\n"...)
+}
+
 // safeBatchLine is batchLine with panic recovery: the line gets an error
 // answer and the process goes on.
-func (s *Service) safeBatchLine(line []byte, waited *atomic.Int64) (out []byte) {
+func (s *Service) safeBatchLine(ctx context.Context, line []byte, waited *atomic.Int64) (out []byte) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.m.panics.Inc()
@@ -482,11 +546,12 @@ func (s *Service) safeBatchLine(line []byte, waited *atomic.Int64) (out []byte) 
 			out = []byte("error: internal error\n")
 		}
 	}()
-	return s.batchLine(line, waited)
+	return s.batchLine(ctx, line, waited)
 }
 
-// batchLine solves one line and returns the answer line.
-func (s *Service) batchLine(line []byte, waited *atomic.Int64) []byte {
+// batchLine solves one line within the batch's ctx and returns the answer
+// line.
+func (s *Service) batchLine(ctx context.Context, line []byte, waited *atomic.Int64) []byte {
 	var id, puzzle []byte
 	if i := bytes.LastIndexByte(line, ':'); i >= 0 {
 		id, puzzle = line[:i], line[i+1:]
@@ -509,10 +574,12 @@ func (s *Service) batchLine(line []byte, waited *atomic.Int64) []byte {
 		out = append(out, err.Error()...)
 		return append(out, '\n')
 	}
-	res, wait, _, err := s.solveOne(g, 1)
+	res, wait, _, err := s.solveOne(ctx, g, 1)
 	waited.Add(int64(wait))
 	switch {
-	case errors.Is(err, ErrBusy):
+	case errors.Is(err, ErrBusy), err != nil && ctx.Err() != nil:
+		// No slot in time, or the batch ended (deadline or client gone)
+		// before or while this line was solved.
 		s.recordLine(OutcomeTooBusy)
 		return append(out, "ServerTooBusy\n"...)
 	case errors.Is(err, solver.ErrBudget):

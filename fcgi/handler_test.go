@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -437,6 +438,50 @@ func TestPool(t *testing.T) {
 	p.Release()
 	if p.Busy() != 0 || p.Waiting() != 0 {
 		t.Errorf("busy/waiting = %d/%d after release, want 0/0", p.Busy(), p.Waiting())
+	}
+	// Work already cancelled must not take a slot, even a free one.
+	if _, err := p.Acquire(ctx); !errors.Is(err, context.Canceled) || p.Busy() != 0 {
+		t.Errorf("Acquire with a cancelled ctx = %v, busy %d; want context.Canceled and no slot", err, p.Busy())
+	}
+}
+
+// stallAfter solves the first n puzzles and parks every later one until
+// its context ends.
+type stallAfter struct {
+	n     int64
+	calls atomic.Int64
+}
+
+func (f *stallAfter) solve(ctx context.Context, g solver.Grid, limit int) (solver.Result, error) {
+	if f.calls.Add(1) <= f.n {
+		return solver.SolveContext(ctx, g, limit)
+	}
+	<-ctx.Done()
+	return solver.Result{}, solver.ErrBudget
+}
+
+// The batch deadline answers the lines still open ServerTooBusy, the one
+// in flight included, and solves no more of them.
+func TestBatchDeadline(t *testing.T) {
+	s := newTestService(t, Config{PoolSize: 1, BatchParallel: 1, SolveTimeout: 5 * time.Second, BatchTimeout: 200 * time.Millisecond})
+	f := &stallAfter{n: 1}
+	s.solve = f.solve
+	w := serve(s, "POST", "/sudoku", strings.NewReader("a:"+easy+"\nb:"+easy+"\nc:"+easy+"\n"+easy+"\n"))
+	if w.Code != 200 {
+		t.Fatalf("batch = %d %q", w.Code, w.Body)
+	}
+	want := "a:" + solution + "\nb:ServerTooBusy\nc:ServerTooBusy\nServerTooBusy\n"
+	if w.Body.String() != want {
+		t.Errorf("batch past its deadline = %q, want %q", w.Body, want)
+	}
+	if n := f.calls.Load(); n != 2 {
+		t.Errorf("solver ran %d times, want 2 (lines after the deadline must not be solved)", n)
+	}
+	if s.pool.Busy() != 0 {
+		t.Errorf("pool busy = %d after the batch, want 0", s.pool.Busy())
+	}
+	if got := s.stats.Snapshot(time.Now()).Lines["too_busy"]; got != 3 {
+		t.Errorf("too_busy lines = %d, want 3", got)
 	}
 }
 

@@ -35,8 +35,14 @@ func NewPool(size, queue int, timeout time.Duration) *Pool {
 }
 
 // Acquire takes a slot, waiting in the queue if needed. It reports how long
-// it waited. On success the caller must call Release once.
+// it waited. It returns ctx.Err() without a slot when ctx has already ended
+// or ends while waiting. On success the caller must call Release once.
 func (p *Pool) Acquire(ctx context.Context) (time.Duration, error) {
+	// A caller whose work was cancelled (a batch whose client left) must
+	// not take a slot even when one is free.
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	select {
 	case p.slots <- struct{}{}:
 		return 0, nil

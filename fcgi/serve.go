@@ -238,6 +238,10 @@ type pending struct {
 // write; a response that sets "X-Accel-Buffering: no" (a streamed batch) is
 // written through instead. A request net/http/fcgi could not parse (it
 // answers 500 with a "cgi: ..." line on stderr) is answered 400 instead.
+// When the web server closes the connection, net/http/fcgi's read loop hits
+// EOF and closes this conn; every later Write then fails with
+// net.ErrClosed, and that failed write is how a streamed batch learns that
+// its client is gone (nginx sends no FCGI_ABORT_REQUEST).
 type conn struct {
 	net.Conn
 	set *connSet

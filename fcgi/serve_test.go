@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -195,6 +196,50 @@ func TestFastCGIBatchLarge(t *testing.T) {
 	}
 	if n := strings.Count(string(resp.body), "id:"+solution+"\n"); n != 2000 {
 		t.Errorf("batch gave %d solved lines, want 2000", n)
+	}
+}
+
+// Regression (reliability suite, client abort): nginx closes the FastCGI
+// connection when its client aborts and sends no FCGI_ABORT_REQUEST, and
+// net/http/fcgi never cancels r.Context(), so a batch kept solving every
+// line with nobody to read the answers. The failed write must end it: the
+// solves in flight stop and the lines not started never take a slot.
+func TestFastCGIBatchClientGone(t *testing.T) {
+	const solveTimeout = 300 * time.Millisecond
+	s := newTestService(t, Config{PoolSize: 2, BatchParallel: 2, SolveTimeout: solveTimeout})
+	f := &stallAfter{n: 4}
+	s.solve = f.solve
+	ts := startServer(t, s, ServeOptions{})
+	c := dialFCGI(t, ts.addr)
+	const lines = 1000
+	var body bytes.Buffer
+	for i := range lines {
+		fmt.Fprintf(&body, "%d:%s\n", i, easy)
+	}
+	c.send(requestBytes(1, "POST", "/sudoku", "h", nil, body.Bytes()))
+	c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		typ, _, content, err := c.readRecord()
+		if err != nil {
+			t.Fatalf("reading the first answers: %v", err)
+		}
+		if typ == recStdout && bytes.Contains(content, []byte(":"+solution+"\n")) {
+			break
+		}
+	}
+	c.conn.Close()
+	closed := time.Now()
+
+	limit := solveTimeout + 3*time.Second
+	for s.inFlight.Load() != 0 || s.pool.Busy() != 0 || s.pool.Waiting() != 0 {
+		if time.Since(closed) > limit {
+			t.Fatalf("%v after the client left: %d requests in flight, %d slots busy, %d waiting; %d of %d lines sent to the solver",
+				limit, s.inFlight.Load(), s.pool.Busy(), s.pool.Waiting(), f.calls.Load(), lines)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := f.calls.Load(); n > 20 {
+		t.Errorf("%d of %d lines reached the solver after the client left early", n, lines)
 	}
 }
 

@@ -52,6 +52,7 @@ type config struct {
 	pool, queue, maxConns, maxBatch      int
 	batchParallel, gcPercent, maxProcs   int
 	queueTimeout, solveTimeout, drain    time.Duration
+	batchTimeout                         time.Duration
 	maxBody                              int64
 	accessLog, healthcheck               bool
 	benchHTTP                            string
@@ -142,6 +143,7 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (confi
 	e.int(&c.maxBatch, "max-batch-lines", "SUDOKU_MAX_BATCH_LINES", 10000, "puzzle lines in one POST (413 above)")
 	e.int64(&c.maxBody, "max-body", "SUDOKU_MAX_BODY", 1<<20, "POST body bytes (413 above)")
 	e.int(&c.batchParallel, "batch-parallel", "SUDOKU_BATCH_PARALLEL", 0, "puzzles of one batch solved at once (0: pool size)")
+	e.dur(&c.batchTimeout, "batch-timeout", "SUDOKU_BATCH_TIMEOUT", 30*time.Second, "deadline of one POST batch; lines still unsolved then are answered ServerTooBusy")
 	e.int(&c.gcPercent, "gc-percent", "SUDOKU_GC_PERCENT", 400, "GC target percentage (debug.SetGCPercent); 0 keeps GOGC or the runtime default")
 	e.int(&c.maxProcs, "maxprocs", "SUDOKU_MAXPROCS", 0, "GOMAXPROCS (0 keeps the runtime's choice)")
 	e.str(&c.logLevel, "log-level", "SUDOKU_LOG_LEVEL", "info", "log level: debug, info, warn, error")
@@ -170,8 +172,8 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (confi
 	switch {
 	case c.pool < 0, c.queue < 0, c.maxConns < 1, c.maxBatch < 1, c.maxBody < 1, c.batchParallel < 0, c.maxProcs < 0:
 		return c, errors.New("-pool, -queue, -batch-parallel, -maxprocs must be >= 0; -max-conns, -max-batch-lines, -max-body >= 1")
-	case c.queueTimeout <= 0, c.solveTimeout <= 0, c.drain <= 0, c.logFlush < 0:
-		return c, errors.New("-queue-timeout, -solve-timeout and -drain-timeout must be > 0")
+	case c.queueTimeout <= 0, c.solveTimeout <= 0, c.batchTimeout <= 0, c.drain <= 0, c.logFlush < 0:
+		return c, errors.New("-queue-timeout, -solve-timeout, -batch-timeout and -drain-timeout must be > 0")
 	}
 	return c, nil
 }
@@ -212,7 +214,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	svc := fcgi.New(fcgi.Config{
 		WorkerID: c.id, PoolSize: c.pool, QueueSize: queue, QueueTimeout: c.queueTimeout,
 		SolveTimeout: c.solveTimeout, MaxBatchLines: c.maxBatch, MaxBodyBytes: c.maxBody,
-		BatchParallel: c.batchParallel, AccessLog: c.accessLog,
+		BatchParallel: c.batchParallel, BatchTimeout: c.batchTimeout, AccessLog: c.accessLog,
 	}, log, m)
 	reg := prometheus.NewRegistry()
 	if err := errors.Join(

@@ -30,7 +30,7 @@ func TestHelpShowsEnvTwins(t *testing.T) {
 	}
 	for _, want := range []string{
 		"SUDOKU_LISTEN", "SUDOKU_INTERNAL_LISTEN", "SUDOKU_WORKER_ID", "SUDOKU_POOL", "SUDOKU_QUEUE",
-		"SUDOKU_QUEUE_TIMEOUT", "SUDOKU_SOLVE_TIMEOUT", "SUDOKU_MAX_CONNS", "SUDOKU_DRAIN_TIMEOUT",
+		"SUDOKU_QUEUE_TIMEOUT", "SUDOKU_SOLVE_TIMEOUT", "SUDOKU_BATCH_TIMEOUT", "SUDOKU_MAX_CONNS", "SUDOKU_DRAIN_TIMEOUT",
 		"SUDOKU_LOG_LEVEL", "-healthcheck", `(default ":9000")`,
 	} {
 		if !strings.Contains(out.String(), want) {
@@ -59,6 +59,7 @@ func TestParseFlags(t *testing.T) {
 		{"bad env duration", nil, env("SUDOKU_SOLVE_TIMEOUT", "5"), "SUDOKU_SOLVE_TIMEOUT"},
 		{"negative", []string{"-queue", "-1"}, env(), ">= 0"},
 		{"zero timeout", []string{"-solve-timeout", "0s"}, env(), "> 0"},
+		{"zero batch timeout", nil, env("SUDOKU_BATCH_TIMEOUT", "0s"), "-batch-timeout"},
 		{"bad id", []string{"-id", "a b"}, env(), "printable"},
 		{"extra args", []string{"x"}, env(), "unexpected"},
 	} {
