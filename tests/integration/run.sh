@@ -41,7 +41,10 @@ else
 	exit 1
 fi
 # shellcheck disable=SC2206 # word splitting of the extra -f arguments is wanted
-compose() { "${compose_cmd[@]}" -p "$project" -f docker-compose.yml ${SUDOKU_IT_COMPOSE_FILES:-} "$@"; }
+compose() {
+	"${compose_cmd[@]}" -p "$project" -f docker-compose.yml -f tests/integration/compose.test.yml \
+		${SUDOKU_IT_COMPOSE_FILES:-} "$@"
+}
 
 # Container ids of a service (or all), by compose's labels: much faster than
 # `docker-compose ps -q`, and the same labels under compose v1 and v2.
@@ -371,9 +374,9 @@ case_rate_limit() {
 }
 
 case_burst_503_no_502() {
-	# Far more slow puzzles at once than the pools (2 x GOMAXPROCS) and queues
-	# (2 x 64) take: some 503 (busy), no other 5xx. Then, the max_fails trap:
-	# right after the burst, not one 502 ("no live upstreams").
+	# Far more hard puzzles at once than the pools (2 x GOMAXPROCS) and queues
+	# (2 x 4 in compose.test.yml) take: some 503 (busy), no other 5xx. Then,
+	# the max_fails trap: right after the burst, not one 502 ("no live upstreams").
 	local round
 	: >"$work/codes"
 	for round in 1 2 3; do
