@@ -151,6 +151,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	defer tlsMgr.stop() // stops certmagic's goroutines on every way out; safe twice
 	if err := tlsMgr.prepare(ctx); err != nil {
 		return err
 	}

@@ -1,0 +1,105 @@
+package nginx
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/caddyserver/certmagic"
+	"github.com/rs/zerolog"
+)
+
+// TestExportRevertsRejectedPair: a new pair that nginx -t rejects must not
+// stay live; the live symlink goes back to the previous version and the
+// rejected version directory is removed. An accepted pair goes live and old
+// versions are pruned.
+func TestExportRevertsRejectedPair(t *testing.T) {
+	dir := t.TempDir()
+	fake := &fakeNginx{}
+	applier := &Applier{Checker: fake, Reloader: fake, Log: zerolog.Nop()}
+	m, err := NewCertManager(CertOptions{
+		Domains: []string{"a.example.com"}, CA: "https://127.0.0.1:1/dir", // never contacted: Run is not called
+		StoragePath: filepath.Join(dir, "acme"), ExportDir: filepath.Join(dir, "certs"),
+		ChallengePort: 1, Apply: applier.Apply,
+	}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	ctx := context.Background()
+	if err := m.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	live := filepath.Join(dir, "certs", "live")
+	first, _ := os.Readlink(live)
+	placeholder := m.exportedPair("a.example.com")
+	if first == "" || placeholder == nil || placeholder.source != "exported" {
+		t.Fatalf("after Prepare: live -> %q, pair %+v; want a placeholder version", first, placeholder)
+	}
+
+	// Nothing new in storage: nothing to do, no check.
+	if got, err := m.Export(ctx); got != Unchanged || err != nil || fake.checks != 0 {
+		t.Fatalf("Export with nothing new = %v, %v (%d checks); want unchanged, no check", got, err, fake.checks)
+	}
+
+	// A "new certificate" in storage, which nginx -t rejects.
+	store := func() *pair {
+		p, err := selfSigned("a.example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ik := m.issuer.IssuerKey()
+		if err := m.cfg.Storage.Store(ctx, certmagic.StorageKeys.SiteCert(ik, "a.example.com"), p.cert); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.cfg.Storage.Store(ctx, certmagic.StorageKeys.SitePrivateKey(ik, "a.example.com"), p.key); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	store()
+	applier.Checker = rejecter{}
+	got, err := m.Export(ctx)
+	if got != Rejected || !errors.Is(err, ErrRejected) {
+		t.Fatalf("Export with a pair nginx rejects = %v, %v; want rejected", got, err)
+	}
+	if now, _ := os.Readlink(live); now != first {
+		t.Errorf("after a rejected export live -> %q, want the previous %q", now, first)
+	}
+	if p := m.exportedPair("a.example.com"); p == nil || p.serial != placeholder.serial {
+		t.Errorf("after a rejected export nginx would read serial %v, want the previous %s", p, placeholder.serial)
+	}
+	versions, _ := filepath.Glob(filepath.Join(dir, "certs", "v*"))
+	if len(versions) != 1 {
+		t.Errorf("after a rejected export: version dirs %v, want only the previous one", versions)
+	}
+
+	// Accepted: the new pair goes live; repeated renewals keep two versions.
+	applier.Checker = fake
+	var last *pair
+	for range 3 {
+		last = store()
+		if got, err := m.Export(ctx); got != Reloaded || err != nil {
+			t.Fatalf("Export with an accepted pair = %v, %v; want reloaded", got, err)
+		}
+	}
+	if p := m.exportedPair("a.example.com"); p == nil || p.serial != last.serial || p.source != "exported" {
+		t.Errorf("live pair %+v, want serial %s", p, last.serial)
+	}
+	if info, err := os.Stat(filepath.Join(live, "a.example.com.key")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("exported key: %v, %v; want mode 0600", info, err)
+	}
+	versions, _ = filepath.Glob(filepath.Join(dir, "certs", "v*"))
+	if len(versions) != 2 {
+		t.Errorf("after three renewals: version dirs %v, want 2 (live and the one before)", versions)
+	}
+}
+
+// rejecter is an nginx whose check always fails.
+type rejecter struct{}
+
+func (rejecter) Check(context.Context) error {
+	return errors.New(`nginx: [emerg] SSL_CTX_use_PrivateKey failed (key values mismatch)`)
+}
