@@ -3,7 +3,7 @@
 FROM debian:bookworm-slim
 RUN apt-get update \
 	&& apt-get install -y --no-install-recommends prometheus-nginx-exporter \
-	&& rm -rf /var/lib/apt/lists/*
+	&& rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb
 USER nobody
 EXPOSE 9113
 HEALTHCHECK --interval=5s --timeout=2s --start-period=5s --retries=3 \

@@ -21,7 +21,7 @@ RUN go build -ldflags='-s -w' -o /out/sudoku-edge ./cmd/sudoku-edge
 FROM debian:bookworm-slim
 RUN apt-get update \
 	&& apt-get install -y --no-install-recommends nginx \
-	&& rm -rf /var/lib/apt/lists/* /etc/nginx/sites-enabled /etc/nginx/sites-available \
+	&& rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb /etc/nginx/sites-enabled /etc/nginx/sites-available \
 		/etc/nginx/conf.d /etc/nginx/snippets /var/www \
 	&& mkdir -p /run/sudoku-edge /var/lib/sudoku-edge \
 	&& chown www-data:www-data /run/sudoku-edge /var/lib/sudoku-edge /var/lib/nginx \
