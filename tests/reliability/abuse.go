@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -100,20 +98,8 @@ func (s *suite) runAbuser(ctx context.Context, network, bin, target string, i in
 		"--read-only", "--user", "65534:65534", "--memory", "512m",
 		"-v", bin + ":/fcgiabuse:ro", "debian:bookworm-slim",
 		"/fcgiabuse", "-target", target, "-duration", "20s"}
-	cmd := exec.CommandContext(ctx, "docker", args...)
-	var out strings.Builder
-	cmd.Stdout = &out
-	pr, pw := io.Pipe()
-	cmd.Stderr = pw
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			fmt.Fprintf(s.out, "    | %s\n", sc.Text())
-		}
-	}()
-	err := cmd.Run()
-	pw.Close()
-	return out.String(), err
+	out, err := s.runEchoingStderr(exec.CommandContext(ctx, "docker", args...))
+	return string(out), err
 }
 
 // clientAbort: clients that disconnect mid-solve; the worker frees the

@@ -245,20 +245,7 @@ func (s *suite) stats(ctx context.Context, tries int) map[string]flat {
 func (s *suite) runLoad(ctx context.Context, args ...string) (flat, error) {
 	args = append(args, "-json", "-log-console")
 	fmt.Fprintf(s.out, "    $ %s %s\n", s.cfg.loadBin, strings.Join(args, " "))
-	cmd := exec.CommandContext(ctx, s.cfg.loadBin, args...)
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	pr, pw := io.Pipe()
-	cmd.Stderr = pw
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			fmt.Fprintf(s.out, "    | %s\n", sc.Text())
-		}
-	}()
-	err := cmd.Run()
-	pw.Close()
-	out := stdout.Bytes()
+	out, err := s.runEchoingStderr(exec.CommandContext(ctx, s.cfg.loadBin, args...))
 	// The JSON object is the last thing on stdout.
 	if i := bytes.IndexByte(out, '{'); i >= 0 {
 		out = out[i:]
@@ -329,4 +316,26 @@ func kindsOf(f flat) map[string]float64 {
 		}
 	}
 	return m
+}
+
+// runEchoingStderr runs cmd, echoes its stderr (progress lines) into the
+// suite's output as it comes, and returns its stdout.
+func (s *suite) runEchoingStderr(cmd *exec.Cmd) ([]byte, error) {
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			fmt.Fprintf(s.out, "    | %s\n", sc.Text())
+		}
+		io.Copy(io.Discard, pr) // a line too long for the scanner must not block the command
+	}()
+	err := cmd.Run()
+	pw.Close()
+	<-done
+	return stdout.Bytes(), err
 }
