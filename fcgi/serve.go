@@ -26,13 +26,14 @@ type ServeOptions struct {
 	// MaxPendingPerConn is the most requests on one connection whose
 	// input (params and stdin) is not complete yet. nginx sends one at a
 	// time; a client that opens many without finishing them is cut off
-	// (golang/go#81548). Default 8.
+	// (golang/go#81548). Default 2.
 	MaxPendingPerConn int
 	// MaxActivePerConn is the most unanswered requests on one connection.
-	// Default 64.
+	// nginx never has more than one; default 8.
 	MaxActivePerConn int
-	// MaxParamsBytes bounds the FastCGI params of one request. Default
-	// 64 KiB.
+	// MaxParamsBytes bounds the FastCGI params of one request. nginx's
+	// header buffers (4 x 8 KiB) keep real params well below it. Default
+	// 32 KiB.
 	MaxParamsBytes int
 }
 
@@ -44,13 +45,13 @@ func (o ServeOptions) withDefaults() ServeOptions {
 		o.DrainTimeout = 10 * time.Second
 	}
 	if o.MaxPendingPerConn <= 0 {
-		o.MaxPendingPerConn = 8
+		o.MaxPendingPerConn = 2
 	}
 	if o.MaxActivePerConn <= 0 {
-		o.MaxActivePerConn = 64
+		o.MaxActivePerConn = 8
 	}
 	if o.MaxParamsBytes <= 0 {
-		o.MaxParamsBytes = 64 << 10
+		o.MaxParamsBytes = 32 << 10
 	}
 	return o
 }
