@@ -371,7 +371,7 @@ case_rate_limit() {
 }
 
 case_burst_503_no_502() {
-	# Overload: the workers are throttled to 5% of a CPU (docker update), so a
+	# Overload: the workers are throttled to 1% of a CPU (docker update), so a
 	# burst of hard puzzles outgrows their pools and queues (shipped settings):
 	# some 503 (busy, after nginx tried another worker), no other 5xx, and
 	# every request answered. Then, with the CPU back, the max_fails trap:
@@ -381,7 +381,9 @@ case_burst_503_no_502() {
 	cpus=$(docker inspect -f '{{.HostConfig.NanoCpus}}' $ids | head -1)
 	cpus=$(awk -v n="${cpus:-0}" 'BEGIN {print (n > 0 ? n / 1e9 : 1)}')
 	# shellcheck disable=SC2086 # one argument per container id
-	docker update --cpus 0.05 $ids >/dev/null || fail "docker update --cpus failed" || return 1
+	# 1%, Docker's floor: at 5% the fast solver sometimes kept up well enough
+	# that nginx's retry on the other worker hid every 503 from the client.
+	docker update --cpus 0.01 $ids >/dev/null || fail "docker update --cpus failed" || return 1
 	: >"$work/codes"
 	for round in 1 2 3; do
 		for _ in 1 2 3 4 5; do sed "s|^|$base/sudoku?puzzle=|" "$data/hard.txt"; done |
@@ -390,7 +392,7 @@ case_burst_503_no_502() {
 	done
 	# shellcheck disable=SC2086
 	docker update --cpus "$cpus" $ids >/dev/null || fail "cannot give the workers their $cpus CPUs back" || return 1
-	echo "     $(wc -l <"$work/codes") hard puzzles, 300 at once, workers at 5% CPU: $(sort "$work/codes" | uniq -c | tr '\n' ' ')"
+	echo "     $(wc -l <"$work/codes") hard puzzles, 300 at once, workers at 1% CPU: $(sort "$work/codes" | uniq -c | tr '\n' ' ')"
 	echo "     answers nginx retried on another worker after a 503: $(service_logs nginx | grep -c '"upstream_status":"503, ')"
 	grep -q '^503$' "$work/codes" || fail "no 503 at all" || return 1
 	! grep -v '^503$' "$work/codes" | grep '^5' >/dev/null || fail "5xx other than 503 in the burst" || return 1
