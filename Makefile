@@ -117,7 +117,7 @@ test-reliability: ## reliability scenarios (overload, failover, restarts, hostil
 soak: ## 10 minutes at 0.5 C: RSS growth and errors (not part of make test)
 	$(GO) run ./tests/reliability -soak $(RELIABILITY_FLAGS)
 
-# Not part of `make test` yet: five scenarios still fail (README "Reliability"),
+# Not part of `make test` yet: two scenarios still fail (README "Reliability"),
 # and CI lands nothing while any test fails. Run it on its own.
 
 .PHONY: test-reliability soak
