@@ -20,6 +20,8 @@ export SUDOKU_EXPORTER_PORT=127.0.0.1:${SUDOKU_SCALE_EXPORTER_PORT:-49213}
 
 start=$SECONDS
 log() { printf 'test-scale: [%3ds] %s\n' $((SECONDS - start)) "$*" >&2; }
+# shellcheck source=tests/lib.sh
+source tests/lib.sh
 
 if docker compose version >/dev/null 2>&1; then
 	compose_cmd="docker compose"
@@ -51,15 +53,7 @@ log "building and starting project $project (2 workers, nginx with sudoku-edge)"
 compose up -d --build --scale sudoku=2 2>&1 | sed -u 's/^/    /' >&2
 
 container=$(compose ps -q nginx)
-log "waiting for nginx to be healthy (up to ${up_timeout}s)"
-deadline=$((SECONDS + up_timeout))
-until [[ $(docker inspect -f '{{.State.Health.Status}}' "$container" 2>/dev/null) == healthy ]]; do
-	if ((SECONDS > deadline)); then
-		log "nginx not healthy after ${up_timeout}s"
-		exit 1
-	fi
-	sleep 1
-done
+wait_healthy "$container" nginx "$up_timeout"
 
 log "running the end-to-end test"
 SUDOKU_E2E_HTTP=127.0.0.1:$http_port SUDOKU_E2E_COMPOSE="$compose_cmd" \

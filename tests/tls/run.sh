@@ -21,6 +21,8 @@ export SUDOKU_TLS_PEBBLE_MGMT_PORT=$mgmt_port
 
 start=$SECONDS
 log() { printf 'test-tls: [%3ds] %s\n' $((SECONDS - start)) "$*" >&2; }
+# shellcheck source=tests/lib.sh
+source tests/lib.sh
 
 if docker compose version >/dev/null 2>&1; then
 	compose_cmd=(docker compose)
@@ -62,15 +64,7 @@ log "building and starting project $project (pebble, workers, nginx with sudoku-
 compose up -d --build 2>&1 | sed -u 's/^/    /' >&2
 
 container=$(compose ps -q nginx)
-log "waiting for nginx to be healthy (up to ${up_timeout}s)"
-deadline=$((SECONDS + up_timeout))
-until [[ $(docker inspect -f '{{.State.Health.Status}}' "$container" 2>/dev/null) == healthy ]]; do
-	if ((SECONDS > deadline)); then
-		log "nginx not healthy after ${up_timeout}s"
-		exit 1
-	fi
-	sleep 1
-done
+wait_healthy "$container" nginx "$up_timeout"
 
 log "running the end-to-end test"
 SUDOKU_E2E_HTTPS=127.0.0.1:$https_port \
