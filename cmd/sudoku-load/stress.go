@@ -13,7 +13,7 @@ func setupStress(f *envFlags, c *common) func(context.Context) (*load.Result, er
 	f.Int(&c.conns, "c", 8, "raw TCP connections")
 	f.Int(&count, "n", 100000, "requests to write over all connections (a bound)")
 	f.Duration(&c.duration, "duration", 10*time.Second, "how long to write at most (a bound; -timeout more to read the last answers)")
-	f.Bool(&noRead, "no-read", false, "never read the responses")
+	f.Bool(&noRead, "no-read", false, "never read the responses; keep the connections open until -duration ends")
 	f.Int(&depth, "depth", 256, "requests written but not yet answered per connection, when reading")
 	return func(ctx context.Context) (*load.Result, error) {
 		for name, v := range map[string]float64{"c": float64(c.conns), "n": float64(count), "duration": c.duration.Seconds()} {

@@ -30,7 +30,8 @@ type StressConfig struct {
 	// Depth bounds the requests written but not yet answered on one
 	// connection, when reading (0: 256).
 	Depth int
-	// NoRead never reads a response: the connections only write.
+	// NoRead never reads a response: the connections only write, then
+	// stay open until Duration ends.
 	NoRead bool
 	// Text asks for format=text answers.
 	Text bool
@@ -205,6 +206,16 @@ write:
 		close(pending)
 	}
 	<-readerDone
+	if cfg.NoRead && werr == nil {
+		// A client that never reads keeps its connections open: the
+		// server holds the answers it could not deliver until the end.
+		// Closing at once would reset the connection instead (unread data
+		// in the receive buffer), and the server would drop them.
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Until(deadline)):
+		}
+	}
 }
 
 // stressRead reads one response per entry of pending, until pending is

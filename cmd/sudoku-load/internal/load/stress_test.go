@@ -28,9 +28,14 @@ func TestStress(t *testing.T) {
 		}
 	})
 	t.Run("no read", func(t *testing.T) {
-		res, err := Stress(context.Background(), StressConfig{URL: url, Puzzles: ps, Conns: 2, Count: 300, Duration: 5 * time.Second, NoRead: true})
+		start := time.Now()
+		res, err := Stress(context.Background(), StressConfig{URL: url, Puzzles: ps, Conns: 2, Count: 300, Duration: 500 * time.Millisecond, NoRead: true})
 		if err != nil {
 			t.Fatalf("Stress: %v", err)
+		}
+		// A client that never reads holds its connections to the end.
+		if d := time.Since(start); d < 500*time.Millisecond {
+			t.Errorf("Stress(no read) returned after %v, want its connections held for the 500ms duration", d)
 		}
 		if res.Sent != 300 || res.Received != 0 || !res.Stress.NoRead {
 			t.Errorf("Stress(no read) sent %d received %d; want 300 and 0", res.Sent, res.Received)
