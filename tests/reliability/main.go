@@ -59,6 +59,7 @@ type config struct {
 	soak             bool
 	soakDuration     time.Duration
 	keep             bool
+	via              string
 	reuse            bool
 	overloadDuration time.Duration
 	capacityFixed    float64
@@ -108,6 +109,7 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	fs.StringVar(&cfg.runRE, "run", "", "run only scenarios matching this regexp")
 	fs.BoolVar(&cfg.soak, "soak", false, "run only the soak scenario")
 	fs.DurationVar(&cfg.soakDuration, "soak-duration", 10*time.Minute, "soak length")
+	fs.StringVar(&cfg.via, "via", "direct", "where load goes: direct (nginx's compose-network address) or published (the loopback port, through Docker's port proxy)")
 	fs.BoolVar(&cfg.keep, "keep", false, "leave the stack running at the end")
 	fs.BoolVar(&cfg.reuse, "reuse", false, "use an already running stack of this project (no build, no teardown)")
 	fs.DurationVar(&cfg.overloadDuration, "overload-duration", 60*time.Second, "overload length")
@@ -116,6 +118,9 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	fs.DurationVar(&cfg.sloFallback, "slo-fallback", 500*time.Millisecond, "p99 SLO for a second capacity search when no rate meets -slo (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return 2, err
+	}
+	if cfg.via != "direct" && cfg.via != "published" {
+		return 2, fmt.Errorf("-via %q: want direct or published", cfg.via)
 	}
 	began := time.Now()
 	s := &suite{cfg: cfg, out: out}
@@ -170,7 +175,13 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	if !cfg.keep && !cfg.reuse {
 		defer s.st.down(context.Background())
 	}
-	fmt.Fprintf(out, "== stack ready after %v\n", time.Since(began).Round(time.Second))
+	if cfg.via == "direct" {
+		if err := s.st.useDirect(ctx); err != nil {
+			return 1, fmt.Errorf("-via direct: %w", err)
+		}
+	}
+	fmt.Fprintf(out, "== stack ready after %v; load goes to %s (published port %s)\n",
+		time.Since(began).Round(time.Second), s.st.baseURL, s.st.publishedURL)
 	s.liveNginxConf(ctx)
 	fmt.Fprintf(out, "== nginx (%s): fastcgi_read_timeout %v, fastcgi_connect_timeout %v, max_fails %d, fail_timeout %v\n",
 		s.nginx.source, s.nginx.readTimeout, s.nginx.connectTimeout, s.nginx.maxFails, s.nginx.failTimeout)
