@@ -55,6 +55,46 @@ func RenderServers(source string, addrs []netip.AddrPort, params string) ([]byte
 	return buf.Bytes(), nil
 }
 
+// ParseTrustedClients parses a comma-separated list of client addresses
+// and prefixes ("203.0.113.7, 10.0.0.0/8, fd00::/8"); a bare address is a
+// prefix of its full length. An empty list is valid and trusts nobody.
+func ParseTrustedClients(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		var p netip.Prefix
+		var err error
+		if strings.Contains(f, "/") {
+			p, err = netip.ParsePrefix(f)
+		} else {
+			var a netip.Addr
+			if a, err = netip.ParseAddr(f); err == nil {
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("trusted client %q: want an IP address or a CIDR prefix", f)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// RenderTrustedClients renders the entries of nginx.conf's
+// geo $sudoku_limit_exempt block: one "prefix 1;" line per trusted
+// prefix, whose requests skip the per-client request and connection
+// limits (a load balancer in front, a monitoring or load-test host).
+func RenderTrustedClients(prefixes []netip.Prefix) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, "trusted-clients.conf.tmpl", prefixes); err != nil {
+		return nil, fmt.Errorf("rendering trusted-clients.conf: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
 // TLSSite is one HTTPS server: a name and its certificate pair.
 type TLSSite struct {
 	Name     string // server_name, also the certificate's name

@@ -116,3 +116,31 @@ func TestRenderTLSRejectsUnsafe(t *testing.T) {
 		})
 	}
 }
+
+func TestRenderTrustedClients(t *testing.T) {
+	tests := []struct{ name, list string }{
+		{"trusted_none.conf", ""},
+		{"trusted_some.conf", " 172.18.0.1, 10.1.2.3/8,,fd00::/8 ,2001:db8::7"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ps, err := ParseTrustedClients(tt.list)
+			if err != nil {
+				t.Fatalf("ParseTrustedClients(%q) error: %v", tt.list, err)
+			}
+			got, err := RenderTrustedClients(ps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tt.name, got)
+		})
+	}
+}
+
+func TestParseTrustedClientsRejects(t *testing.T) {
+	for _, list := range []string{"10.0.0.0/33", "example.com", "10.0.0.1 1; 0.0.0.0/0", "1.2.3.4/8;", "*"} {
+		if ps, err := ParseTrustedClients(list); err == nil {
+			t.Errorf("ParseTrustedClients(%q) = %v, want an error", list, ps)
+		}
+	}
+}

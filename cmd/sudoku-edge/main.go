@@ -65,6 +65,7 @@ type config struct {
 	workers         string
 	resolveInterval time.Duration
 	upstreamParams  string
+	trustedClients  []netip.Prefix
 	runDir          string
 	nginxBin        string
 	nginxConf       string
@@ -81,7 +82,9 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	c.resolveInterval = 2 * time.Second
 	fs.Var(positiveDuration{&c.resolveInterval}, "resolve-interval", "how often to resolve the workers again")
 	fs.StringVar(&c.upstreamParams, "upstream-params", "", "nginx parameters after each `server ip:port` line, e.g. max_fails=0")
-	fs.StringVar(&c.runDir, "run-dir", "/run/sudoku-edge", "`directory` for servers.conf, tls.conf and exported certificates")
+	var trusted string
+	fs.StringVar(&trusted, "trusted-clients", "", "comma-separated client `addresses or prefixes` exempt from the per-client limits (a load balancer in front, a load-test host)")
+	fs.StringVar(&c.runDir, "run-dir", "/run/sudoku-edge", "`directory` for servers.conf, tls.conf, trusted-clients.conf and exported certificates")
 	fs.StringVar(&c.nginxBin, "nginx", "nginx", "nginx `binary`")
 	fs.StringVar(&c.nginxConf, "nginx-conf", "/etc/nginx/nginx.conf", "nginx configuration `file` (-c)")
 	fs.StringVar(&c.nginxPrefix, "nginx-prefix", "", "nginx prefix `directory` (-p); empty keeps nginx's default")
@@ -99,6 +102,10 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	}
 	if _, err := nginx.ParseTargets(c.workers); err != nil {
 		return c, err
+	}
+	var err error
+	if c.trustedClients, err = nginx.ParseTrustedClients(trusted); err != nil {
+		return c, fmt.Errorf("-trusted-clients: %w", err)
 	}
 	if _, _, err := net.SplitHostPort(c.challengeListen); err != nil {
 		return c, fmt.Errorf("-challenge-listen: %w", err)
@@ -146,6 +153,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("writing servers.conf: %w", err)
 	}
 	log.Info().Strs("workers", addrStrings(addrs)).Str("file", serversPath).Msg("upstream servers written")
+	trusted, err := nginx.RenderTrustedClients(c.trustedClients)
+	if err != nil {
+		return err
+	}
+	trustedPath := filepath.Join(c.runDir, "trusted-clients.conf")
+	if err := nginx.WriteFileAtomic(trustedPath, trusted, 0o644); err != nil {
+		return fmt.Errorf("writing trusted-clients.conf: %w", err)
+	}
+	log.Info().Int("prefixes", len(c.trustedClients)).Str("file", trustedPath).Msg("trusted clients written")
 
 	tlsMgr, err := c.tls.build(ctx, log, c, applier, tlsPath)
 	if err != nil {

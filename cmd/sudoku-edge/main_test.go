@@ -82,7 +82,8 @@ func TestHelpShowsEnvAndDefaults(t *testing.T) {
 
 // hostConf is a host variant of the project's nginx.conf layout: upstream
 // from run/servers.conf, tls.conf at http level, challenges proxied to the
-// edge's responder.
+// edge's responder, and trusted-clients.conf in a geo block whose value
+// comes back in the X-Trusted header.
 func hostConf(t *testing.T, dir, runDir string, port, challengePort int) string {
 	t.Helper()
 	return nginxtest.WriteConf(t, dir, 1, 128, fmt.Sprintf(`
@@ -93,6 +94,10 @@ func hostConf(t *testing.T, dir, runDir string, port, challengePort int) string 
         keepalive 8;
     }
     include %[1]s/tls.conf;
+    geo $trusted {
+        default 0;
+        include %[1]s/trusted-clients.conf;
+    }
     server {
         listen 127.0.0.1:%[2]d;
         location /.well-known/acme-challenge/ {
@@ -103,6 +108,7 @@ func hostConf(t *testing.T, dir, runDir string, port, challengePort int) string 
             proxy_pass http://sudoku_workers;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
+            add_header X-Trusted $trusted;
         }
     }
 `, runDir, port, challengePort))
@@ -132,11 +138,13 @@ func TestRunServesAndStopsGracefully(t *testing.T) {
 			"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", runDir,
 			"-workers", strings.Join(targets, ","), "-upstream-params", "max_fails=0",
 			"-challenge-listen", fmt.Sprintf("127.0.0.1:%d", chPort), "-resolve-interval", "100ms",
+			"-trusted-clients", "127.0.0.1, 192.0.2.0/24",
 		}, env(nil), io.Discard)
 	}()
 
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	seen := map[string]bool{}
+	trusted := ""
 	deadline := time.Now().Add(10 * time.Second)
 	for len(seen) < 2 && time.Now().Before(deadline) {
 		select {
@@ -149,12 +157,16 @@ func TestRunServesAndStopsGracefully(t *testing.T) {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
 				seen[string(b)] = true
+				trusted = resp.Header.Get("X-Trusted")
 			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	if !seen["a"] || !seen["b"] {
 		t.Fatalf("backends reached through nginx: %v, want a and b", seen)
+	}
+	if trusted != "1" {
+		t.Errorf("X-Trusted = %q for a client on 127.0.0.1 with -trusted-clients 127.0.0.1, want 1", trusted)
 	}
 	servers, _ := os.ReadFile(filepath.Join(runDir, "servers.conf"))
 	for _, tgt := range targets {
