@@ -60,6 +60,7 @@ type config struct {
 	soakDuration     time.Duration
 	keep             bool
 	via              string
+	trustHost        bool
 	reuse            bool
 	overloadDuration time.Duration
 	capacityFixed    float64
@@ -110,6 +111,7 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	fs.BoolVar(&cfg.soak, "soak", false, "run only the soak scenario")
 	fs.DurationVar(&cfg.soakDuration, "soak-duration", 10*time.Minute, "soak length")
 	fs.StringVar(&cfg.via, "via", "direct", "where load goes: direct (nginx's compose-network address) or published (the loopback port, through Docker's port proxy)")
+	fs.BoolVar(&cfg.trustHost, "trust-host", true, "exempt the host's address from nginx's per-client limits: the suite's load stands for many clients (slow and hostile clients run from containers with their own addresses)")
 	fs.BoolVar(&cfg.keep, "keep", false, "leave the stack running at the end")
 	fs.BoolVar(&cfg.reuse, "reuse", false, "use an already running stack of this project (no build, no teardown)")
 	fs.DurationVar(&cfg.overloadDuration, "overload-duration", 60*time.Second, "overload length")
@@ -157,6 +159,7 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	}
 
 	s.st = newStack(cfg.project, cfg.composeFile, cfg.httpPort, cfg.httpsPort, cfg.exporterPort, cfg.workers, out)
+	s.st.trustHost = cfg.trustHost
 	if cfg.composeExtra != "" {
 		s.st.extraFiles = []string{cfg.composeExtra}
 	}

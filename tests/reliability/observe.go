@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -246,6 +247,42 @@ func (s *suite) runLoad(ctx context.Context, args ...string) (flat, error) {
 	args = append(args, "-json", "-log-console")
 	fmt.Fprintf(s.out, "    $ %s %s\n", s.cfg.loadBin, strings.Join(args, " "))
 	out, err := s.runEchoingStderr(exec.CommandContext(ctx, s.cfg.loadBin, args...))
+	return loadOutput(out, err, s.out)
+}
+
+// runLoadFrom runs sudoku-load in a throwaway container on the project's
+// network, so its connections come from an address of their own, not the
+// host's (which the suite trusts): nginx sees a separate client. The
+// puzzle file is /puzzles inside; nginx is http://nginx:8080.
+func (s *suite) runLoadFrom(ctx context.Context, name string, args ...string) (flat, error) {
+	network, err := s.st.networkName(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bin, err := filepath.Abs(s.cfg.loadBin)
+	if err != nil {
+		return nil, err
+	}
+	puzzles, err := filepath.Abs(s.cfg.puzzles)
+	if err != nil {
+		return nil, err
+	}
+	cname := s.cfg.project + "-" + name
+	exec.Command("docker", "rm", "-f", cname).Run()
+	full := []string{"run", "--rm", "--name", cname, "--network", network,
+		"--label", "com.docker.compose.project=" + s.cfg.project,
+		"--read-only", "--user", "65534:65534", "--memory", "512m",
+		"-v", bin + ":/sudoku-load:ro", "-v", puzzles + ":/puzzles:ro",
+		"debian:bookworm-slim", "/sudoku-load"}
+	full = append(full, args...)
+	full = append(full, "-json", "-log-console")
+	fmt.Fprintf(s.out, "    $ docker %s\n", strings.Join(full, " "))
+	out, err := s.runEchoingStderr(exec.CommandContext(ctx, "docker", full...))
+	return loadOutput(out, err, s.out)
+}
+
+// loadOutput decodes sudoku-load's -json output.
+func loadOutput(out []byte, err error, log io.Writer) (flat, error) {
 	// The JSON object is the last thing on stdout.
 	if i := bytes.IndexByte(out, '{'); i >= 0 {
 		out = out[i:]
@@ -262,7 +299,7 @@ func (s *suite) runLoad(ctx context.Context, args ...string) (flat, error) {
 	if err != nil {
 		// sudoku-load exits non-zero when it saw errors; the JSON still
 		// holds the figures.
-		fmt.Fprintf(s.out, "    sudoku-load exited: %v\n", err)
+		fmt.Fprintf(log, "    sudoku-load exited: %v\n", err)
 	}
 	return f, nil
 }

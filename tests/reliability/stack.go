@@ -29,11 +29,14 @@ type stack struct {
 	// publishedURL is nginx's published port on loopback, through
 	// Docker's port proxy: http://127.0.0.1:<SUDOKU_HTTP_PORT>.
 	publishedURL string
-	direct       bool // send load to nginx's compose-network address
-	httpPort     int
-	exporter     int
-	workers      int
-	log          io.Writer
+	// trustHost puts the host's address on the network in
+	// SUDOKU_TRUSTED_CLIENTS: the suite's load client stands for many
+	// clients, so nginx's per-client limits must not cut it.
+	trustHost bool
+	httpPort  int
+	exporter  int
+	workers   int
+	log       io.Writer
 }
 
 func newStack(project, composeFile string, httpPort, httpsPort, exporterPort, workers int, log io.Writer) *stack {
@@ -102,10 +105,47 @@ func (s *stack) up(ctx context.Context) error {
 	if _, err := s.composeCmd(ctx, true, "build"); err != nil {
 		return err
 	}
-	if _, err := s.composeCmd(ctx, true, "up", "-d", "--scale", fmt.Sprintf("sudoku=%d", s.workers)); err != nil {
+	scale := fmt.Sprintf("sudoku=%d", s.workers)
+	if s.trustHost {
+		// Create the network first to learn the host's address on it.
+		if _, err := s.composeCmd(ctx, true, "up", "--no-start", "--scale", scale); err != nil {
+			return err
+		}
+		gw, err := s.gateway(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(s.log, "  trusting the host's address %s on the compose network (SUDOKU_TRUSTED_CLIENTS)\n", gw)
+		s.env = append(s.env, "SUDOKU_TRUSTED_CLIENTS="+gw)
+	}
+	if _, err := s.composeCmd(ctx, true, "up", "-d", "--scale", scale); err != nil {
 		return err
 	}
 	return s.waitReady(ctx, 180*time.Second)
+}
+
+// gateway returns the host's address on the project's network: the source
+// address of every connection the host makes into it, through Docker's
+// port proxy or directly.
+func (s *stack) gateway(ctx context.Context) (string, error) {
+	out, err := s.docker(ctx, "network", "ls", "-q", "--filter", "label=com.docker.compose.project="+s.project)
+	if err != nil {
+		return "", err
+	}
+	ids := strings.Fields(out)
+	if len(ids) != 1 {
+		return "", fmt.Errorf("want one network of project %s, found %d", s.project, len(ids))
+	}
+	out, err = s.docker(ctx, "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Gateway}} {{end}}", ids[0])
+	if err != nil {
+		return "", err
+	}
+	for _, gw := range strings.Fields(out) {
+		if !strings.Contains(gw, ":") { // the IPv4 gateway
+			return gw, nil
+		}
+	}
+	return "", fmt.Errorf("network %s has no IPv4 gateway", short(ids[0]))
 }
 
 // useDirect points baseURL at nginx's address on the compose network, so
