@@ -19,7 +19,11 @@ import (
 type ServeOptions struct {
 	// MaxConns is the most open FastCGI connections; above it the worker
 	// stops accepting (the kernel backlog holds the rest), like nginx's
-	// accept_disabled. Default 256.
+	// accept_disabled. Each open connection costs about 80 KiB (the
+	// standard library's 64 KiB record buffer and the 16 KiB reader), so
+	// this bounds the memory a connection flood can take. Default 128:
+	// nginx's idle keepalive connections plus one per request the pool
+	// and queue can take.
 	MaxConns int
 	// DrainTimeout bounds the graceful drain after ctx ends. Default 10s.
 	DrainTimeout time.Duration
@@ -39,7 +43,7 @@ type ServeOptions struct {
 
 func (o ServeOptions) withDefaults() ServeOptions {
 	if o.MaxConns <= 0 {
-		o.MaxConns = 256
+		o.MaxConns = 128
 	}
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = 10 * time.Second

@@ -138,7 +138,7 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (confi
 	e.int(&c.queue, "queue", "SUDOKU_QUEUE", 64, "puzzles that may wait for a solver slot (0: none)")
 	e.dur(&c.queueTimeout, "queue-timeout", "SUDOKU_QUEUE_TIMEOUT", 50*time.Millisecond, "longest wait for a solver slot before 503")
 	e.dur(&c.solveTimeout, "solve-timeout", "SUDOKU_SOLVE_TIMEOUT", time.Second, "budget for one solve before 503 (keep below nginx's fastcgi_read_timeout)")
-	e.int(&c.maxConns, "max-conns", "SUDOKU_MAX_CONNS", 256, "open FastCGI connections; above it the worker stops accepting")
+	e.int(&c.maxConns, "max-conns", "SUDOKU_MAX_CONNS", 128, "open FastCGI connections; above it the worker stops accepting")
 	e.dur(&c.drain, "drain-timeout", "SUDOKU_DRAIN_TIMEOUT", 10*time.Second, "graceful drain limit after SIGTERM/SIGINT")
 	e.int(&c.maxBatch, "max-batch-lines", "SUDOKU_MAX_BATCH_LINES", 10000, "puzzle lines in one POST (413 above)")
 	e.int64(&c.maxBody, "max-body", "SUDOKU_MAX_BODY", 1<<20, "POST body bytes (413 above)")
