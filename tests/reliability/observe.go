@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -375,4 +376,48 @@ func (s *suite) runEchoingStderr(cmd *exec.Cmd) ([]byte, error) {
 	pw.Close()
 	<-done
 	return stdout.Bytes(), err
+}
+
+// nginxTimes returns nginx's own request_time of every request of the
+// client at addr that nginx logged with status between since and until
+// (its JSON access log on the container's stdout). On a machine where the
+// load client shares the cores with a saturated stack, the client's clock
+// also counts its own wait for CPU; nginx's is the service's part alone.
+func (s *suite) nginxTimes(ctx context.Context, since, until time.Time, addr string, status int) ([]time.Duration, error) {
+	ng := s.nginxID(ctx)
+	if ng == "" {
+		return nil, errors.New("no nginx container")
+	}
+	cmd := exec.CommandContext(ctx, "docker", "logs", "--since", since.UTC().Format(time.RFC3339Nano),
+		"--until", until.UTC().Format(time.RFC3339Nano), ng)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = io.Discard // nginx's error log and sudoku-edge's lines
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	var times []time.Duration
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.Contains(line, []byte(`"request_time"`)) {
+			continue
+		}
+		var e struct {
+			RemoteAddr  string  `json:"remote_addr"`
+			Status      int     `json:"status"`
+			RequestTime float64 `json:"request_time"`
+		}
+		if json.Unmarshal(line, &e) != nil || e.Status != status || e.RemoteAddr != addr {
+			continue
+		}
+		times = append(times, time.Duration(e.RequestTime*float64(time.Second)))
+	}
+	if err := cmd.Wait(); err != nil {
+		return nil, fmt.Errorf("docker logs: %w", err)
+	}
+	return times, sc.Err()
 }

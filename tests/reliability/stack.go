@@ -33,6 +33,7 @@ type stack struct {
 	// SUDOKU_TRUSTED_CLIENTS: the suite's load client stands for many
 	// clients, so nginx's per-client limits must not cut it.
 	trustHost bool
+	hostAddr  string // the host's address on the network, once known
 	httpPort  int
 	exporter  int
 	workers   int
@@ -115,6 +116,7 @@ func (s *stack) up(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		s.hostAddr = gw
 		fmt.Fprintf(s.log, "  trusting the host's address %s on the compose network (SUDOKU_TRUSTED_CLIENTS)\n", gw)
 		s.env = append(s.env, "SUDOKU_TRUSTED_CLIENTS="+gw)
 	}
@@ -122,6 +124,18 @@ func (s *stack) up(ctx context.Context) error {
 		return err
 	}
 	return s.waitReady(ctx, 180*time.Second)
+}
+
+// hostAddress is the address nginx sees the host's connections come from.
+func (s *stack) hostAddress(ctx context.Context) (string, error) {
+	if s.hostAddr == "" {
+		gw, err := s.gateway(ctx)
+		if err != nil {
+			return "", err
+		}
+		s.hostAddr = gw
+	}
+	return s.hostAddr, nil
 }
 
 // gateway returns the host's address on the project's network: the source
