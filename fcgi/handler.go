@@ -74,12 +74,15 @@ type solveFunc func(context.Context, solver.Grid, int) (solver.Result, error)
 // Service is the worker: public handler, pool, stats and metrics. Create it
 // with New; it is safe for concurrent use.
 type Service struct {
-	cfg   Config
-	log   zerolog.Logger
-	pool  *Pool
-	stats *Stats
-	m     *Metrics
-	solve solveFunc // solver.SolveContext; tests replace it
+	cfg Config
+	log zerolog.Logger
+	// peerLog samples the per-peer refusals: a flood would write a line
+	// per connection attempt.
+	peerLog zerolog.Logger
+	pool    *Pool
+	stats   *Stats
+	m       *Metrics
+	solve   solveFunc // solver.SolveContext; tests replace it
 
 	draining atomic.Bool
 	inFlight atomic.Int64
@@ -104,6 +107,7 @@ func New(cfg Config, log zerolog.Logger, m *Metrics) *Service {
 	s := &Service{
 		cfg:       cfg,
 		log:       log,
+		peerLog:   log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second}),
 		pool:      NewPool(cfg.PoolSize, cfg.QueueSize, cfg.QueueTimeout),
 		stats:     NewStats(time.Now()),
 		m:         m,

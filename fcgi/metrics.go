@@ -27,6 +27,7 @@ type Metrics struct {
 	byOutcome     [numOutcomes]prometheus.Counter
 	linesByResult [numOutcomes]prometheus.Counter
 	closedLimit   prometheus.Counter
+	closedPeer    prometheus.Counter
 	closedDrain   prometheus.Counter
 }
 
@@ -73,7 +74,7 @@ func NewMetrics() *Metrics {
 		}),
 		connsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "fastcgi_connections_closed_by_worker_total",
-			Help: "FastCGI connections the worker closed itself, by reason (limit: per-connection record bounds; drain: shutdown).",
+			Help: "FastCGI connections the worker closed itself, by reason (limit: per-connection record bounds; drain: shutdown; peer_limit: over -max-conns-per-peer from one address).",
 		}, []string{"reason"}),
 		malformed: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "fastcgi_malformed_requests_total",
@@ -90,6 +91,7 @@ func NewMetrics() *Metrics {
 	}
 	m.closedLimit = m.connsClosed.WithLabelValues("limit")
 	m.closedDrain = m.connsClosed.WithLabelValues("drain")
+	m.closedPeer = m.connsClosed.WithLabelValues("peer_limit")
 	return m
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	stdfcgi "net/http/fcgi"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -21,10 +22,16 @@ type ServeOptions struct {
 	// stops accepting (the kernel backlog holds the rest), like nginx's
 	// accept_disabled. Each open connection costs about 80 KiB (the
 	// standard library's 64 KiB record buffer and the 16 KiB reader), so
-	// this bounds the memory a connection flood can take. Default 128:
-	// nginx's idle keepalive connections plus one per request the pool
-	// and queue can take.
+	// this bounds the memory a connection flood can take. Default 256.
 	MaxConns int
+	// MaxConnsPerPeer is the most open TCP connections from one remote
+	// address; a connection past it is closed as soon as it is accepted,
+	// so that one peer (a broken or hostile client on the worker's
+	// network) cannot hold every connection while nginx's wait in the
+	// backlog behind it. Unix socket peers are not counted. Default
+	// MaxConns/2, far above what nginx needs (its max_conns plus idle
+	// keepalive connections).
+	MaxConnsPerPeer int
 	// DrainTimeout bounds the graceful drain after ctx ends. Default 10s.
 	DrainTimeout time.Duration
 	// MaxPendingPerConn is the most requests on one connection whose
@@ -43,7 +50,10 @@ type ServeOptions struct {
 
 func (o ServeOptions) withDefaults() ServeOptions {
 	if o.MaxConns <= 0 {
-		o.MaxConns = 128
+		o.MaxConns = 256
+	}
+	if o.MaxConnsPerPeer <= 0 {
+		o.MaxConnsPerPeer = max(1, o.MaxConns/2)
 	}
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = 10 * time.Second
@@ -72,7 +82,7 @@ var ErrDrainTimeout = errors.New("fcgi: drain timed out")
 // first, or the listener's error if accepting failed.
 func (s *Service) Serve(ctx context.Context, ln net.Listener, opt ServeOptions) error {
 	opt = opt.withDefaults()
-	cs := &connSet{s: s, opt: opt, conns: make(map[*conn]struct{}), empty: make(chan struct{})}
+	cs := &connSet{s: s, opt: opt, conns: make(map[*conn]struct{}), perPeer: make(map[netip.Addr]int), empty: make(chan struct{})}
 	l := &listener{Listener: ln, set: cs, sem: make(chan struct{}, opt.MaxConns), done: make(chan struct{})}
 	errc := make(chan error, 1)
 	go func() { errc <- stdfcgi.Serve(l, s) }()
@@ -123,7 +133,12 @@ func (l *listener) Accept() (net.Conn, error) {
 		}
 		c, err := l.Listener.Accept()
 		if err == nil {
-			return l.set.add(c, l.sem), nil
+			if wc := l.set.add(c, l.sem); wc != nil {
+				return wc, nil
+			}
+			c.Close() // over MaxConnsPerPeer
+			<-l.sem
+			continue
 		}
 		<-l.sem
 		select {
@@ -158,14 +173,31 @@ type connSet struct {
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
+	perPeer  map[netip.Addr]int // open TCP connections by remote address
 	draining bool
 	empty    chan struct{} // closed when draining and no conn is left
 }
 
+// add wraps and tracks c, or returns nil when its peer already holds
+// MaxConnsPerPeer connections.
 func (cs *connSet) add(c net.Conn, sem chan struct{}) *conn {
-	wc := &conn{Conn: c, set: cs, sem: sem, r: bufio.NewReaderSize(c, 16<<10)}
+	var peer netip.Addr
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		peer = a.AddrPort().Addr().Unmap()
+	}
 	cs.mu.Lock()
+	if peer.IsValid() && cs.perPeer[peer] >= cs.opt.MaxConnsPerPeer {
+		cs.mu.Unlock()
+		cs.s.m.closedPeer.Inc()
+		cs.s.peerLog.Warn().Str("remote", peer.String()).Int("max_conns_per_peer", cs.opt.MaxConnsPerPeer).
+			Msg("closing fastcgi connection: too many from this address")
+		return nil
+	}
+	wc := &conn{Conn: c, set: cs, sem: sem, r: bufio.NewReaderSize(c, 16<<10), peer: peer}
 	cs.conns[wc] = struct{}{}
+	if peer.IsValid() {
+		cs.perPeer[peer]++
+	}
 	cs.mu.Unlock()
 	cs.s.conns.Add(1)
 	cs.s.m.conns.Inc()
@@ -178,6 +210,11 @@ func (cs *connSet) remove(c *conn) {
 	cs.s.m.conns.Dec()
 	cs.mu.Lock()
 	delete(cs.conns, c)
+	if c.peer.IsValid() {
+		if cs.perPeer[c.peer]--; cs.perPeer[c.peer] <= 0 {
+			delete(cs.perPeer, c.peer)
+		}
+	}
 	if cs.draining && len(cs.conns) == 0 {
 		close(cs.empty)
 	}
@@ -249,9 +286,10 @@ type pending struct {
 // its client is gone (nginx sends no FCGI_ABORT_REQUEST).
 type conn struct {
 	net.Conn
-	set *connSet
-	sem chan struct{}
-	r   *bufio.Reader
+	set  *connSet
+	sem  chan struct{}
+	r    *bufio.Reader
+	peer netip.Addr // remote TCP address; zero for unix sockets
 
 	// read side, touched only by the reading goroutine
 	hdr     [8]byte

@@ -1,6 +1,7 @@
 package fcgi
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -298,7 +299,7 @@ func expectClosed(t *testing.T, c *fcgiClient) {
 }
 
 func TestFastCGIConnLimit(t *testing.T) {
-	ts := startServer(t, newTestService(t, Config{}), ServeOptions{MaxConns: 2})
+	ts := startServer(t, newTestService(t, Config{}), ServeOptions{MaxConns: 2, MaxConnsPerPeer: 2})
 	a, b := dialFCGI(t, ts.addr), dialFCGI(t, ts.addr)
 	a.do(1, "GET", "/sudoku?puzzle="+easy, "h", nil)
 	b.do(1, "GET", "/sudoku?puzzle="+easy, "h", nil)
@@ -327,6 +328,42 @@ func TestFastCGIConnLimit(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("third connection not served after a place freed")
+	}
+}
+
+func TestFastCGIConnLimitPerPeer(t *testing.T) {
+	ts := startServer(t, newTestService(t, Config{}), ServeOptions{MaxConns: 8, MaxConnsPerPeer: 2})
+	a, b := dialFCGI(t, ts.addr), dialFCGI(t, ts.addr)
+	a.do(1, "GET", "/sudoku?puzzle="+easy, "h", nil)
+	b.do(1, "GET", "/sudoku?puzzle="+easy, "h", nil)
+	// A third connection from the same address is closed on accept, not
+	// left in the backlog where it would hold up everyone behind it.
+	expectClosed(t, dialFCGI(t, ts.addr))
+	// Another address (all of 127/8 is loopback on Linux) is still served.
+	d := net.Dialer{Timeout: 2 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	conn, err := d.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatalf("dial from 127.0.0.2: %v", err)
+	}
+	other := &fcgiClient{t: t, conn: conn, r: bufio.NewReader(conn)}
+	t.Cleanup(func() { conn.Close() })
+	if r := other.do(1, "GET", "/sudoku?puzzle="+easy, "h", nil); r.status != 200 {
+		t.Fatalf("another peer: status %d %q", r.status, r.body)
+	}
+	// Closing one frees a place for the first address again.
+	a.conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c := dialFCGI(t, ts.addr)
+		c.conn.SetDeadline(time.Now().Add(2 * time.Second))
+		c.send(requestBytes(1, "GET", "/sudoku?puzzle="+easy, "h", nil, nil))
+		if r, err := c.read(1); err == nil && r.status == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no connection from the first address served after one of its two closed")
+		}
+		time.Sleep(10 * time.Millisecond) // the close may not be seen yet
 	}
 }
 

@@ -50,6 +50,7 @@ func main() {
 type config struct {
 	listen, internalListen, id, logLevel string
 	pool, queue, maxConns, maxBatch      int
+	maxConnsPerPeer                      int
 	batchParallel, gcPercent, maxProcs   int
 	queueTimeout, solveTimeout, drain    time.Duration
 	batchTimeout                         time.Duration
@@ -138,7 +139,8 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (confi
 	e.int(&c.queue, "queue", "SUDOKU_QUEUE", 64, "puzzles that may wait for a solver slot (0: none)")
 	e.dur(&c.queueTimeout, "queue-timeout", "SUDOKU_QUEUE_TIMEOUT", 50*time.Millisecond, "longest wait for a solver slot before 503")
 	e.dur(&c.solveTimeout, "solve-timeout", "SUDOKU_SOLVE_TIMEOUT", time.Second, "budget for one solve before 503 (keep below nginx's fastcgi_read_timeout)")
-	e.int(&c.maxConns, "max-conns", "SUDOKU_MAX_CONNS", 128, "open FastCGI connections; above it the worker stops accepting")
+	e.int(&c.maxConns, "max-conns", "SUDOKU_MAX_CONNS", 256, "open FastCGI connections; above it the worker stops accepting")
+	e.int(&c.maxConnsPerPeer, "max-conns-per-peer", "SUDOKU_MAX_CONNS_PER_PEER", 0, "open FastCGI connections from one TCP address; more are closed at once (0: half of -max-conns)")
 	e.dur(&c.drain, "drain-timeout", "SUDOKU_DRAIN_TIMEOUT", 10*time.Second, "graceful drain limit after SIGTERM/SIGINT")
 	e.int(&c.maxBatch, "max-batch-lines", "SUDOKU_MAX_BATCH_LINES", 10000, "puzzle lines in one POST (413 above)")
 	e.int64(&c.maxBody, "max-body", "SUDOKU_MAX_BODY", 1<<20, "POST body bytes (413 above)")
@@ -170,8 +172,8 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (confi
 		}
 	}
 	switch {
-	case c.pool < 0, c.queue < 0, c.maxConns < 1, c.maxBatch < 1, c.maxBody < 1, c.batchParallel < 0, c.maxProcs < 0:
-		return c, errors.New("-pool, -queue, -batch-parallel, -maxprocs must be >= 0; -max-conns, -max-batch-lines, -max-body >= 1")
+	case c.pool < 0, c.queue < 0, c.maxConns < 1, c.maxConnsPerPeer < 0, c.maxBatch < 1, c.maxBody < 1, c.batchParallel < 0, c.maxProcs < 0:
+		return c, errors.New("-pool, -queue, -batch-parallel, -maxprocs, -max-conns-per-peer must be >= 0; -max-conns, -max-batch-lines, -max-body >= 1")
 	case c.queueTimeout <= 0, c.solveTimeout <= 0, c.batchTimeout <= 0, c.drain <= 0, c.logFlush < 0:
 		return c, errors.New("-queue-timeout, -solve-timeout, -batch-timeout and -drain-timeout must be > 0")
 	}
@@ -259,7 +261,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Int("pool", cfg.PoolSize).Int("queue", cfg.QueueSize).Dur("queue_timeout", cfg.QueueTimeout).
 		Dur("solve_timeout", cfg.SolveTimeout).Int("max_conns", c.maxConns).Msg("starting")
 
-	err = svc.Serve(ctx, ln, fcgi.ServeOptions{MaxConns: c.maxConns, DrainTimeout: c.drain})
+	err = svc.Serve(ctx, ln, fcgi.ServeOptions{MaxConns: c.maxConns, MaxConnsPerPeer: c.maxConnsPerPeer, DrainTimeout: c.drain})
 	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	isrv.Shutdown(sctx)
 	cancel()
