@@ -378,27 +378,35 @@ func (s *suite) runEchoingStderr(cmd *exec.Cmd) ([]byte, error) {
 	return stdout.Bytes(), err
 }
 
-// nginxTimes returns nginx's own request_time of every request of the
-// client at addr that nginx logged with status between since and until
-// (its JSON access log on the container's stdout). On a machine where the
-// load client shares the cores with a saturated stack, the client's clock
-// also counts its own wait for CPU; nginx's is the service's part alone.
-func (s *suite) nginxTimes(ctx context.Context, since, until time.Time, addr string, status int) ([]time.Duration, error) {
+// nginxLog collects nginx's own request_time of the requests of one
+// client with one status (its JSON access log on the container's stdout).
+// On a machine where the load client shares the cores with a saturated
+// stack, the client's clock also counts its own wait for CPU; nginx's is
+// the service's part alone. Docker keeps only the newest 3 x 10 MiB of a
+// container's log here, so a long run is read every few seconds, and
+// lines are told apart by request id.
+type nginxLog struct {
+	addr   string
+	status int
+	times  map[string]time.Duration // request id -> request_time
+}
+
+// collect reads the log lines Docker stamped from since on and keeps
+// those nginx itself logged between from and until.
+func (l *nginxLog) collect(ctx context.Context, s *suite, since, from, until time.Time) error {
 	ng := s.nginxID(ctx)
 	if ng == "" {
-		return nil, errors.New("no nginx container")
+		return errors.New("no nginx container")
 	}
-	cmd := exec.CommandContext(ctx, "docker", "logs", "--since", since.UTC().Format(time.RFC3339Nano),
-		"--until", until.UTC().Format(time.RFC3339Nano), ng)
+	cmd := exec.CommandContext(ctx, "docker", "logs", "--since", since.UTC().Format(time.RFC3339Nano), ng)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cmd.Stderr = io.Discard // nginx's error log and sudoku-edge's lines
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return err
 	}
-	var times []time.Duration
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -407,17 +415,52 @@ func (s *suite) nginxTimes(ctx context.Context, since, until time.Time, addr str
 			continue
 		}
 		var e struct {
-			RemoteAddr  string  `json:"remote_addr"`
-			Status      int     `json:"status"`
-			RequestTime float64 `json:"request_time"`
+			Time        time.Time `json:"time"` // $time_iso8601: whole seconds
+			RequestID   string    `json:"request_id"`
+			RemoteAddr  string    `json:"remote_addr"`
+			Status      int       `json:"status"`
+			RequestTime float64   `json:"request_time"`
 		}
-		if json.Unmarshal(line, &e) != nil || e.Status != status || e.RemoteAddr != addr {
+		if json.Unmarshal(line, &e) != nil || e.Status != l.status || e.RemoteAddr != l.addr ||
+			e.Time.Before(from.Truncate(time.Second)) || e.Time.After(until) {
 			continue
 		}
-		times = append(times, time.Duration(e.RequestTime*float64(time.Second)))
+		l.times[e.RequestID] = time.Duration(e.RequestTime * float64(time.Second))
 	}
 	if err := cmd.Wait(); err != nil {
-		return nil, fmt.Errorf("docker logs: %w", err)
+		return fmt.Errorf("docker logs: %w", err)
 	}
-	return times, sc.Err()
+	return sc.Err()
+}
+
+// follow collects every period from from on until stop is closed, then
+// once more up to until(); it returns the request times.
+func (l *nginxLog) follow(ctx context.Context, s *suite, from time.Time, period time.Duration, stop <-chan struct{}, until func() time.Time) ([]time.Duration, error) {
+	last := from
+	var err error
+	for done := false; !done; {
+		select {
+		case <-stop:
+			done = true
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(period):
+		}
+		now := time.Now()
+		end := now
+		if done {
+			end = until()
+		}
+		// Docker stamps a line when it reads it, later than nginx wrote it:
+		// overlap the reads and select by nginx's own time.
+		if cerr := l.collect(ctx, s, last.Add(-3*time.Second), from, end); cerr != nil && err == nil {
+			err = cerr
+		}
+		last = now
+	}
+	times := make([]time.Duration, 0, len(l.times))
+	for _, t := range l.times {
+		times = append(times, t)
+	}
+	return times, err
 }
