@@ -117,8 +117,8 @@ test-reliability: ## reliability scenarios (overload, failover, restarts, hostil
 soak: ## 10 minutes at 0.5 C: RSS growth and errors (not part of make test)
 	$(GO) run ./tests/reliability -soak $(RELIABILITY_FLAGS)
 
-# Not part of `make test` yet: two scenarios still fail (README "Reliability"),
-# and CI lands nothing while any test fails. Run it on its own.
+# Part of `make test` (last, after the faster suites); `make soak` is not.
+test: test-reliability
 
 .PHONY: test-reliability soak
 # ---- edge (sudoku-edge): TLS and scaling, end to end against compose ----
