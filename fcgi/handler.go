@@ -26,7 +26,7 @@ type Config struct {
 	WorkerID      string        // X-Sudoku-Worker header and stats; default "sudoku"
 	PoolSize      int           // solver slots; default GOMAXPROCS
 	QueueSize     int           // puzzles that may wait for a slot; default 64; <0 means none
-	QueueTimeout  time.Duration // longest wait for a slot; default 50ms
+	QueueTimeout  time.Duration // longest wait for a slot; default 20ms
 	SolveTimeout  time.Duration // budget for one solve; default 1s
 	MaxBatchLines int           // lines in one POST; default 10000
 	MaxBodyBytes  int64         // POST body size; default 1 MiB
@@ -49,7 +49,7 @@ func (c Config) withDefaults() Config {
 		c.QueueSize = 0
 	}
 	if c.QueueTimeout <= 0 {
-		c.QueueTimeout = 50 * time.Millisecond
+		c.QueueTimeout = 20 * time.Millisecond
 	}
 	if c.SolveTimeout <= 0 {
 		c.SolveTimeout = time.Second

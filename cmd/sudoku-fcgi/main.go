@@ -137,7 +137,7 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (confi
 	e.str(&c.id, "id", "SUDOKU_WORKER_ID", host, "worker id sent as X-Sudoku-Worker")
 	e.int(&c.pool, "pool", "SUDOKU_POOL", 0, "solver slots (0: GOMAXPROCS)")
 	e.int(&c.queue, "queue", "SUDOKU_QUEUE", 64, "puzzles that may wait for a solver slot (0: none)")
-	e.dur(&c.queueTimeout, "queue-timeout", "SUDOKU_QUEUE_TIMEOUT", 50*time.Millisecond, "longest wait for a solver slot before 503")
+	e.dur(&c.queueTimeout, "queue-timeout", "SUDOKU_QUEUE_TIMEOUT", 20*time.Millisecond, "longest wait for a solver slot before 503")
 	e.dur(&c.solveTimeout, "solve-timeout", "SUDOKU_SOLVE_TIMEOUT", time.Second, "budget for one solve before 503 (keep below nginx's fastcgi_read_timeout)")
 	e.int(&c.maxConns, "max-conns", "SUDOKU_MAX_CONNS", 256, "open FastCGI connections; above it the worker stops accepting")
 	e.int(&c.maxConnsPerPeer, "max-conns-per-peer", "SUDOKU_MAX_CONNS_PER_PEER", 0, "open FastCGI connections from one TCP address; more are closed at once (0: half of -max-conns)")
