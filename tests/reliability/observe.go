@@ -464,3 +464,13 @@ func (l *nginxLog) follow(ctx context.Context, s *suite, from time.Time, period 
 	}
 	return times, err
 }
+
+// waitRunning waits until the container called name runs, for at most limit.
+func (s *suite) waitRunning(ctx context.Context, name string, limit time.Duration) {
+	for t0 := time.Now(); time.Since(t0) < limit && ctx.Err() == nil; {
+		if out, err := s.st.docker(ctx, "inspect", "-f", "{{.State.Running}}", name); err == nil && strings.TrimSpace(out) == "true" {
+			return
+		}
+		sleep(ctx, 100*time.Millisecond)
+	}
+}
