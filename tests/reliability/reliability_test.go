@@ -38,7 +38,13 @@ func TestRecoveryTime(t *testing.T) {
 	if got := recoveryTime(recs, 5*time.Millisecond, 10); got != 3*time.Second {
 		t.Errorf("recoveryTime = %v, want 3s", got)
 	}
-	recs[950].Kind = kindBusy // failures count as slow: two of 100 move p99
+	// Two slow requests in one late second: that window's own p99 would
+	// be slow, but the p99 of everything from 3 s on is not.
+	recs[850].Latency, recs[851].Latency = 20*time.Millisecond, 20*time.Millisecond
+	if got := recoveryTime(recs, 5*time.Millisecond, 10); got != 3*time.Second {
+		t.Errorf("recoveryTime with one slow late second = %v, want 3s", got)
+	}
+	recs[950].Kind = kindBusy // a failure is never recovered
 	recs[951].Kind = kindBusy
 	if got := recoveryTime(recs, 5*time.Millisecond, 10); got != 10*time.Second {
 		t.Errorf("recoveryTime with a late failure = %v, want 10s", got)
