@@ -509,8 +509,11 @@ func (c *conn) closeLocked() error {
 	}
 	c.closed = true
 	err := c.Conn.Close()
-	<-c.sem
+	// Forget the connection (and its peer's count) before its place in
+	// the semaphore frees: the accept loop may take the place at once, and
+	// must not see this peer still at its limit.
 	c.set.remove(c)
+	<-c.sem
 	return err
 }
 
