@@ -106,7 +106,7 @@ load-smoke: ## 5 s of open-loop load on LOAD_URL with progress (LOAD_URL, LOAD_I
 bench: bench-host
 
 # ---- reliability (issue 7): scenario suite against the compose stack ----
-# Own compose project and loopback ports 5xxxx; bounded in count and time
+# Own compose project and loopback ports 25080/25443/25113 (below the ephemeral range); bounded in count and time
 # (about 10-15 minutes on a 2-core machine). RELIABILITY_FLAGS passes flags
 # to the runner, e.g. RELIABILITY_FLAGS='-run overload -keep'.
 RELIABILITY_FLAGS ?=
@@ -129,10 +129,10 @@ soak: ## 10 minutes at 0.5 C: RSS growth and errors (not part of make test)
 edge-unit: ## sudoku-edge unit tests: rendering, reload decision, discovery, TLS with in-process Pebble (needs host nginx)
 	$(GO) test -race -shuffle=on ./nginx/... ./cmd/sudoku-edge/... ./tests/internal/...
 
-test-tls: ## TLS end to end: Pebble in compose, cert over HTTP-01 through nginx, forced renewal under load (ports 48080/48443/49113/49150)
+test-tls: ## TLS end to end: Pebble in compose, cert over HTTP-01 through nginx, forced renewal under load (ports 27080/27443/27113/27150)
 	tests/tls/run.sh
 
-test-scale: ## scaling end to end: workers 2 -> 3 answer within 10 s, 3 -> 2 under load with no failure (ports 48180/48543/49213)
+test-scale: ## scaling end to end: workers 2 -> 3 answer within 10 s, 3 -> 2 under load with no failure (ports 26180/26543/26213)
 	tests/scale/run.sh
 
 # `make test` runs both after the stack's own steps.

@@ -1,6 +1,6 @@
 // Command reliability runs the reliability scenario suite against the
 // project's compose stack: it brings the stack up under its own project
-// name on loopback ports 5xxxx, measures the capacity C with
+// name on loopback ports 25080/25443/25113, measures the capacity C with
 // `sudoku-load capacity`, then drives each scenario (overload, bursts,
 // rolling restart, failover, hung worker, all workers down, nginx reloads,
 // slow clients, hostile input, raw FastCGI abuse, client abort, internal
@@ -99,9 +99,9 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	fs.StringVar(&cfg.project, "project", envOr("RELIABILITY_PROJECT", "sudoku-reliability"), "compose project name ($RELIABILITY_PROJECT)")
 	fs.StringVar(&cfg.composeFile, "compose-file", "docker-compose.yml", "compose file")
 	fs.StringVar(&cfg.composeExtra, "compose-override", "", "extra compose file layered on top (debugging the suite)")
-	fs.IntVar(&cfg.httpPort, "http-port", 58080, "host port for nginx HTTP (loopback)")
-	fs.IntVar(&cfg.httpsPort, "https-port", 58443, "host port for nginx HTTPS (loopback)")
-	fs.IntVar(&cfg.exporterPort, "exporter-port", 59113, "host port for the exporter (loopback)")
+	fs.IntVar(&cfg.httpPort, "http-port", 25080, "host port for nginx HTTP (loopback)")
+	fs.IntVar(&cfg.httpsPort, "https-port", 25443, "host port for nginx HTTPS (loopback)")
+	fs.IntVar(&cfg.exporterPort, "exporter-port", 25113, "host port for the exporter (loopback)")
 	fs.IntVar(&cfg.workers, "workers", 2, "worker replicas")
 	fs.StringVar(&cfg.loadBin, "load", "out/sudoku-load", "sudoku-load binary (built when missing)")
 	fs.StringVar(&cfg.abuseBin, "abuse", "out/fcgiabuse", "raw FastCGI abuser binary, static linux (built when missing)")
