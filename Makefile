@@ -117,10 +117,10 @@ test-reliability: ## reliability scenarios (overload, failover, restarts, hostil
 soak: ## 10 minutes at 0.5 C: RSS growth and errors (not part of make test)
 	$(GO) run ./tests/reliability -soak $(RELIABILITY_FLAGS)
 
-# Not part of `make test`: in both full runs with the final settings on the
-# 2-core CI machine the overload's p99 came back to normal after 6-9 s, not
-# 5 s (README "Reliability"), and CI lands nothing while any test fails.
-# Everything else passed in both. Run it on its own.
+# Not part of `make test`: in all three full runs with the final settings on
+# the 2-core CI machine the overload's p99 came back to normal after 6-9 s,
+# not 5 s (README "Reliability"), and CI lands nothing while any test fails.
+# Everything else passed in all three. Run it on its own.
 
 .PHONY: test-reliability soak
 # ---- edge (sudoku-edge): TLS and scaling, end to end against compose ----
