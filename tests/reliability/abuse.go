@@ -91,15 +91,26 @@ func fcgiAbuse(ctx context.Context, s *suite) result {
 // runAbuser runs fcgiabuse in a throwaway container on the project's
 // network: no published port, read-only, unprivileged.
 func (s *suite) runAbuser(ctx context.Context, network, bin, target string, i int) (string, error) {
-	name := fmt.Sprintf("%s-fcgiabuse-%d", s.cfg.project, i)
-	exec.Command("docker", "rm", "-f", name).Run()
-	args := []string{"run", "--rm", "--name", name, "--network", network,
-		"--label", "com.docker.compose.project=" + s.cfg.project,
-		"--read-only", "--user", "65534:65534", "--memory", "512m",
-		"-v", bin + ":/fcgiabuse:ro", "debian:bookworm-slim",
-		"/fcgiabuse", "-target", target, "-duration", "20s"}
+	args := s.throwaway(fmt.Sprintf("fcgiabuse-%d", i), network, []string{bin + ":/fcgiabuse"},
+		"/fcgiabuse", "-target", target, "-duration", "20s")
 	out, err := s.runEchoingStderr(exec.CommandContext(ctx, "docker", args...))
 	return string(out), err
+}
+
+// throwaway returns the `docker run` arguments for a short-lived attacker
+// on the project's network: its own address, no published port, read-only,
+// unprivileged, the given files mounted read-only ("host:container").
+func (s *suite) throwaway(name, network string, mounts []string, cmd ...string) []string {
+	name = s.cfg.project + "-" + name
+	exec.Command("docker", "rm", "-f", name).Run() // a leftover of an interrupted run
+	args := []string{"run", "--rm", "--name", name, "--network", network,
+		"--label", "com.docker.compose.project=" + s.cfg.project,
+		"--read-only", "--user", "65534:65534", "--memory", "512m"}
+	for _, m := range mounts {
+		args = append(args, "-v", m+":ro")
+	}
+	args = append(args, "debian:bookworm-slim")
+	return append(args, cmd...)
 }
 
 // clientAbort: clients that disconnect mid-solve; the worker frees the

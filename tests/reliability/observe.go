@@ -268,14 +268,8 @@ func (s *suite) runLoadFrom(ctx context.Context, name string, args ...string) (f
 	if err != nil {
 		return nil, err
 	}
-	cname := s.cfg.project + "-" + name
-	exec.Command("docker", "rm", "-f", cname).Run()
-	full := []string{"run", "--rm", "--name", cname, "--network", network,
-		"--label", "com.docker.compose.project=" + s.cfg.project,
-		"--read-only", "--user", "65534:65534", "--memory", "512m",
-		"-v", bin + ":/sudoku-load:ro", "-v", puzzles + ":/puzzles:ro",
-		"debian:bookworm-slim", "/sudoku-load"}
-	full = append(full, args...)
+	full := s.throwaway(name, network, []string{bin + ":/sudoku-load", puzzles + ":/puzzles"},
+		append([]string{"/sudoku-load"}, args...)...)
 	full = append(full, "-json", "-log-console")
 	fmt.Fprintf(s.out, "    $ docker %s\n", strings.Join(full, " "))
 	out, err := s.runEchoingStderr(exec.CommandContext(ctx, "docker", full...))
