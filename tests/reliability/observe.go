@@ -376,87 +376,94 @@ func (s *suite) runEchoingStderr(cmd *exec.Cmd) ([]byte, error) {
 // client with one status (its JSON access log on the container's stdout).
 // On a machine where the load client shares the cores with a saturated
 // stack, the client's clock also counts its own wait for CPU; nginx's is
-// the service's part alone. Docker keeps only the newest 3 x 10 MiB of a
-// container's log here, so a long run is read every few seconds, and
-// lines are told apart by request id.
+// the service's part alone. One `docker logs --follow` reads each line
+// once: re-reading the log every few seconds (Docker keeps only 3 x 10
+// MiB of it) cost dockerd half a core for 2 s of every 5 during the
+// overload it measures.
 type nginxLog struct {
 	addr   string
 	status int
-	times  map[string]time.Duration // request id -> request_time
 }
 
-// collect reads the log lines Docker stamped from since on and keeps
-// those nginx itself logged between from and until.
-func (l *nginxLog) collect(ctx context.Context, s *suite, since, from, until time.Time) error {
+// logFlushDelay is how long nginx may hold a line in its access log
+// buffer (nginx.conf: access_log ... flush=1s), plus a margin for Docker.
+const logFlushDelay = 2 * time.Second
+
+// follow streams the log from from on until stop is closed and then until
+// the lines nginx wrote up to until() have arrived; it returns the request
+// times of the lines nginx logged between from and until().
+func (l *nginxLog) follow(ctx context.Context, s *suite, from time.Time, stop <-chan struct{}, until func() time.Time) ([]time.Duration, error) {
 	ng := s.nginxID(ctx)
 	if ng == "" {
-		return errors.New("no nginx container")
+		return nil, errors.New("no nginx container")
 	}
-	cmd := exec.CommandContext(ctx, "docker", "logs", "--since", since.UTC().Format(time.RFC3339Nano), ng)
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Docker stamps a line when it reads it, later than nginx wrote it.
+	cmd := exec.CommandContext(fctx, "docker", "logs", "--follow", "--since", from.Add(-time.Second).UTC().Format(time.RFC3339Nano), ng)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cmd.Stderr = io.Discard // nginx's error log and sudoku-edge's lines
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
-	sc := bufio.NewScanner(out)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if !bytes.Contains(line, []byte(`"request_time"`)) {
-			continue
-		}
-		var e struct {
-			Time        time.Time `json:"time"` // $time_iso8601: whole seconds
-			RequestID   string    `json:"request_id"`
-			RemoteAddr  string    `json:"remote_addr"`
-			Status      int       `json:"status"`
-			RequestTime float64   `json:"request_time"`
-		}
-		if json.Unmarshal(line, &e) != nil || e.Status != l.status || e.RemoteAddr != l.addr ||
-			e.Time.Before(from.Truncate(time.Second)) || e.Time.After(until) {
-			continue
-		}
-		l.times[e.RequestID] = time.Duration(e.RequestTime * float64(time.Second))
+	type entry struct {
+		at time.Time
+		d  time.Duration
 	}
-	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("docker logs: %w", err)
-	}
-	return sc.Err()
-}
-
-// follow collects every period from from on until stop is closed, then
-// once more up to until(); it returns the request times.
-func (l *nginxLog) follow(ctx context.Context, s *suite, from time.Time, period time.Duration, stop <-chan struct{}, until func() time.Time) ([]time.Duration, error) {
-	last := from
-	var err error
-	for done := false; !done; {
-		select {
-		case <-stop:
-			done = true
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(period):
+	byID := map[string]entry{}
+	scanned := make(chan error, 1)
+	go func() {
+		want := []byte(fmt.Sprintf(`"status":%d,`, l.status))
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			if !bytes.Contains(line, want) {
+				continue
+			}
+			var e struct {
+				Time        time.Time `json:"time"` // $time_iso8601: whole seconds
+				RequestID   string    `json:"request_id"`
+				RemoteAddr  string    `json:"remote_addr"`
+				Status      int       `json:"status"`
+				RequestTime float64   `json:"request_time"`
+			}
+			if json.Unmarshal(line, &e) != nil || e.Status != l.status || e.RemoteAddr != l.addr {
+				continue
+			}
+			byID[e.RequestID] = entry{e.Time, time.Duration(e.RequestTime * float64(time.Second))}
 		}
-		now := time.Now()
-		end := now
-		if done {
-			end = until()
-		}
-		// Docker stamps a line when it reads it, later than nginx wrote it:
-		// overlap the reads and select by nginx's own time.
-		if cerr := l.collect(ctx, s, last.Add(-3*time.Second), from, end); cerr != nil && err == nil {
-			err = cerr
-		}
-		last = now
+		io.Copy(io.Discard, out)
+		scanned <- sc.Err()
+	}()
+	select {
+	case <-stop:
+	case <-ctx.Done():
 	}
-	times := make([]time.Duration, 0, len(l.times))
-	for _, t := range l.times {
-		times = append(times, t)
+	end := until()
+	sleep(ctx, time.Until(end.Add(logFlushDelay)))
+	cancel()
+	serr := <-scanned
+	werr := cmd.Wait()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
-	return times, err
+	if serr != nil {
+		return nil, serr
+	}
+	if fctx.Err() == nil && werr != nil { // it ended before it was stopped
+		return nil, fmt.Errorf("docker logs: %w", werr)
+	}
+	times := make([]time.Duration, 0, len(byID))
+	for _, e := range byID {
+		if !e.at.Before(from.Truncate(time.Second)) && !e.at.After(end) {
+			times = append(times, e.d)
+		}
+	}
+	return times, nil
 }
 
 // waitRunning waits until the container called name runs, for at most limit.

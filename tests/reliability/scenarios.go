@@ -85,7 +85,7 @@ func overload(ctx context.Context, s *suite) result {
 	rate := 3 * s.C
 	stopSample := s.sample(ctx, ids, 100*time.Millisecond, true)
 	host, herr := s.st.hostAddress(ctx)
-	nlog := &nginxLog{addr: host, status: 503, times: map[string]time.Duration{}}
+	nlog := &nginxLog{addr: host, status: 503}
 	stopLog := make(chan struct{})
 	var ended time.Time
 	var inNginx []time.Duration
@@ -94,20 +94,26 @@ func overload(ctx context.Context, s *suite) result {
 	began := time.Now()
 	go func() {
 		defer close(logDone)
-		inNginx, nerr = nlog.follow(ctx, s, began, 5*time.Second, stopLog, func() time.Time { return ended.Add(time.Second) })
+		inNginx, nerr = nlog.follow(ctx, s, began, stopLog, func() time.Time { return ended.Add(time.Second) })
 	}()
 	res := drive(ctx, s.st.baseURL, loadSpec{Name: "3C", Rate: rate, Duration: s.cfg.overloadDuration,
-		Conns: 400, Puzzles: s.puzzles, Timeout: 10 * time.Second}, s.out)
+		// 30 s: at 3 C the load client itself falls behind on 2 shared
+		// cores (tens of thousands of requests queued in it, waiting for
+		// one of its connections, answered 9.5 s late at C = 1250); that
+		// wait is the client's, not the service's (nginx's own times are
+		// judged below), and a hung request still shows as a failure.
+		Conns: 400, Puzzles: s.puzzles, Timeout: 30 * time.Second}, s.out)
 	ended = time.Now()
 	close(stopLog)
+	// Recovery: 0.5 C from the moment the overload ends (the log reader
+	// finishes meanwhile; it only reads the new lines).
+	rec := drive(ctx, s.st.baseURL, loadSpec{Name: "after", Rate: s.half(), Duration: 10 * time.Second,
+		Conns: s.conns(s.half()), Puzzles: s.puzzles}, s.out)
+	sm := stopSample()
 	<-logDone
 	if herr != nil {
 		nerr = herr
 	}
-	// Recovery: 0.5 C right after the overload ends.
-	rec := drive(ctx, s.st.baseURL, loadSpec{Name: "after", Rate: s.half(), Duration: 10 * time.Second,
-		Conns: s.conns(s.half()), Puzzles: s.puzzles}, s.out)
-	sm := stopSample()
 
 	sum := summarize(res.Records, s.cfg.overloadDuration)
 	var busy []time.Duration
@@ -118,7 +124,8 @@ func overload(ctx context.Context, s *suite) result {
 	}
 	p99busy := pct(busy, 99)
 	other := sum.Sent - sum.OK - len(busy)
-	c.fig("offered %.0f/s for %v, goodput %.0f/s (%.2f C)", rate, s.cfg.overloadDuration, sum.Goodput, sum.Goodput/s.C)
+	c.fig("offered %.0f/s for %v, goodput %.0f/s (%.2f C), %.1f%% shed with 503", rate, s.cfg.overloadDuration, sum.Goodput, sum.Goodput/s.C,
+		100*float64(len(busy))/math.Max(1, float64(sum.Sent)))
 	// How fast the service rejects: nginx's request_time of the 503s. The
 	// client's own clock (also shown) counts its wait for CPU too: it
 	// shares the 2 cores with a stack that is saturated on purpose.
