@@ -37,6 +37,9 @@ const (
 	kindReset   = "reset"
 	kindTimeout = "timeout"
 	kindOther   = "other_error"
+	// kindSkipped: never sent, because MaxInFlight requests were already
+	// in flight (the client could not keep up with its own schedule).
+	kindSkipped = "client_skipped"
 )
 
 // record is one request's fate.
@@ -66,6 +69,9 @@ type loadSpec struct {
 	// Stop, when closed, ends the sending early; requests already sent
 	// still finish.
 	Stop <-chan struct{}
+	// MaxInFlight, when > 0, skips (kindSkipped) a request due while that
+	// many are in flight, instead of queueing it in the client.
+	MaxInFlight int
 }
 
 type loadResult struct {
@@ -165,6 +171,10 @@ func drive(ctx context.Context, base string, spec loadSpec, progress io.Writer) 
 		}
 		if ctx.Err() != nil || stopped(spec.Stop) {
 			break
+		}
+		if spec.MaxInFlight > 0 && inflight.Load() >= int64(spec.MaxInFlight) {
+			add(record{At: at, Kind: kindSkipped})
+			continue
 		}
 		wg.Add(1)
 		sent.Add(1)
@@ -267,7 +277,8 @@ func checkSolution(puzzle, sol string) bool {
 
 // summary is what scenarios print about a load run.
 type summary struct {
-	Sent, OK  int
+	Sent, OK  int // Sent: requests sent (Skipped not among them)
+	Skipped   int // kindSkipped: due but never sent
 	Kinds     map[string]int
 	P50, P99  time.Duration
 	P999, Max time.Duration
@@ -280,8 +291,12 @@ func summarize(recs []record, dur time.Duration) summary {
 	s := summary{Kinds: map[string]int{}, Workers: map[string]int{}}
 	var lat []time.Duration
 	for _, r := range recs {
-		s.Sent++
 		s.Kinds[r.Kind]++
+		if r.Kind == kindSkipped {
+			s.Skipped++
+			continue
+		}
+		s.Sent++
 		if r.Kind == kindOK {
 			s.OK++
 		}
@@ -314,7 +329,8 @@ func pct(d []time.Duration, p float64) time.Duration {
 	return d[i]
 }
 
-func (s summary) failures() int { return s.Sent - s.OK }
+// failures counts a skipped request as failed too.
+func (s summary) failures() int { return s.Sent - s.OK + s.Skipped }
 
 // kindsString lists the non-ok outcomes, or "none".
 func (s summary) kindsString() string {

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -100,5 +104,27 @@ func TestHostileRequestsAreBounded(t *testing.T) {
 	}
 	if len(kinds) < 20 {
 		t.Errorf("only %d kinds generated", len(kinds))
+	}
+}
+
+// TestDriveMaxInFlight: with the server holding every request, the driver
+// sends MaxInFlight of them and records the rest as skipped, not sent,
+// and summarize keeps them out of Sent but counts them as failures.
+func TestDriveMaxInFlight(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		close(release)
+	}()
+	res := drive(t.Context(), srv.URL, loadSpec{Name: "t", Rate: 100, Duration: 200 * time.Millisecond, Conns: 8,
+		MaxInFlight: 3, Puzzles: []string{strings.Repeat(".", 81)}, Timeout: 5 * time.Second}, io.Discard)
+	sum := summarize(res.Records, 200*time.Millisecond)
+	if sum.Sent != 3 || sum.Skipped != 17 || sum.Kinds[kindBusy] != 3 || sum.failures() != 20 {
+		t.Errorf("sent %d, skipped %d, 503 %d, failures %d; want 3, 17, 3, 20", sum.Sent, sum.Skipped, sum.Kinds[kindBusy], sum.failures())
 	}
 }
