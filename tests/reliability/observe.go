@@ -413,7 +413,7 @@ func (l *nginxLog) follow(ctx context.Context, s *suite, from time.Time, stop <-
 		at time.Time
 		d  time.Duration
 	}
-	byID := map[string]entry{}
+	var got []entry // only the scanning goroutine appends, until it ends
 	scanned := make(chan error, 1)
 	go func() {
 		want := []byte(fmt.Sprintf(`"status":%d,`, l.status))
@@ -426,7 +426,6 @@ func (l *nginxLog) follow(ctx context.Context, s *suite, from time.Time, stop <-
 			}
 			var e struct {
 				Time        time.Time `json:"time"` // $time_iso8601: whole seconds
-				RequestID   string    `json:"request_id"`
 				RemoteAddr  string    `json:"remote_addr"`
 				Status      int       `json:"status"`
 				RequestTime float64   `json:"request_time"`
@@ -434,7 +433,7 @@ func (l *nginxLog) follow(ctx context.Context, s *suite, from time.Time, stop <-
 			if json.Unmarshal(line, &e) != nil || e.Status != l.status || e.RemoteAddr != l.addr {
 				continue
 			}
-			byID[e.RequestID] = entry{e.Time, time.Duration(e.RequestTime * float64(time.Second))}
+			got = append(got, entry{e.Time, time.Duration(e.RequestTime * float64(time.Second))})
 		}
 		io.Copy(io.Discard, out)
 		scanned <- sc.Err()
@@ -457,8 +456,8 @@ func (l *nginxLog) follow(ctx context.Context, s *suite, from time.Time, stop <-
 	if fctx.Err() == nil && werr != nil { // it ended before it was stopped
 		return nil, fmt.Errorf("docker logs: %w", werr)
 	}
-	times := make([]time.Duration, 0, len(byID))
-	for _, e := range byID {
+	times := make([]time.Duration, 0, len(got))
+	for _, e := range got {
 		if !e.at.Before(from.Truncate(time.Second)) && !e.at.After(end) {
 			times = append(times, e.d)
 		}

@@ -143,8 +143,8 @@ func overload(ctx context.Context, s *suite) result {
 	}
 	p99busy := pct(busy, 99)
 	other := sum.Sent - sum.OK - len(busy)
-	c.fig("offered %.0f/s (%.1f C; saturation %.0f/s) for %v, sent %.0f/s (the client skipped %d: 1600 in flight), goodput %.0f/s (%.2f C), %.1f%% shed with 503",
-		rate, rate/s.C, sat, s.cfg.overloadDuration, sum.Rate, sum.Skipped, sum.Goodput, sum.Goodput/s.C, 100*float64(len(busy))/math.Max(1, float64(sum.Sent)))
+	c.fig("offered %.0f/s (%.1f C; saturation %.0f/s) for %v, sent %.0f/s (the client skipped %d: %d in flight), goodput %.0f/s (%.2f C), %.1f%% shed with 503",
+		rate, rate/s.C, sat, s.cfg.overloadDuration, sum.Rate, sum.Skipped, res.Spec.MaxInFlight, sum.Goodput, sum.Goodput/s.C, 100*float64(len(busy))/math.Max(1, float64(sum.Sent)))
 	// How fast the service rejects: nginx's request_time of the 503s. The
 	// client's own clock (also shown) counts its wait for CPU too: it
 	// shares the 2 cores with a stack that is saturated on purpose.
@@ -167,7 +167,7 @@ func overload(ctx context.Context, s *suite) result {
 	} else {
 		c.want(false, "pool and queue sizes not found in /sudoku/stats")
 	}
-	// p99 back to normal within 5 s: every 1 s window from second 5 on.
+	// p99 back to normal within 5 s (recoveryTime says how it is judged).
 	back := recoveryTime(rec.Records, normal, 10)
 	c.fig("p99 from then on normal (<= %s; baseline p99 %s, 1 s windows %s) %v after; 1 s windows after: %s",
 		ms(normal), ms(base.P99), msList(baseWin), back, msList(windowP99(rec.Records, 10)))
