@@ -555,6 +555,10 @@ func nginxReload(ctx context.Context, s *suite) result {
 	return c.result()
 }
 
+// minWellBehavedRate is the lowest rate of the well-behaved client in
+// slowClients, in requests per second.
+const minWellBehavedRate = 100
+
 // slowClients: sudoku-load stress -no-read, 200 connections x 50 requests,
 // with a well-behaved client alongside.
 func slowClients(ctx context.Context, s *suite) result {
@@ -562,7 +566,11 @@ func slowClients(ctx context.Context, s *suite) result {
 	ids := s.workers(ctx)
 	idle := s.idle(ctx, ids)
 	idleNginx, _ := s.st.nginxWorkersRSS(ctx, s.nginxID(ctx))
-	rate := 0.25 * s.C
+	// 0.25 C, but at least minWellBehavedRate: at C = 114 (a noisy hour on
+	// this VM) 0.25 C was 28/s, about 700 requests, and the p99 was the 7th
+	// slowest, so one VM stall decided the check. At 100/s or more the p99
+	// rests on 25 or more requests on each side of the comparison.
+	rate := math.Max(0.25*s.C, minWellBehavedRate)
 	// The baseline runs as long as the client alongside will, with the
 	// same sampler running: the same number of Docker health probes and
 	// the same harness noise on both sides of the comparison.
