@@ -108,8 +108,8 @@ func TestHostileRequestsAreBounded(t *testing.T) {
 }
 
 // TestDriveMaxInFlight: with the server holding every request, the driver
-// sends MaxInFlight of them and records the rest as skipped, not sent,
-// and summarize keeps them out of Sent but counts them as failures.
+// sends MaxInFlight of them and counts the rest as skipped, not sent,
+// and the summary keeps them out of Sent but counts them as failures.
 func TestDriveMaxInFlight(t *testing.T) {
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -123,8 +123,8 @@ func TestDriveMaxInFlight(t *testing.T) {
 	}()
 	res := drive(t.Context(), srv.URL, loadSpec{Name: "t", Rate: 100, Duration: 200 * time.Millisecond, Conns: 8,
 		MaxInFlight: 3, Puzzles: []string{strings.Repeat(".", 81)}, Timeout: 5 * time.Second}, io.Discard)
-	sum := summarize(res.Records, 200*time.Millisecond)
-	if sum.Sent != 3 || sum.Skipped != 17 || sum.Kinds[kindBusy] != 3 || sum.failures() != 20 {
+	sum := res.summary(200 * time.Millisecond)
+	if len(res.Records) != 3 || sum.Sent != 3 || sum.Skipped != 17 || sum.Kinds[kindBusy] != 3 || sum.failures() != 20 {
 		t.Errorf("sent %d, skipped %d, 503 %d, failures %d; want 3, 17, 3, 20", sum.Sent, sum.Skipped, sum.Kinds[kindBusy], sum.failures())
 	}
 }

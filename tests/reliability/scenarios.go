@@ -134,7 +134,7 @@ func overload(ctx context.Context, s *suite) result {
 		nerr = herr
 	}
 
-	sum := summarize(res.Records, s.cfg.overloadDuration)
+	sum := res.summary(s.cfg.overloadDuration)
 	var busy []time.Duration
 	for _, r := range res.Records {
 		if r.Kind == kindBusy {
