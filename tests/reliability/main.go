@@ -66,6 +66,7 @@ type config struct {
 	capacityFixed    float64
 	sloP99           time.Duration
 	sloFallback      time.Duration
+	isolate          bool
 }
 
 // suite is the shared state the scenarios work with.
@@ -78,6 +79,7 @@ type suite struct {
 	hard    []string
 	nginx   nginxConf
 	sloUsed time.Duration // the SLO C was measured at
+	iso     isolation     // zero unless -isolate split the cores
 }
 
 type result struct {
@@ -117,15 +119,23 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	fs.DurationVar(&cfg.overloadDuration, "overload-duration", 60*time.Second, "overload length")
 	fs.Float64Var(&cfg.capacityFixed, "capacity", 0, "use this C instead of measuring it (debugging only)")
 	fs.DurationVar(&cfg.sloP99, "slo", 5*time.Millisecond, "p99 SLO for the capacity search")
+	fs.BoolVar(&cfg.isolate, "isolate", true, "run the suite and its attackers on CPU 0 and the stack on the other cores, so that the load never takes the stack's CPU (on 2 or more cores)")
 	fs.DurationVar(&cfg.sloFallback, "slo-fallback", 500*time.Millisecond, "p99 SLO for a second capacity search when no rate meets -slo (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return 2, err
+	}
+	var iso isolation
+	if cfg.isolate {
+		var err error
+		if iso, err = isolate(); err != nil {
+			return 1, err
+		}
 	}
 	if cfg.via != "direct" && cfg.via != "published" {
 		return 2, fmt.Errorf("-via %q: want direct or published", cfg.via)
 	}
 	began := time.Now()
-	s := &suite{cfg: cfg, out: out}
+	s := &suite{cfg: cfg, out: out, iso: iso}
 	var err error
 	if s.puzzles, err = readPuzzles(cfg.puzzles); err != nil {
 		return 1, err
@@ -160,8 +170,16 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 
 	s.st = newStack(cfg.project, cfg.composeFile, cfg.httpPort, cfg.httpsPort, cfg.exporterPort, cfg.workers, out)
 	s.st.trustHost = cfg.trustHost
+	if iso.stackN > 0 {
+		f, err := iso.composeOverride(cfg.project)
+		if err != nil {
+			return 1, err
+		}
+		s.st.extraFiles = append(s.st.extraFiles, f)
+		fmt.Fprintf(out, "== isolation: the suite and its attackers on CPU %s, the stack on CPU %s\n", iso.loadCPUs, iso.stackCPUs)
+	}
 	if cfg.composeExtra != "" {
-		s.st.extraFiles = []string{cfg.composeExtra}
+		s.st.extraFiles = append(s.st.extraFiles, cfg.composeExtra)
 	}
 	fmt.Fprintf(out, "== stack: project %s, %s, compose %s\n", cfg.project, s.st.baseURL, strings.Join(s.st.compose, " "))
 	if cfg.reuse {

@@ -310,7 +310,7 @@ func (s *suite) capacity(ctx context.Context) (float64, error) {
 		}
 		fmt.Fprintf(s.out, "== capacity (sudoku-load capacity, p99 <= %v)\n", slo)
 		f, err := s.runLoad(ctx, "capacity", "-url", s.st.baseURL, "-in", s.cfg.puzzles,
-			"-p99", slo.String(), "-cores", fmt.Sprint(runtime.NumCPU()))
+			"-p99", slo.String(), "-cores", fmt.Sprint(s.stackCores()))
 		if err != nil {
 			return 0, err
 		}
@@ -473,4 +473,12 @@ func (s *suite) waitRunning(ctx context.Context, name string, limit time.Duratio
 		}
 		sleep(ctx, 100*time.Millisecond)
 	}
+}
+
+// stackCores is the number of cores the stack runs on.
+func (s *suite) stackCores() int {
+	if s.iso.stackN > 0 {
+		return s.iso.stackN
+	}
+	return runtime.NumCPU()
 }
