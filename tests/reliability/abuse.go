@@ -106,8 +106,8 @@ func (s *suite) throwaway(name, network string, mounts []string, cmd ...string) 
 	args := []string{"run", "--rm", "--name", name, "--network", network,
 		"--label", "com.docker.compose.project=" + s.cfg.project,
 		"--read-only", "--user", "65534:65534", "--memory", "512m"}
-	if s.iso.loadCPUs != "" {
-		args = append(args, "--cpuset-cpus", s.iso.loadCPUs) // the load's core, not the stack's
+	if s.iso.stackN > 0 {
+		args = append(args, "--cpuset-cpus", loadCPU) // the load's core, not the stack's
 	}
 	for _, m := range mounts {
 		args = append(args, "-v", m+":ro")

@@ -308,8 +308,8 @@ func summarize(recs []record, dur time.Duration) summary {
 	s := summary{Kinds: map[string]int{}, Workers: map[string]int{}}
 	var lat []time.Duration
 	for _, r := range recs {
-		s.Kinds[r.Kind]++
 		s.Sent++
+		s.Kinds[r.Kind]++
 		if r.Kind == kindOK {
 			s.OK++
 		}

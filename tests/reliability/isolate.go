@@ -22,39 +22,40 @@ import (
 // after it are the stack's own, and the load is never short of CPU.
 // dockerd and containerd still run where the kernel puts them.
 
-// isolation is the CPU split; zero when off.
-type isolation struct {
-	loadCPUs  string // cpuset for the suite and its attackers, "0"
-	stackCPUs string // cpuset for the stack's containers, "1" or "1-3"
-	stackN    int    // cores the stack has
+// loadCPU is the core of the suite, everything it starts and its attackers.
+const loadCPU = "0"
+
+// isolation is the CPU split: the stack has cores 1 to stackN; zero when
+// off.
+type isolation struct{ stackN int }
+
+// stackCPUs is the stack's cpuset, "1" or "1-3".
+func (iso isolation) stackCPUs() string {
+	if iso.stackN == 1 {
+		return "1"
+	}
+	return fmt.Sprintf("1-%d", iso.stackN)
 }
 
-const (
-	envLoadCPUs  = "RELIABILITY_LOAD_CPUS"
-	envStackCPUs = "RELIABILITY_STACK_CPUS"
-	envStackN    = "RELIABILITY_STACK_NCPU"
-)
+// envStackN carries the split into the re-executed program.
+const envStackN = "RELIABILITY_STACK_NCPU"
 
-// isolate pins this process to CPU 0 and returns the split. The first call
-// re-executes the program under taskset (which pins every thread, and
+// isolate pins this process to loadCPU and returns the split. The first
+// call re-executes the program under taskset (which pins every thread, and
 // every process it starts, from the start) and does not return; in the
 // re-executed program it reads the split from the environment. It returns
 // a zero isolation when the machine has a single core.
 func isolate() (isolation, error) {
-	if v := os.Getenv(envStackCPUs); v != "" {
-		n, err := strconv.Atoi(os.Getenv(envStackN))
+	if v := os.Getenv(envStackN); v != "" {
+		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return isolation{}, fmt.Errorf("%s=%q: want a count of cores", envStackN, os.Getenv(envStackN))
+			return isolation{}, fmt.Errorf("%s=%q: want a count of cores", envStackN, v)
 		}
-		return isolation{loadCPUs: os.Getenv(envLoadCPUs), stackCPUs: v, stackN: n}, nil
+		return isolation{stackN: n}, nil
 	}
 	n := runtime.NumCPU()
 	if n < 2 {
 		return isolation{}, nil
-	}
-	iso := isolation{loadCPUs: "0", stackCPUs: "1", stackN: n - 1}
-	if n > 2 {
-		iso.stackCPUs = fmt.Sprintf("1-%d", n-1)
 	}
 	taskset, err := exec.LookPath("taskset")
 	if err != nil {
@@ -64,10 +65,8 @@ func isolate() (isolation, error) {
 	if err != nil {
 		return isolation{}, err
 	}
-	os.Setenv(envLoadCPUs, iso.loadCPUs)
-	os.Setenv(envStackCPUs, iso.stackCPUs)
-	os.Setenv(envStackN, strconv.Itoa(iso.stackN))
-	args := append([]string{"taskset", "-c", iso.loadCPUs, self}, os.Args[1:]...)
+	os.Setenv(envStackN, strconv.Itoa(n-1))
+	args := append([]string{"taskset", "-c", loadCPU, self}, os.Args[1:]...)
 	return isolation{}, syscall.Exec(taskset, args, os.Environ())
 }
 
@@ -84,6 +83,6 @@ services:
     cpuset: %[1]q
   exporter:
     cpuset: %[1]q
-`, iso.stackCPUs)
+`, iso.stackCPUs())
 	return path, os.WriteFile(path, []byte(body), 0o644)
 }

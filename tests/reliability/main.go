@@ -176,7 +176,7 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 			return 1, err
 		}
 		s.st.extraFiles = append(s.st.extraFiles, f)
-		fmt.Fprintf(out, "== isolation: the suite and its attackers on CPU %s, the stack on CPU %s\n", iso.loadCPUs, iso.stackCPUs)
+		fmt.Fprintf(out, "== isolation: the suite and its attackers on CPU %s, the stack on CPU %s\n", loadCPU, iso.stackCPUs())
 	}
 	if cfg.composeExtra != "" {
 		s.st.extraFiles = append(s.st.extraFiles, cfg.composeExtra)
