@@ -25,8 +25,8 @@ import (
 type Config struct {
 	WorkerID      string        // X-Sudoku-Worker header and stats; default "sudoku"
 	PoolSize      int           // solver slots; default GOMAXPROCS
-	QueueSize     int           // puzzles that may wait for a slot; default 64; <0 means none
-	QueueTimeout  time.Duration // longest wait for a slot; default 20ms
+	QueueSize     int           // puzzles that may wait for a slot; default 1024; <0 means none
+	QueueTimeout  time.Duration // longest wait for a slot (refused at once when the expected wait is over half); default 200ms
 	SolveTimeout  time.Duration // budget for one solve; default 1s
 	MaxBatchLines int           // lines in one POST; default 10000
 	MaxBodyBytes  int64         // POST body size; default 1 MiB
@@ -43,13 +43,13 @@ func (c Config) withDefaults() Config {
 		c.PoolSize = runtime.GOMAXPROCS(0)
 	}
 	if c.QueueSize == 0 {
-		c.QueueSize = 64
+		c.QueueSize = 1024
 	}
 	if c.QueueSize < 0 {
 		c.QueueSize = 0
 	}
 	if c.QueueTimeout <= 0 {
-		c.QueueTimeout = 20 * time.Millisecond
+		c.QueueTimeout = 200 * time.Millisecond
 	}
 	if c.SolveTimeout <= 0 {
 		c.SolveTimeout = time.Second

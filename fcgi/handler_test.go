@@ -161,8 +161,8 @@ func TestHandlerStats(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil {
 		t.Fatalf("stats body %q: %v", w.Body, err)
 	}
-	if st.Worker != "test-1" || st.PoolSize != 3 || st.QueueCapacity != 64 {
-		t.Errorf("stats worker/pool/queue = %q/%d/%d, want test-1/3/64", st.Worker, st.PoolSize, st.QueueCapacity)
+	if st.Worker != "test-1" || st.PoolSize != 3 || st.QueueCapacity != 1024 {
+		t.Errorf("stats worker/pool/queue = %q/%d/%d, want test-1/3/1024", st.Worker, st.PoolSize, st.QueueCapacity)
 	}
 	for k, want := range map[string]uint64{"solved": 1, "bad_request": 1, "no_solution": 1, "too_busy": 0} {
 		if got := st.Totals[k]; got != want {
@@ -443,6 +443,57 @@ func TestPool(t *testing.T) {
 	if _, err := p.Acquire(ctx); !errors.Is(err, context.Canceled) || p.Busy() != 0 {
 		t.Errorf("Acquire with a cancelled ctx = %v, busy %d; want context.Canceled and no slot", err, p.Busy())
 	}
+}
+
+func TestPoolRefusesALongExpectedWait(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	p := NewPool(1, 100, timeout)
+	if _, err := p.Acquire(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The queue moves one caller every 5 ms or more.
+	for range 40 {
+		got := make(chan error)
+		go func() { _, err := p.Acquire(context.Background()); got <- err }()
+		for p.Waiting() != 1 {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(5 * time.Millisecond)
+		p.Release()
+		if err := <-got; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := p.ExpectedWait(1); got < 3*time.Millisecond {
+		t.Fatalf("ExpectedWait(1) = %v with a slot freed every 5ms or more, want about 5ms", got)
+	}
+	// Queue callers until one is refused: that must happen well before the
+	// queue (100) is full, and at once rather than after the timeout.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // the callers still queued
+	for n := 1; n <= 100; n++ {
+		start := time.Now()
+		refused := make(chan struct{}, 1)
+		go func() {
+			if _, err := p.Acquire(ctx); errors.Is(err, ErrBusy) {
+				refused <- struct{}{}
+			}
+		}()
+		for p.Waiting() < n && len(refused) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		if len(refused) == 0 {
+			continue // queued
+		}
+		if d := time.Since(start); d >= timeout {
+			t.Errorf("refusal of caller %d took %v: it waited out the timeout", n, d)
+		}
+		if n == 100 {
+			t.Errorf("refused only at caller %d, when the queue was full", n)
+		}
+		return
+	}
+	t.Fatal("no caller refused")
 }
 
 // stallAfter solves the first n puzzles and parks every later one until

@@ -7,20 +7,36 @@ import (
 	"time"
 )
 
-// ErrBusy is returned by Pool.Acquire when no slot frees up in time, or the
-// queue is already full.
+// ErrBusy is returned by Pool.Acquire when the queue is full, when the
+// caller's expected wait is too long, or when no slot frees up in time.
 var ErrBusy = errors.New("fcgi: solver pool busy")
 
 // Pool bounds how many solves run at once. Callers beyond the slots wait in
-// a small bounded queue, each for at most the queue timeout; a caller that
-// finds the queue full, or whose wait runs out, gets ErrBusy at once and
-// never runs. It is safe for concurrent use.
+// a bounded queue. A caller is refused at once (ErrBusy) when the queue is
+// full or when its expected wait (the callers ahead of it times the recent
+// interval between two slots freeing up while callers waited) is more than
+// half the queue timeout; a caller admitted anyway waits at most the
+// timeout. So a burst the pool can clear in time waits, and a steady excess
+// is refused on arrival instead of after waiting. It is safe for
+// concurrent use.
 type Pool struct {
 	slots   chan struct{}
 	queue   int64
 	timeout time.Duration
 	waiting atomic.Int64
+	// lastFree is when a slot was last freed with callers waiting (Unix
+	// nanoseconds; 0 when nobody was). interval is the moving average of
+	// the time from one such release to the next, in nanoseconds: how fast
+	// the queue moves, the solve and every cost around it (the Go
+	// scheduler, the FastCGI side) included.
+	lastFree atomic.Int64
+	interval atomic.Int64
 }
+
+// intervalWeight is the weight of the newest interval in the moving
+// average (1/intervalWeight): a few dozen releases make it follow a change
+// of load.
+const intervalWeight = 16
 
 // NewPool returns a pool of size slots (at least 1) with a queue of up to
 // queue waiters (0: no waiting), each waiting at most timeout.
@@ -48,7 +64,8 @@ func (p *Pool) Acquire(ctx context.Context) (time.Duration, error) {
 		return 0, nil
 	default:
 	}
-	if p.waiting.Add(1) > p.queue {
+	ahead := p.waiting.Add(1)
+	if ahead > p.queue || p.ExpectedWait(ahead) > p.timeout/2 {
 		p.waiting.Add(-1)
 		return 0, ErrBusy
 	}
@@ -67,7 +84,24 @@ func (p *Pool) Acquire(ctx context.Context) (time.Duration, error) {
 }
 
 // Release frees a slot taken by Acquire.
-func (p *Pool) Release() { <-p.slots }
+func (p *Pool) Release() {
+	if p.waiting.Load() > 0 {
+		now := time.Now().UnixNano()
+		if last := p.lastFree.Swap(now); last != 0 {
+			old := p.interval.Load()
+			p.interval.Store(old + (now-last-old)/intervalWeight)
+		}
+	} else {
+		p.lastFree.Store(0)
+	}
+	<-p.slots
+}
+
+// ExpectedWait is how long the n-th caller in the queue should wait for a
+// slot, from the recent pace of the queue.
+func (p *Pool) ExpectedWait(n int64) time.Duration {
+	return time.Duration(n * p.interval.Load())
+}
 
 // Size is the number of slots.
 func (p *Pool) Size() int { return cap(p.slots) }

@@ -22,7 +22,7 @@ type ServeOptions struct {
 	// stops accepting (the kernel backlog holds the rest), like nginx's
 	// accept_disabled. Each open connection costs about 80 KiB (the
 	// standard library's 64 KiB record buffer and the 16 KiB reader), so
-	// this bounds the memory a connection flood can take. Default 256.
+	// this bounds the memory a connection flood can take. Default 1024.
 	MaxConns int
 	// MaxConnsPerPeer is the most open TCP connections from one remote
 	// address; a connection past it is closed as soon as it is accepted,
@@ -50,7 +50,7 @@ type ServeOptions struct {
 
 func (o ServeOptions) withDefaults() ServeOptions {
 	if o.MaxConns <= 0 {
-		o.MaxConns = 256
+		o.MaxConns = 1024
 	}
 	if o.MaxConnsPerPeer <= 0 {
 		o.MaxConnsPerPeer = max(1, o.MaxConns/2)
