@@ -170,6 +170,11 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 
 	s.st = newStack(cfg.project, cfg.composeFile, cfg.httpPort, cfg.httpsPort, cfg.exporterPort, cfg.workers, out)
 	s.st.trustHost = cfg.trustHost
+	logs, err := logsOverride(cfg.project)
+	if err != nil {
+		return 1, err
+	}
+	s.st.extraFiles = append(s.st.extraFiles, logs)
 	if iso.stackN > 0 {
 		f, err := iso.composeOverride(cfg.project)
 		if err != nil {
@@ -369,4 +374,24 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-time.After(d):
 		return nil
 	}
+}
+
+// logsOverride writes a compose file that gives nginx a log large enough
+// for the whole overload (up to about 1.5 million lines of about 600
+// bytes; Docker's default here keeps 3 x 10 MB), so that the suite can
+// read nginx's request times once, after the load (nginxLog), and returns
+// its path.
+func logsOverride(project string) (string, error) {
+	path := filepath.Join(os.TempDir(), project+"-logs.yml")
+	body := `# written by tests/reliability
+version: "2.4"
+services:
+  nginx:
+    logging:
+      driver: json-file
+      options:
+        max-size: "200m"
+        max-file: "5"
+`
+	return path, os.WriteFile(path, []byte(body), 0o644)
 }

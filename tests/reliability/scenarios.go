@@ -101,16 +101,7 @@ func overload(ctx context.Context, s *suite) result {
 	stopSample := s.sample(ctx, ids, 100*time.Millisecond, true)
 	host, herr := s.st.hostAddress(ctx)
 	nlog := &nginxLog{addr: host, status: 503}
-	stopLog := make(chan struct{})
-	var ended time.Time
-	var inNginx []time.Duration
-	var nerr error
-	logDone := make(chan struct{})
 	began := time.Now()
-	go func() {
-		defer close(logDone)
-		inNginx, nerr = nlog.follow(ctx, s, began, stopLog, func() time.Time { return ended.Add(time.Second) })
-	}()
 	res := drive(ctx, s.st.baseURL, loadSpec{Name: "3C", Rate: rate, Duration: s.cfg.overloadDuration,
 		// 30 s: at 3 C the load client itself falls behind on 2 shared
 		// cores (tens of thousands of requests queued in it, waiting for
@@ -125,14 +116,12 @@ func overload(ctx context.Context, s *suite) result {
 		// the excess waited in the client for a connection, and the stack,
 		// which admits 2 x max_conns 256 at once, never had to shed any.
 		Conns: 1600, MaxInFlight: 1600, Puzzles: s.puzzles, Timeout: 30 * time.Second}, s.out)
-	ended = time.Now()
-	close(stopLog)
-	// Recovery: 0.5 C from the moment the overload ends (the log reader
-	// finishes meanwhile; it only reads the new lines).
+	ended := time.Now()
+	// Recovery: 0.5 C from the moment the overload ends.
 	rec := drive(ctx, s.st.baseURL, loadSpec{Name: "after", Rate: s.half(), Duration: 10 * time.Second,
 		Conns: s.conns(s.half()), Puzzles: s.puzzles}, s.out)
 	sm := stopSample()
-	<-logDone
+	inNginx, nerr := nlog.read(ctx, s, began, ended.Add(time.Second))
 	if herr != nil {
 		nerr = herr
 	}
