@@ -118,7 +118,7 @@ soak: ## 10 minutes at 0.5 C: RSS growth and errors (not part of make test)
 	$(GO) run ./tests/reliability -soak $(RELIABILITY_FLAGS)
 
 # Not part of `make test`: when the VM is calm C comes out at 5,000-10,000/s,
-# and then the overload fails: its goodput was 0.53-0.78 C at C = 5,000
+# and then the overload fails: its goodput was 0.59-0.85 C at C = 5,000
 # (nginx and the workers turning away the excess on the one core they share).
 # CI lands nothing while any test fails. README: "Reliability", Status.
 

@@ -464,8 +464,8 @@ func TestPoolRefusesALongExpectedWait(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := p.ExpectedWait(1); got < 3*time.Millisecond {
-		t.Fatalf("ExpectedWait(1) = %v with a slot freed every 5ms or more, want about 5ms", got)
+	if got := p.expectedWait(1); got < 3*time.Millisecond {
+		t.Fatalf("expectedWait(1) = %v with a slot freed every 5ms or more, want about 5ms", got)
 	}
 	// Queue callers until one is refused: that must happen well before the
 	// queue (100) is full, and at once rather than after the timeout.

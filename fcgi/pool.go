@@ -28,7 +28,9 @@ type Pool struct {
 	// nanoseconds; 0 when nobody was). interval is the moving average of
 	// the time from one such release to the next, in nanoseconds: how fast
 	// the queue moves, the solve and every cost around it (the Go
-	// scheduler, the FastCGI side) included.
+	// scheduler, the FastCGI side) included. Two releases at once may
+	// lose one sample of the average, which is harmless and keeps Release
+	// free of locks.
 	lastFree atomic.Int64
 	interval atomic.Int64
 }
@@ -65,7 +67,7 @@ func (p *Pool) Acquire(ctx context.Context) (time.Duration, error) {
 	default:
 	}
 	ahead := p.waiting.Add(1)
-	if ahead > p.queue || p.ExpectedWait(ahead) > p.timeout/2 {
+	if ahead > p.queue || p.expectedWait(ahead) > p.timeout/2 {
 		p.waiting.Add(-1)
 		return 0, ErrBusy
 	}
@@ -97,9 +99,9 @@ func (p *Pool) Release() {
 	<-p.slots
 }
 
-// ExpectedWait is how long the n-th caller in the queue should wait for a
+// expectedWait is how long the n-th caller in the queue should wait for a
 // slot, from the recent pace of the queue.
-func (p *Pool) ExpectedWait(n int64) time.Duration {
+func (p *Pool) expectedWait(n int64) time.Duration {
 	return time.Duration(n * p.interval.Load())
 }
 

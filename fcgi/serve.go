@@ -29,8 +29,10 @@ type ServeOptions struct {
 	// so that one peer (a broken or hostile client on the worker's
 	// network) cannot hold every connection while nginx's wait in the
 	// backlog behind it. Unix socket peers are not counted. Default
-	// MaxConns/2, far above what nginx needs (its max_conns plus idle
-	// keepalive connections).
+	// MaxConns/2: 512 with the default MaxConns, as much as the stack's
+	// nginx can open to one worker (max_conns=256 busy, plus up to 128
+	// idle per nginx worker process, two of them on 2 cores). With more
+	// nginx processes, raise -max-conns.
 	MaxConnsPerPeer int
 	// DrainTimeout bounds the graceful drain after ctx ends. Default 10s.
 	DrainTimeout time.Duration

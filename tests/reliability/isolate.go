@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"syscall"
@@ -73,16 +72,11 @@ func isolate() (isolation, error) {
 // composeOverride writes a compose file that puts the stack's services on
 // the stack's cores and returns its path.
 func (iso isolation) composeOverride(project string) (string, error) {
-	path := filepath.Join(os.TempDir(), project+"-isolate.yml")
-	body := fmt.Sprintf(`# written by tests/reliability -isolate
-version: "2.4"
-services:
-  sudoku:
+	return writeOverride(project, "isolate", fmt.Sprintf(`  sudoku:
     cpuset: %[1]q
   nginx:
     cpuset: %[1]q
   exporter:
     cpuset: %[1]q
-`, iso.stackCPUs())
-	return path, os.WriteFile(path, []byte(body), 0o644)
+`, iso.stackCPUs()))
 }

@@ -382,16 +382,19 @@ func sleep(ctx context.Context, d time.Duration) error {
 // read nginx's request times once, after the load (nginxLog), and returns
 // its path.
 func logsOverride(project string) (string, error) {
-	path := filepath.Join(os.TempDir(), project+"-logs.yml")
-	body := `# written by tests/reliability
-version: "2.4"
-services:
-  nginx:
+	return writeOverride(project, "logs", `  nginx:
     logging:
       driver: json-file
       options:
         max-size: "200m"
         max-file: "5"
-`
+`)
+}
+
+// writeOverride writes a compose file of the given services, layered on
+// the stack's, as <tmp>/<project>-<name>.yml and returns its path.
+func writeOverride(project, name, services string) (string, error) {
+	path := filepath.Join(os.TempDir(), project+"-"+name+".yml")
+	body := "# written by tests/reliability\nversion: \"2.4\"\nservices:\n" + services
 	return path, os.WriteFile(path, []byte(body), 0o644)
 }
