@@ -11,6 +11,8 @@
 //   - [Applier] is the reload decision: it writes changed files atomically,
 //     runs the check, reloads only a configuration that passed it, and puts
 //     the old files back when the check fails.
+//   - [ErrorLog] relays nginx's error log and holds back floods of one
+//     kind of line (one "no live upstreams" per request turned away).
 //   - [CertManager] keeps TLS certificates with certmagic (ACME, HTTP-01
 //     only), exports each new pair for nginx and renders the HTTPS server
 //     with [RenderTLS].

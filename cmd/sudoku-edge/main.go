@@ -134,9 +134,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	tlsPath := filepath.Join(c.runDir, "tls.conf")
 	targets, _ := nginx.ParseTargets(c.workers)
 	disc := &nginx.Discovery{Targets: targets, Timeout: c.resolveInterval}
+	// nginx's error log (its stderr) goes through a relay that holds back
+	// floods; its access log (stdout) is buffered by nginx itself.
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("error log pipe: %w", err)
+	}
+	defer errR.Close()
 	proc := &nginx.Process{
 		Bin: c.nginxBin, Prefix: c.nginxPrefix, Conf: c.nginxConf,
-		Stdout: os.Stdout, Stderr: os.Stderr,
+		Stdout: os.Stdout, Stderr: errW,
 	}
 	applier := &nginx.Applier{Checker: proc, Reloader: proc, Log: log}
 
@@ -186,9 +193,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}()
 	defer srv.Close()
 
-	if err := proc.Start(); err != nil {
+	err = proc.Start()
+	errW.Close() // nginx and its workers hold the write end now
+	if err != nil {
 		return err
 	}
+	relayed := make(chan struct{})
+	go func() {
+		defer close(relayed)
+		errLog := &nginx.ErrorLog{Out: os.Stderr, Log: log}
+		if err := errLog.Relay(errR); err != nil {
+			// Keep reading: a full pipe would stall nginx.
+			log.Error().Err(err).Msg("relaying nginx's error log; dropping it from now on")
+			io.Copy(io.Discard, errR)
+		}
+	}()
+	// The last lines nginx wrote before it exited (EOF comes once every
+	// process holding the pipe is gone).
+	defer func() {
+		select {
+		case <-relayed:
+		case <-time.After(2 * time.Second):
+		}
+	}()
 	log.Info().Int("pid", proc.Pid()).Str("conf", c.nginxConf).Msg("nginx started")
 
 	bg, cancelBg := context.WithCancel(context.Background())

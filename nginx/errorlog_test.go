@@ -1,0 +1,140 @@
+package nginx
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+func TestLineKind(t *testing.T) {
+	tests := []struct{ line, want string }{
+		{`2026/11/30 15:48:15 [error] 31#31: *1234 no live upstreams while connecting to upstream, client: 172.18.0.1, server: _, request: "GET /sudoku?puzzle=1 HTTP/1.1", upstream: "fastcgi://sudoku_workers", host: "x"` + "\n",
+			"[error] no live upstreams while connecting to upstream"},
+		{`2026/11/30 15:48:16 [error] 32#32: *99 no live upstreams while connecting to upstream, client: 10.0.0.9, server: _, request: "GET /sudoku?puzzle=2 HTTP/1.1"` + "\n",
+			"[error] no live upstreams while connecting to upstream"},
+		{`2026/11/30 15:48:15 [notice] 1#1: signal process started` + "\n", "[notice] signal process started"},
+		{"nginx: [emerg] unknown directive \"foo\"\n", `[emerg] unknown directive "foo"`},
+		{"no brackets at all\n", "no brackets at all"},
+		{"odd ] then [ order\n", "odd ] then [ order"},
+	}
+	for _, tt := range tests {
+		if got := string(lineKind([]byte(tt.line))); got != tt.want {
+			t.Errorf("lineKind(%q) = %q, want %q", tt.line, got, tt.want)
+		}
+	}
+}
+
+func noLiveUpstreams(conn int) string {
+	return fmt.Sprintf("2026/11/30 15:48:15 [error] 31#31: *%d no live upstreams while connecting to upstream, client: 10.0.%d.1, server: _, request: \"GET /sudoku?puzzle=%d HTTP/1.1\"\n", conn, conn%250, conn)
+}
+
+func TestErrorLogPassesDistinctLinesAsTheyAre(t *testing.T) {
+	in := "2026/11/30 15:48:15 [notice] 1#1: using the \"epoll\" event method\n" +
+		"2026/11/30 15:48:15 [warn] 30#30: *1 limiting requests, excess: 100.5 by zone \"sudoku_req\", client: 10.0.0.1\n" +
+		strings.Repeat("x", 40<<10) + "\n" + // longer than the read buffer
+		"no newline at the end"
+	var out, log bytes.Buffer
+	e := &ErrorLog{Out: &out, Log: zerolog.New(&log)}
+	if err := e.Relay(strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != in {
+		t.Errorf("relayed %d bytes, want the %d given unchanged", out.Len(), len(in))
+	}
+	if log.Len() != 0 {
+		t.Errorf("summaries for lines that were all passed: %s", log.String())
+	}
+}
+
+func TestErrorLogHoldsBackAFloodOfOneKind(t *testing.T) {
+	var in strings.Builder
+	for i := range 1000 {
+		in.WriteString(noLiveUpstreams(i))
+		if i == 500 {
+			in.WriteString("2026/11/30 15:48:15 [error] 31#31: *7 upstream timed out (110: Connection timed out) while reading response header from upstream, client: 10.0.0.1\n")
+		}
+	}
+	var out, log bytes.Buffer
+	e := &ErrorLog{Out: &out, Log: zerolog.New(&log), Burst: 5, Window: time.Hour}
+	if err := e.Relay(strings.NewReader(in.String())); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 6 {
+		t.Fatalf("relayed %d lines, want the first 5 of the flood and the other kind:\n%s", len(lines), out.String())
+	}
+	for i := range 5 {
+		if lines[i] != strings.TrimSuffix(noLiveUpstreams(i), "\n") {
+			t.Errorf("line %d = %q, want the flood's line %d", i, lines[i], i)
+		}
+	}
+	if !strings.Contains(lines[5], "upstream timed out") {
+		t.Errorf("the other kind's line was held back: %q", lines[5])
+	}
+	var sum struct {
+		Level    string `json:"level"`
+		Kind     string `json:"kind"`
+		HeldBack int    `json:"held_back"`
+		Passed   int    `json:"passed"`
+		Message  string `json:"message"`
+	}
+	if err := json.Unmarshal(log.Bytes(), &sum); err != nil {
+		t.Fatalf("summary %q: %v", log.String(), err)
+	}
+	if sum.Kind != "[error] no live upstreams while connecting to upstream" || sum.HeldBack != 995 || sum.Passed != 5 || sum.Level != "warn" {
+		t.Errorf("summary = %+v, want 995 held back and 5 passed of the flood's kind", sum)
+	}
+}
+
+func TestErrorLogStartsAWindowAfterTheLast(t *testing.T) {
+	r, w := io.Pipe()
+	var out, log syncBuffer
+	e := &ErrorLog{Out: &out, Log: zerolog.New(&log), Burst: 2, Window: 50 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() { done <- e.Relay(r) }()
+	for i := range 5 {
+		w.Write([]byte(noLiveUpstreams(i)))
+	}
+	// The ticker ends the window without another line.
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(log.String(), `"held_back":3`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no summary after the window; log %q", log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	w.Write([]byte(noLiveUpstreams(5)))
+	w.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "\n"); n != 3 {
+		t.Errorf("relayed %d lines, want 2 in the first window and 1 in the next:\n%s", n, out.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the relay's two goroutines and the
+// test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
