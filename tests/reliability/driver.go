@@ -160,7 +160,7 @@ func drive(ctx context.Context, base string, spec loadSpec, progress io.Writer) 
 	one := func(at time.Duration, puzzle string) {
 		defer wg.Done()
 		defer inflight.Add(-1)
-		add(doRequest(ctx, client, base, puzzle, res.Start, at, spec.Timeout))
+		add(doRequest(ctx, client, base, puzzle, userAgent(spec.Name), res.Start, at, spec.Timeout))
 	}
 
 	var schedule []time.Duration
@@ -222,11 +222,16 @@ type solveBody struct {
 	Error    string `json:"error"`
 }
 
-func doRequest(ctx context.Context, client *http.Client, base, puzzle string, start time.Time, at, timeout time.Duration) record {
+// userAgent names a load phase in nginx's access log, where nginxLog finds
+// its requests.
+func userAgent(phase string) string { return "sudoku-reliability/" + phase }
+
+func doRequest(ctx context.Context, client *http.Client, base, puzzle, agent string, start time.Time, at, timeout time.Duration) record {
 	r := record{At: at}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/sudoku?puzzle="+url.QueryEscape(puzzle), nil)
+	req.Header["User-Agent"] = []string{agent}
 	resp, err := client.Do(req)
 	if err != nil {
 		r.Latency = time.Since(start.Add(at))

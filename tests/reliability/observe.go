@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -372,27 +373,41 @@ func (s *suite) runEchoingStderr(cmd *exec.Cmd) ([]byte, error) {
 	return stdout.Bytes(), err
 }
 
-// nginxLog collects nginx's own request_time of the requests of one
-// client with one status (its JSON access log on the container's stdout).
-// On a machine where the load client shares the cores with a saturated
-// stack, the client's clock also counts its own wait for CPU; nginx's is
-// the service's part alone. The log is read once, after the load: a
-// `docker logs --follow` during the overload cost dockerd 42% of a core
-// (20% without it), taken from the stack it measured; re-reading the log
-// every few seconds cost half a core for 2 s of every 5. The suite gives
-// nginx a log large enough to hold the whole overload (logsOverride).
+// nginxLog reads nginx's own view of the suite's requests: its JSON access
+// log on the container's stdout, the lines of one client address. On a
+// machine where the load client shares the cores with a saturated stack,
+// the client's clock also counts its own wait for CPU; nginx's
+// request_time is the service's part alone. The log is read once, after
+// the load: a `docker logs --follow` during the overload cost dockerd 42%
+// of a core (20% without it), taken from the stack it measured; re-reading
+// the log every few seconds cost half a core for 2 s of every 5. The suite
+// gives nginx a log large enough to hold the whole overload
+// (logsOverride).
 type nginxLog struct {
-	addr   string
-	status int
+	addr string
+}
+
+// loggedRequest is one line of nginx's access log.
+type loggedRequest struct {
+	Time        time.Time `json:"time"` // $time_iso8601: the end, in whole seconds
+	RemoteAddr  string    `json:"remote_addr"`
+	Status      int       `json:"status"`
+	RequestTime float64   `json:"request_time"` // seconds
+	UserAgent   string    `json:"user_agent"`   // userAgent(phase)
+}
+
+func (e loggedRequest) took() time.Duration {
+	return time.Duration(e.RequestTime * float64(time.Second))
 }
 
 // logFlushDelay is how long nginx may hold a line in its access log
 // buffer (nginx.conf: access_log ... flush=1s), plus a margin for Docker.
 const logFlushDelay = 2 * time.Second
 
-// read returns the request times of the lines nginx logged between from
-// and until. It waits until those lines can have reached Docker.
-func (l *nginxLog) read(ctx context.Context, s *suite, from, until time.Time) ([]time.Duration, error) {
+// read returns the suite's requests nginx logged between from and until
+// (by nginx's clock, in whole seconds). It waits until those lines can
+// have reached Docker.
+func (l *nginxLog) read(ctx context.Context, s *suite, from, until time.Time) ([]loggedRequest, error) {
 	ng := s.nginxID(ctx)
 	if ng == "" {
 		return nil, errors.New("no nginx container")
@@ -410,8 +425,8 @@ func (l *nginxLog) read(ctx context.Context, s *suite, from, until time.Time) ([
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	want := []byte(fmt.Sprintf(`"status":%d,`, l.status))
-	var times []time.Duration
+	want := []byte(`"user_agent":"` + userAgent(""))
+	var reqs []loggedRequest
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -419,17 +434,12 @@ func (l *nginxLog) read(ctx context.Context, s *suite, from, until time.Time) ([
 		if !bytes.Contains(line, want) {
 			continue
 		}
-		var e struct {
-			Time        time.Time `json:"time"` // $time_iso8601: whole seconds
-			RemoteAddr  string    `json:"remote_addr"`
-			Status      int       `json:"status"`
-			RequestTime float64   `json:"request_time"`
-		}
-		if json.Unmarshal(line, &e) != nil || e.Status != l.status || e.RemoteAddr != l.addr {
+		var e loggedRequest
+		if json.Unmarshal(line, &e) != nil || e.RemoteAddr != l.addr {
 			continue
 		}
 		if !e.Time.Before(from.Truncate(time.Second)) && !e.Time.After(until) {
-			times = append(times, time.Duration(e.RequestTime*float64(time.Second)))
+			reqs = append(reqs, e)
 		}
 	}
 	io.Copy(io.Discard, out)
@@ -440,7 +450,37 @@ func (l *nginxLog) read(ctx context.Context, s *suite, from, until time.Time) ([
 	if err := cmd.Wait(); err != nil {
 		return nil, fmt.Errorf("docker logs: %w", err)
 	}
-	return times, nil
+	return reqs, nil
+}
+
+// phaseTimes returns nginx's request times of one load phase's requests
+// with status.
+func phaseTimes(reqs []loggedRequest, phase string, status int) []time.Duration {
+	var ts []time.Duration
+	for _, e := range reqs {
+		if e.UserAgent == userAgent(phase) && e.Status == status {
+			ts = append(ts, e.took())
+		}
+	}
+	return ts
+}
+
+// phaseRecords turns one load phase's lines into records timed by nginx:
+// At is the whole second the request ended in, counted from the second
+// the phase started in.
+func phaseRecords(reqs []loggedRequest, phase string, start time.Time) []record {
+	var recs []record
+	for _, e := range reqs {
+		if e.UserAgent != userAgent(phase) {
+			continue
+		}
+		r := record{At: e.Time.Sub(start.Truncate(time.Second)), Latency: e.took(), Status: e.Status, Kind: kindOK}
+		if e.Status != http.StatusOK {
+			r.Kind = fmt.Sprintf("%d", e.Status)
+		}
+		recs = append(recs, r)
+	}
+	return recs
 }
 
 // waitRunning waits until the container called name runs, for at most limit.

@@ -55,6 +55,31 @@ func TestRecoveryTime(t *testing.T) {
 	}
 }
 
+func TestPhaseRecordsFromNginxLog(t *testing.T) {
+	start := time.Date(2026, 11, 30, 16, 0, 0, 700e6, time.UTC)
+	at := func(sec int) time.Time { return time.Date(2026, 11, 30, 16, 0, sec, 0, time.UTC) }
+	reqs := []loggedRequest{
+		{Time: at(0), Status: 200, RequestTime: 0.002, UserAgent: userAgent("after")},
+		{Time: at(3), Status: 200, RequestTime: 0.040, UserAgent: userAgent("after")},
+		{Time: at(3), Status: 503, RequestTime: 0, UserAgent: userAgent("after")},
+		{Time: at(0), Status: 503, RequestTime: 0.001, UserAgent: userAgent("3C")},
+		{Time: at(1), Status: 200, RequestTime: 0.300, UserAgent: userAgent("3C")},
+	}
+	recs := phaseRecords(reqs, "after", start)
+	if len(recs) != 3 {
+		t.Fatalf("phaseRecords = %d records, want the 3 of the phase", len(recs))
+	}
+	if recs[1].At != 3*time.Second || recs[1].Latency != 40*time.Millisecond || recs[1].Kind != kindOK {
+		t.Errorf("record 1 = %+v, want 3s after the phase's first second, 40ms, ok", recs[1])
+	}
+	if !recs[2].failed() {
+		t.Errorf("a 503 in the phase is not a failure: %+v", recs[2])
+	}
+	if got := phaseTimes(reqs, "3C", 503); len(got) != 1 || got[0] != time.Millisecond {
+		t.Errorf("phaseTimes(3C, 503) = %v, want [1ms]", got)
+	}
+}
+
 func TestSlope(t *testing.T) {
 	var ps []point
 	for i := 0; i < 60; i++ {
