@@ -400,6 +400,10 @@ func (e loggedRequest) took() time.Duration {
 	return time.Duration(e.RequestTime * float64(time.Second))
 }
 
+// nginxTick is the resolution of nginx's request_time: whole milliseconds
+// of the clock it reads once per turn of its event loop.
+const nginxTick = time.Millisecond
+
 // logFlushDelay is how long nginx may hold a line in its access log
 // buffer (nginx.conf: access_log ... flush=1s), plus a margin for Docker.
 const logFlushDelay = 2 * time.Second
