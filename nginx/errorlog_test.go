@@ -96,12 +96,16 @@ func TestErrorLogHoldsBackAFloodOfOneKind(t *testing.T) {
 func TestErrorLogStartsAWindowAfterTheLast(t *testing.T) {
 	r, w := io.Pipe()
 	var out, log syncBuffer
-	e := &ErrorLog{Out: &out, Log: zerolog.New(&log), Burst: 2, Window: 50 * time.Millisecond}
+	e := &ErrorLog{Out: &out, Log: zerolog.New(&log), Burst: 2, Window: 200 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- e.Relay(r) }()
+	// One write: the window starts at the first line and the other four
+	// follow within microseconds.
+	var flood strings.Builder
 	for i := range 5 {
-		w.Write([]byte(noLiveUpstreams(i)))
+		flood.WriteString(noLiveUpstreams(i))
 	}
+	w.Write([]byte(flood.String()))
 	// The ticker ends the window without another line.
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(log.String(), `"held_back":3`) {
