@@ -119,7 +119,7 @@ soak: ## 10 minutes at 0.5 C: RSS growth and errors (not part of make test)
 
 # Not part of `make test`: when the VM is calm, C comes out high (9,000/s,
 # 0.72 of the saturation), and 0.9 C is then about 0.65 of the saturation.
-# The overload's goodput was 0.59-0.71 of it in three runs, two below that
+# The overload's goodput was 0.56-0.71 of it in five runs, four below that
 # (nginx and the workers turn away the excess on the one core they share).
 # At the VM's noisy C (181/s) a whole run passed 12/12. CI lands nothing
 # while any test fails. README: "Reliability", Status.
