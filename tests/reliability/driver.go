@@ -222,7 +222,7 @@ type solveBody struct {
 	Error    string `json:"error"`
 }
 
-// userAgent names a load phase in nginx's access log, where nginxLog finds
+// userAgent names a load phase in nginx's access log, where nginxRequests finds
 // its requests.
 func userAgent(phase string) string { return "sudoku-reliability/" + phase }
 

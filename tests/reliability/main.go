@@ -379,7 +379,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // logsOverride writes a compose file that gives nginx a log large enough
 // for the whole overload (up to about 1.5 million lines of about 600
 // bytes; Docker's default here keeps 3 x 10 MB), so that the suite can
-// read nginx's request times once, after the load (nginxLog), and returns
+// read nginx's request times once, after the load (nginxRequests), and returns
 // its path.
 func logsOverride(project string) (string, error) {
 	return writeOverride(project, "logs", `  nginx:

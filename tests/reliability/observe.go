@@ -373,8 +373,8 @@ func (s *suite) runEchoingStderr(cmd *exec.Cmd) ([]byte, error) {
 	return stdout.Bytes(), err
 }
 
-// nginxLog reads nginx's own view of the suite's requests: its JSON access
-// log on the container's stdout, the lines of one client address. On a
+// nginxRequests reads nginx's own view of the suite's requests: its JSON
+// access log on the container's stdout, the lines from the host. On a
 // machine where the load client shares the cores with a saturated stack,
 // the client's clock also counts its own wait for CPU; nginx's
 // request_time is the service's part alone. The log is read once, after
@@ -383,9 +383,6 @@ func (s *suite) runEchoingStderr(cmd *exec.Cmd) ([]byte, error) {
 // the log every few seconds cost half a core for 2 s of every 5. The suite
 // gives nginx a log large enough to hold the whole overload
 // (logsOverride).
-type nginxLog struct {
-	addr string
-}
 
 // loggedRequest is one line of nginx's access log.
 type loggedRequest struct {
@@ -408,10 +405,14 @@ const nginxTick = time.Millisecond
 // buffer (nginx.conf: access_log ... flush=1s), plus a margin for Docker.
 const logFlushDelay = 2 * time.Second
 
-// read returns the suite's requests nginx logged between from and until
-// (by nginx's clock, in whole seconds). It waits until those lines can
-// have reached Docker.
-func (l *nginxLog) read(ctx context.Context, s *suite, from, until time.Time) ([]loggedRequest, error) {
+// nginxRequests returns the suite's requests nginx logged between from and
+// until (by nginx's clock, in whole seconds). It waits until those lines
+// can have reached Docker.
+func (s *suite) nginxRequests(ctx context.Context, from, until time.Time) ([]loggedRequest, error) {
+	host, err := s.st.hostAddress(ctx)
+	if err != nil {
+		return nil, err
+	}
 	ng := s.nginxID(ctx)
 	if ng == "" {
 		return nil, errors.New("no nginx container")
@@ -439,7 +440,7 @@ func (l *nginxLog) read(ctx context.Context, s *suite, from, until time.Time) ([
 			continue
 		}
 		var e loggedRequest
-		if json.Unmarshal(line, &e) != nil || e.RemoteAddr != l.addr {
+		if json.Unmarshal(line, &e) != nil || e.RemoteAddr != host {
 			continue
 		}
 		if !e.Time.Before(from.Truncate(time.Second)) && !e.Time.After(until) {

@@ -99,8 +99,6 @@ func overload(ctx context.Context, s *suite) result {
 		rate = 1.2 * sat
 	}
 	stopSample := s.sample(ctx, ids, 100*time.Millisecond, true)
-	host, herr := s.st.hostAddress(ctx)
-	nlog := &nginxLog{addr: host}
 	res := drive(ctx, s.st.baseURL, loadSpec{Name: "3C", Rate: rate, Duration: s.cfg.overloadDuration,
 		// 30 s: at 3 C the load client itself falls behind on 2 shared
 		// cores (tens of thousands of requests queued in it, waiting for
@@ -121,10 +119,7 @@ func overload(ctx context.Context, s *suite) result {
 		Conns: s.conns(s.half()), Puzzles: s.puzzles}, s.out)
 	recUntil := time.Now()
 	sm := stopSample()
-	logged, nerr := nlog.read(ctx, s, baseFrom, recUntil)
-	if herr != nil {
-		nerr = herr
-	}
+	logged, nerr := s.nginxRequests(ctx, baseFrom, recUntil)
 	inNginx := phaseTimes(logged, "3C", http.StatusServiceUnavailable)
 
 	sum := res.summary(s.cfg.overloadDuration)
@@ -581,7 +576,6 @@ func slowClients(ctx context.Context, s *suite) result {
 	// same sampler running: the same number of Docker health probes and
 	// the same harness noise on both sides of the comparison.
 	stopSample := s.sample(ctx, ids, 100*time.Millisecond, false)
-	host, herr := s.st.hostAddress(ctx)
 	from := time.Now()
 	base := s.baseline(ctx, rate, 25*time.Second)
 
@@ -620,10 +614,7 @@ func slowClients(ctx context.Context, s *suite) result {
 	c.want(ng <= 16<<20, "nginx worker RSS grew %s > 16MiB", mib(ng))
 	// The p99s as nginx timed them, like the overload's: the client runs on
 	// the core of the suite, Docker's CLI and the slow client's container.
-	logged, nerr := (&nginxLog{addr: host}).read(ctx, s, from, time.Now())
-	if herr != nil {
-		nerr = herr
-	}
+	logged, nerr := s.nginxRequests(ctx, from, time.Now())
 	baseTimes, alongTimes := phaseTimes(logged, "baseline", http.StatusOK), phaseTimes(logged, "alongside", http.StatusOK)
 	baseN, alongN := pct(baseTimes, 99), pct(alongTimes, 99)
 	c.fig("well-behaved client at %.0f/s: p99 in nginx %s (baseline %s; %d and %d logged), at the client %s (baseline %s), failed %d",
