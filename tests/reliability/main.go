@@ -56,6 +56,7 @@ type config struct {
 	puzzles          string
 	hard             string
 	runRE            string
+	skipRE           string
 	soak             bool
 	soakDuration     time.Duration
 	keep             bool
@@ -110,6 +111,7 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	fs.StringVar(&cfg.puzzles, "puzzles", "tests/reliability/testdata/test1000", "puzzle file for load")
 	fs.StringVar(&cfg.hard, "hard", "tests/reliability/testdata/hardest200", "hard puzzles (client abort)")
 	fs.StringVar(&cfg.runRE, "run", "", "run only scenarios matching this regexp")
+	fs.StringVar(&cfg.skipRE, "skip", "", "leave out scenarios matching this regexp (listed as not run in the results)")
 	fs.BoolVar(&cfg.soak, "soak", false, "run only the soak scenario")
 	fs.DurationVar(&cfg.soakDuration, "soak-duration", 10*time.Minute, "soak length")
 	fs.StringVar(&cfg.via, "via", "direct", "where load goes: direct (nginx's compose-network address) or published (the loopback port, through Docker's port proxy)")
@@ -124,9 +126,16 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	if err := fs.Parse(args); err != nil {
 		return 2, err
 	}
+	all := allScenarios()
+	if cfg.soak {
+		all = []scenario{{"soak", soakScenario}}
+	}
+	scenarios, skipped, err := selectScenarios(all, cfg.runRE, cfg.skipRE)
+	if err != nil {
+		return 2, err
+	}
 	var iso isolation
 	if cfg.isolate {
-		var err error
 		if iso, err = isolate(); err != nil {
 			return 1, err
 		}
@@ -136,7 +145,6 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	}
 	began := time.Now()
 	s := &suite{cfg: cfg, out: out, iso: iso}
-	var err error
 	if s.puzzles, err = readPuzzles(cfg.puzzles); err != nil {
 		return 1, err
 	}
@@ -150,22 +158,8 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 		return 1, err
 	}
 
-	scenarios := allScenarios()
-	if cfg.soak {
-		scenarios = []scenario{{"soak", soakScenario}}
-	}
-	if cfg.runRE != "" {
-		re, err := regexp.Compile(cfg.runRE)
-		if err != nil {
-			return 2, err
-		}
-		var keep []scenario
-		for _, sc := range scenarios {
-			if re.MatchString(sc.name) {
-				keep = append(keep, sc)
-			}
-		}
-		scenarios = keep
+	if len(skipped) > 0 {
+		fmt.Fprintf(out, "== not run (-skip %q): %s\n", cfg.skipRE, strings.Join(skipped, ", "))
 	}
 
 	s.st = newStack(cfg.project, cfg.composeFile, cfg.httpPort, cfg.httpsPort, cfg.exporterPort, cfg.workers, out)
@@ -263,16 +257,52 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.name, v, r.figures)
 	}
+	for _, name := range skipped {
+		fmt.Fprintf(tw, "%s\tNOT RUN\t-skip %q\n", name, cfg.skipRE)
+	}
 	tw.Flush()
 	if ctx.Err() != nil {
 		failed++
 		fmt.Fprintln(out, "interrupted")
 	}
-	fmt.Fprintf(out, "%d passed, %d failed\n", passed, failed)
+	fmt.Fprintf(out, "%d passed, %d failed, %d not run\n", passed, failed, len(skipped))
 	if failed > 0 {
 		return 1, nil
 	}
 	return 0, nil
+}
+
+// selectScenarios keeps the scenarios whose names match runRE (all when
+// empty) and leaves out those matching skipRE, whose names it returns.
+func selectScenarios(all []scenario, runRE, skipRE string) (run []scenario, skipped []string, err error) {
+	match := func(expr string) (func(string) bool, error) {
+		if expr == "" {
+			return nil, nil
+		}
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return nil, err
+		}
+		return re.MatchString, nil
+	}
+	only, err := match(runRE)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-run: %w", err)
+	}
+	skip, err := match(skipRE)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-skip: %w", err)
+	}
+	for _, sc := range all {
+		switch {
+		case only != nil && !only(sc.name):
+		case skip != nil && skip(sc.name):
+			skipped = append(skipped, sc.name)
+		default:
+			run = append(run, sc)
+		}
+	}
+	return run, skipped, nil
 }
 
 func allScenarios() []scenario {

@@ -153,3 +153,40 @@ func TestDriveMaxInFlight(t *testing.T) {
 		t.Errorf("sent %d, skipped %d, 503 %d, failures %d; want 3, 17, 3, 20", sum.Sent, sum.Skipped, sum.Kinds[kindBusy], sum.failures())
 	}
 }
+
+func TestSelectScenarios(t *testing.T) {
+	all := []scenario{{name: "internal-endpoints"}, {name: "overload"}, {name: "bursts"}, {name: "slow-clients"}}
+	names := func(scs []scenario) string {
+		var n []string
+		for _, sc := range scs {
+			n = append(n, sc.name)
+		}
+		return strings.Join(n, ",")
+	}
+	for _, tc := range []struct {
+		run, skip      string
+		want, wantSkip string
+	}{
+		{"", "", "internal-endpoints,overload,bursts,slow-clients", ""},
+		{"", "^overload$", "internal-endpoints,bursts,slow-clients", "overload"},
+		{"o", "^overload$", "internal-endpoints,slow-clients", "overload"},
+		{"^b", "^overload$", "bursts", ""},
+		{"overload|bursts", "bursts", "overload", "bursts"},
+	} {
+		run, skipped, err := selectScenarios(all, tc.run, tc.skip)
+		if err != nil {
+			t.Fatalf("run %q skip %q: %v", tc.run, tc.skip, err)
+		}
+		if got := names(run); got != tc.want {
+			t.Errorf("run %q skip %q: ran %q, want %q", tc.run, tc.skip, got, tc.want)
+		}
+		if got := strings.Join(skipped, ","); got != tc.wantSkip {
+			t.Errorf("run %q skip %q: not run %q, want %q", tc.run, tc.skip, got, tc.wantSkip)
+		}
+	}
+	for _, bad := range [][2]string{{"(", ""}, {"", "["}} {
+		if _, _, err := selectScenarios(all, bad[0], bad[1]); err == nil {
+			t.Errorf("run %q skip %q: no error for a bad regexp", bad[0], bad[1])
+		}
+	}
+}
