@@ -117,14 +117,15 @@ test-reliability: ## reliability scenarios (overload, failover, restarts, hostil
 soak: ## 10 minutes at 0.5 C: RSS growth and errors (not part of make test)
 	$(GO) run ./tests/reliability -soak $(RELIABILITY_FLAGS)
 
-# Not part of `make test`: when the VM is calm, C comes out high (9,000/s,
-# 0.72 of the saturation), and 0.9 C is then about 0.65 of the saturation.
-# The overload's goodput was 0.56-0.71 of it in five runs, four below that
-# (nginx and the workers turn away the excess on the one core they share).
-# At the VM's noisy C (181/s) a whole run passed 12/12. CI lands nothing
-# while any test fails. README: "Reliability", Status.
+# `make test` runs every scenario but the overload (test-reliability-ci): the
+# overload's goodput falls short of 0.9 C when the VM is calm and C comes out
+# high (9,000/s, 0.72 of the saturation, needs about 0.65 of it; five runs
+# gave 0.56-0.71), and CI lands nothing while any test fails. The runner
+# lists it as NOT RUN. README: "Reliability", Status.
+test-reliability-ci: ## the reliability scenarios CI runs: all but the overload
+	$(GO) run ./tests/reliability -skip '^overload$$' $(RELIABILITY_FLAGS)
 
-.PHONY: test-reliability soak
+.PHONY: test-reliability test-reliability-ci soak
 # ---- edge (sudoku-edge): TLS and scaling, end to end against compose ----
 .PHONY: test-tls test-scale edge-unit
 
@@ -157,3 +158,7 @@ solver-bench: ## solver: us/puzzle per data set at limit 1 and 2, into out/solve
 bench-solver: ## solver: sudoku solve vs ../shared/tools/refsolve, whole process, hyperfine (RUNS=10)
 	cmd/sudoku/bench-refsolve.sh
 # ---- end of solver targets ----
+
+# The reliability scenarios run last in `make test`: they take longest
+# (about 7 minutes) and bring up their own stack.
+test: test-reliability-ci
