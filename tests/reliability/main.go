@@ -5,12 +5,13 @@
 // rolling restart, failover, hung worker, all workers down, nginx reloads,
 // slow clients, hostile input, raw FastCGI abuse, client abort, internal
 // endpoints) and prints its figures and PASS/FAIL against the criteria of
-// issue 7. The last line is "N passed, N failed"; the exit status is 1 when
-// any scenario failed.
+// issue 7. The last line is "N passed, N failed, N not run"; the exit
+// status is 1 when any scenario failed.
 //
-// Usage (from the repository root; `make test-reliability` does this):
+// Usage (from the repository root; `make test-reliability` does this, and
+// `make test-reliability-ci` with -skip '^overload$'):
 //
-//	go run ./tests/reliability [-run REGEXP] [-soak] [-keep]
+//	go run ./tests/reliability [-run REGEXP] [-skip REGEXP] [-soak] [-keep]
 package main
 
 import (
