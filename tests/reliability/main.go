@@ -274,7 +274,8 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 }
 
 // selectScenarios keeps the scenarios whose names match runRE (all when
-// empty) and leaves out those matching skipRE, whose names it returns.
+// empty) and leaves out those matching skipRE, whose names it returns. A
+// selection that leaves nothing to run is an error, not an empty pass.
 func selectScenarios(all []scenario, runRE, skipRE string) (run []scenario, skipped []string, err error) {
 	match := func(expr string) (func(string) bool, error) {
 		if expr == "" {
@@ -302,6 +303,9 @@ func selectScenarios(all []scenario, runRE, skipRE string) (run []scenario, skip
 		default:
 			run = append(run, sc)
 		}
+	}
+	if len(run) == 0 {
+		return nil, nil, fmt.Errorf("no scenario left to run (-run %q, -skip %q)", runRE, skipRE)
 	}
 	return run, skipped, nil
 }

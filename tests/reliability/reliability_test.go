@@ -184,9 +184,10 @@ func TestSelectScenarios(t *testing.T) {
 			t.Errorf("run %q skip %q: not run %q, want %q", tc.run, tc.skip, got, tc.wantSkip)
 		}
 	}
-	for _, bad := range [][2]string{{"(", ""}, {"", "["}} {
+	// Bad regexps, and selections that leave nothing to run.
+	for _, bad := range [][2]string{{"(", ""}, {"", "["}, {"no-such-scenario", ""}, {"overload", "overload"}, {"", "."}} {
 		if _, _, err := selectScenarios(all, bad[0], bad[1]); err == nil {
-			t.Errorf("run %q skip %q: no error for a bad regexp", bad[0], bad[1])
+			t.Errorf("run %q skip %q: no error", bad[0], bad[1])
 		}
 	}
 }
