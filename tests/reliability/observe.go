@@ -373,17 +373,6 @@ func (s *suite) runEchoingStderr(cmd *exec.Cmd) ([]byte, error) {
 	return stdout.Bytes(), err
 }
 
-// nginxRequests reads nginx's own view of the suite's requests: its JSON
-// access log on the container's stdout, the lines from the host. On a
-// machine where the load client shares the cores with a saturated stack,
-// the client's clock also counts its own wait for CPU; nginx's
-// request_time is the service's part alone. The log is read once, after
-// the load: a `docker logs --follow` during the overload cost dockerd 42%
-// of a core (20% without it), taken from the stack it measured; re-reading
-// the log every few seconds cost half a core for 2 s of every 5. The suite
-// gives nginx a log large enough to hold the whole overload
-// (logsOverride).
-
 // loggedRequest is one line of nginx's access log.
 type loggedRequest struct {
 	Time        time.Time `json:"time"` // $time_iso8601: the end, in whole seconds
@@ -406,8 +395,18 @@ const nginxTick = time.Millisecond
 const logFlushDelay = 2 * time.Second
 
 // nginxRequests returns the suite's requests nginx logged between from and
-// until (by nginx's clock, in whole seconds). It waits until those lines
-// can have reached Docker.
+// until (by nginx's clock, in whole seconds): nginx's own view of them, from
+// its JSON access log on the container's stdout, the lines from the host. It
+// waits until those lines can have reached Docker.
+//
+// On a machine where the load client shares the cores with a saturated
+// stack, the client's clock also counts its own wait for CPU; nginx's
+// request_time is the service's part alone. The log is read once, after
+// the load: a `docker logs --follow` during the overload cost dockerd 42%
+// of a core (20% without it), taken from the stack it measured; re-reading
+// the log every few seconds cost half a core for 2 s of every 5. The suite
+// gives nginx a log large enough to hold the whole overload
+// (logsOverride).
 func (s *suite) nginxRequests(ctx context.Context, from, until time.Time) ([]loggedRequest, error) {
 	host, err := s.st.hostAddress(ctx)
 	if err != nil {
