@@ -33,7 +33,7 @@ lint: fmt-check vet ## gofmt, go vet, and staticcheck/shellcheck when installed
 nginx-test: ## nginx -t with the project's config inside the real nginx image
 	$(COMPOSE) -p $(IT_PROJECT) build nginx
 	$(COMPOSE) -p $(IT_PROJECT) run --rm --no-deps -T --entrypoint bash nginx -c \
-		'echo "server 127.0.0.1:9 down;" >/run/sudoku-edge/servers.conf && : >/run/sudoku-edge/tls.conf && : >/run/sudoku-edge/trusted-clients.conf && nginx -t'
+		'echo "server 127.0.0.1:9 down;" >/run/sudoku-edge/servers.conf && : >/run/sudoku-edge/tls.conf && : >/run/sudoku-edge/trusted-clients.conf && : >/run/sudoku-edge/admission.conf && nginx -t'
 	$(COMPOSE) -p $(IT_PROJECT) down -v --remove-orphans
 
 integration: ## curl suite against a fresh compose stack (own project and ports)

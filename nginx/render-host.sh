@@ -27,5 +27,5 @@ if [[ ! -s $dir/run/servers.conf ]]; then
 		echo "server $w max_fails=0;"
 	done >"$dir/run/servers.conf"
 fi
-touch "$dir/run/tls.conf" "$dir/run/trusted-clients.conf"
+touch "$dir/run/tls.conf" "$dir/run/trusted-clients.conf" "$dir/run/admission.conf"
 echo "$dir/nginx.conf"

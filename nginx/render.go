@@ -55,6 +55,35 @@ func RenderServers(source string, addrs []netip.AddrPort, params string) ([]byte
 	return buf.Bytes(), nil
 }
 
+// RenderAdmission renders the `limit_conn` line of the /sudoku location:
+// as many requests at once as the workers take, workers x the max_conns in
+// params, so that nginx turns the excess away before it builds a FastCGI
+// request for it (a request over every worker's max_conns costs nginx that
+// request, an error-log line and an internal redirect). No limit when
+// workers is 0 or params set no max_conns: the upstream's own checks stay.
+func RenderAdmission(workers int, params string) ([]byte, error) {
+	if err := CheckParams(params); err != nil {
+		return nil, err
+	}
+	maxConns := 0
+	for _, f := range strings.Fields(params) {
+		if v, ok := strings.CutPrefix(f, "max_conns="); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("%w: upstream parameter %q", ErrUnsafe, f)
+			}
+			maxConns = n
+		}
+	}
+	var buf bytes.Buffer
+	err := templates.ExecuteTemplate(&buf, "admission.conf.tmpl", struct{ Workers, MaxConns, Limit int }{
+		workers, maxConns, workers * maxConns})
+	if err != nil {
+		return nil, fmt.Errorf("rendering admission.conf: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
 // ParseTrustedClients parses a comma-separated list of client addresses
 // and prefixes ("203.0.113.7, 10.0.0.0/8, fd00::/8"); a bare address is a
 // prefix of its full length. An empty list is valid and trusts nobody.
@@ -85,7 +114,7 @@ func ParseTrustedClients(list string) ([]netip.Prefix, error) {
 
 // RenderTrustedClients renders the entries of nginx.conf's
 // geo $sudoku_limit_exempt block: one "prefix 1;" line per trusted
-// prefix, whose requests skip the per-client request and connection
+// prefix, whose requests skip the per-client request rate
 // limits (a load balancer in front, a monitoring or load-test host).
 func RenderTrustedClients(prefixes []netip.Prefix) ([]byte, error) {
 	var buf bytes.Buffer

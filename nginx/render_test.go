@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -141,6 +142,40 @@ func TestParseTrustedClientsRejects(t *testing.T) {
 	for _, list := range []string{"10.0.0.0/33", "example.com", "10.0.0.1 1; 0.0.0.0/0", "1.2.3.4/8;", "*"} {
 		if ps, err := ParseTrustedClients(list); err == nil {
 			t.Errorf("ParseTrustedClients(%q) = %v, want an error", list, ps)
+		}
+	}
+}
+
+func TestRenderAdmission(t *testing.T) {
+	tests := []struct {
+		workers int
+		params  string
+		want    string // the limit_conn line, or "" for none
+	}{
+		{2, "max_fails=0 max_conns=256", "limit_conn sudoku_admission 512;"},
+		{4, "max_conns=100 max_fails=0", "limit_conn sudoku_admission 400;"},
+		{0, "max_fails=0 max_conns=256", ""},
+		{2, "max_fails=0", ""},
+		{2, "max_conns=0", ""},
+	}
+	for _, tt := range tests {
+		got, err := RenderAdmission(tt.workers, tt.params)
+		if err != nil {
+			t.Fatalf("RenderAdmission(%d, %q) error: %v", tt.workers, tt.params, err)
+		}
+		var line string
+		for _, l := range strings.Split(string(got), "\n") {
+			if strings.HasPrefix(l, "limit_conn") {
+				line = l
+			}
+		}
+		if line != tt.want {
+			t.Errorf("RenderAdmission(%d, %q) limit line = %q, want %q; file:\n%s", tt.workers, tt.params, line, tt.want, got)
+		}
+	}
+	for _, p := range []string{"max_conns=x", "max_conns=-1", "max_conns=1;"} {
+		if _, err := RenderAdmission(2, p); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("RenderAdmission(2, %q) error = %v, want ErrUnsafe", p, err)
 		}
 	}
 }

@@ -84,7 +84,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.StringVar(&c.upstreamParams, "upstream-params", "", "nginx parameters after each `server ip:port` line, e.g. max_fails=0")
 	var trusted string
 	fs.StringVar(&trusted, "trusted-clients", "", "comma-separated client `addresses or prefixes` exempt from the per-client limits (a load balancer in front, a load-test host)")
-	fs.StringVar(&c.runDir, "run-dir", "/run/sudoku-edge", "`directory` for servers.conf, tls.conf, trusted-clients.conf and exported certificates")
+	fs.StringVar(&c.runDir, "run-dir", "/run/sudoku-edge", "`directory` for servers.conf, admission.conf, tls.conf, trusted-clients.conf and exported certificates")
 	fs.StringVar(&c.nginxBin, "nginx", "nginx", "nginx `binary`")
 	fs.StringVar(&c.nginxConf, "nginx-conf", "/etc/nginx/nginx.conf", "nginx configuration `file` (-c)")
 	fs.StringVar(&c.nginxPrefix, "nginx-prefix", "", "nginx prefix `directory` (-p); empty keeps nginx's default")
@@ -131,6 +131,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("creating run directory: %w", err)
 	}
 	serversPath := filepath.Join(c.runDir, "servers.conf")
+	admissionPath := filepath.Join(c.runDir, "admission.conf")
 	tlsPath := filepath.Join(c.runDir, "tls.conf")
 	targets, _ := nginx.ParseTargets(c.workers)
 	disc := &nginx.Discovery{Targets: targets, Timeout: c.resolveInterval}
@@ -160,6 +161,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("writing servers.conf: %w", err)
 	}
 	log.Info().Strs("workers", addrStrings(addrs)).Str("file", serversPath).Msg("upstream servers written")
+	admission, err := nginx.RenderAdmission(len(addrs), c.upstreamParams)
+	if err != nil {
+		return err
+	}
+	if err := nginx.WriteFileAtomic(admissionPath, admission, 0o644); err != nil {
+		return fmt.Errorf("writing admission.conf: %w", err)
+	}
 	trusted, err := nginx.RenderTrustedClients(c.trustedClients)
 	if err != nil {
 		return err
@@ -228,7 +236,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 				log.Error().Err(err).Msg("rendering servers.conf")
 				return
 			}
-			outcome, err := applier.Apply(ctx, nginx.FileChange{Path: serversPath, Data: data})
+			adm, err := nginx.RenderAdmission(len(next), c.upstreamParams)
+			if err != nil {
+				log.Error().Err(err).Msg("rendering admission.conf")
+				return
+			}
+			outcome, err := applier.Apply(ctx, nginx.FileChange{Path: serversPath, Data: data},
+				nginx.FileChange{Path: admissionPath, Data: adm})
 			ev := log.Info()
 			if err != nil {
 				ev = log.Error().Err(err)
