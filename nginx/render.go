@@ -59,7 +59,7 @@ func RenderServers(source string, addrs []netip.AddrPort, params string) ([]byte
 // as many requests at once as the workers take, workers x the max_conns in
 // params, so that nginx turns the excess away before it builds a FastCGI
 // request for it (a request over every worker's max_conns costs nginx that
-// request, an error-log line and an internal redirect). No limit when
+// request, a failed pick of a worker and an error-log line). No limit when
 // workers is 0 or params set no max_conns: the upstream's own checks stay.
 func RenderAdmission(workers int, params string) ([]byte, error) {
 	if err := CheckParams(params); err != nil {
