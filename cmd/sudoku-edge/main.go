@@ -153,21 +153,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		log.Warn().Err(err).Msg("first worker lookup failed; starting with no upstream server")
 	}
-	servers, err := nginx.RenderServers(c.workers, addrs, c.upstreamParams)
+	upstream, err := c.upstreamFiles(addrs, serversPath, admissionPath)
 	if err != nil {
 		return err
 	}
-	if err := nginx.WriteFileAtomic(serversPath, servers, 0o644); err != nil {
-		return fmt.Errorf("writing servers.conf: %w", err)
+	for _, f := range upstream {
+		if _, _, err := f.Stage(); err != nil {
+			return fmt.Errorf("writing %s: %w", f, err)
+		}
 	}
 	log.Info().Strs("workers", addrStrings(addrs)).Str("file", serversPath).Msg("upstream servers written")
-	admission, err := nginx.RenderAdmission(len(addrs), c.upstreamParams)
-	if err != nil {
-		return err
-	}
-	if err := nginx.WriteFileAtomic(admissionPath, admission, 0o644); err != nil {
-		return fmt.Errorf("writing admission.conf: %w", err)
-	}
 	trusted, err := nginx.RenderTrustedClients(c.trustedClients)
 	if err != nil {
 		return err
@@ -231,18 +226,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	go disc.Watch(bg, c.resolveInterval, addrs,
 		func(ctx context.Context, next []netip.AddrPort) {
 			added, removed := nginx.Diff(addrs, next)
-			data, err := nginx.RenderServers(c.workers, next, c.upstreamParams)
+			upstream, err := c.upstreamFiles(next, serversPath, admissionPath)
 			if err != nil {
-				log.Error().Err(err).Msg("rendering servers.conf")
+				log.Error().Err(err).Msg("rendering the upstream files")
 				return
 			}
-			adm, err := nginx.RenderAdmission(len(next), c.upstreamParams)
-			if err != nil {
-				log.Error().Err(err).Msg("rendering admission.conf")
-				return
-			}
-			outcome, err := applier.Apply(ctx, nginx.FileChange{Path: serversPath, Data: data},
-				nginx.FileChange{Path: admissionPath, Data: adm})
+			outcome, err := applier.Apply(ctx, upstream...)
 			ev := log.Info()
 			if err != nil {
 				ev = log.Error().Err(err)
@@ -334,4 +323,22 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// upstreamFiles renders what follows the set of workers: servers.conf (the
+// upstream's server lines) and admission.conf (nginx's limit of requests at
+// once, the workers x max_conns). They always change together.
+func (c config) upstreamFiles(addrs []netip.AddrPort, serversPath, admissionPath string) ([]nginx.Change, error) {
+	servers, err := nginx.RenderServers(c.workers, addrs, c.upstreamParams)
+	if err != nil {
+		return nil, err
+	}
+	admission, err := nginx.RenderAdmission(len(addrs), c.upstreamParams)
+	if err != nil {
+		return nil, err
+	}
+	return []nginx.Change{
+		nginx.FileChange{Path: serversPath, Data: servers},
+		nginx.FileChange{Path: admissionPath, Data: admission},
+	}, nil
 }

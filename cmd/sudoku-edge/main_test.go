@@ -136,7 +136,7 @@ func TestRunServesAndStopsGracefully(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{
 			"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", runDir,
-			"-workers", strings.Join(targets, ","), "-upstream-params", "max_fails=0",
+			"-workers", strings.Join(targets, ","), "-upstream-params", "max_fails=0 max_conns=64",
 			"-challenge-listen", fmt.Sprintf("127.0.0.1:%d", chPort), "-resolve-interval", "100ms",
 			"-trusted-clients", "127.0.0.1, 192.0.2.0/24",
 		}, env(nil), io.Discard)
@@ -170,9 +170,13 @@ func TestRunServesAndStopsGracefully(t *testing.T) {
 	}
 	servers, _ := os.ReadFile(filepath.Join(runDir, "servers.conf"))
 	for _, tgt := range targets {
-		if !strings.Contains(string(servers), "server "+tgt+" max_fails=0;") {
+		if !strings.Contains(string(servers), "server "+tgt+" max_fails=0 max_conns=64;") {
 			t.Errorf("servers.conf lacks %s:\n%s", tgt, servers)
 		}
+	}
+	// Two workers x max_conns=64, written with servers.conf.
+	if adm, _ := os.ReadFile(filepath.Join(runDir, "admission.conf")); !strings.Contains(string(adm), "limit_conn sudoku_admission 128;") {
+		t.Errorf("admission.conf lacks the limit for two workers x 64:\n%s", adm)
 	}
 	resp, err := http.Get(url + ".well-known/acme-challenge/token")
 	if err != nil {
