@@ -20,8 +20,8 @@ import (
 type ServeOptions struct {
 	// MaxConns is the most open FastCGI connections; above it the worker
 	// stops accepting (the kernel backlog holds the rest), like nginx's
-	// accept_disabled. Each open connection costs about 80 KiB (the
-	// standard library's 64 KiB record buffer and the 16 KiB reader), so
+	// accept_disabled. Each open connection costs about 70 KiB (the
+	// standard library's 64 KiB record buffer and the 4 KiB reader), so
 	// this bounds the memory a connection flood can take. Default 1024.
 	MaxConns int
 	// MaxConnsPerPeer is the most open TCP connections from one remote
@@ -116,6 +116,12 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, opt ServeOptions) 
 	}
 }
 
+// readBufferSize is each connection's read buffer: one read takes in a
+// whole request from nginx (its params are about 1 KiB), and net/http/fcgi
+// reads larger records (a batch's body) straight into its own buffer. It is
+// live memory for every open connection, idle ones included.
+const readBufferSize = 4 << 10
+
 // listener limits open connections and wraps each one.
 type listener struct {
 	net.Listener
@@ -195,7 +201,7 @@ func (cs *connSet) add(c net.Conn, sem chan struct{}) *conn {
 			Msg("closing fastcgi connection: too many from this address")
 		return nil
 	}
-	wc := &conn{Conn: c, set: cs, sem: sem, r: bufio.NewReaderSize(c, 16<<10), peer: peer}
+	wc := &conn{Conn: c, set: cs, sem: sem, r: bufio.NewReaderSize(c, readBufferSize), peer: peer}
 	cs.conns[wc] = struct{}{}
 	if peer.IsValid() {
 		cs.perPeer[peer]++
