@@ -36,6 +36,13 @@ type ServeOptions struct {
 	MaxConnsPerPeer int
 	// DrainTimeout bounds the graceful drain after ctx ends. Default 10s.
 	DrainTimeout time.Duration
+	// Linger is how long after ctx ends Serve returns at the earliest,
+	// once drained: the listener is closed all that time, so new
+	// connections are refused at once, and a load balancer that watches
+	// for that (sudoku-edge) takes the worker out before its address
+	// vanishes with its process (connects to a vanished address hang
+	// until nginx's connect timeout). Default 0.
+	Linger time.Duration
 	// MaxPendingPerConn is the most requests on one connection whose
 	// input (params and stdin) is not complete yet. nginx sends one at a
 	// time; a client that opens many without finishing them is cut off
@@ -79,7 +86,8 @@ var ErrDrainTimeout = errors.New("fcgi: drain timed out")
 // Serve runs the FastCGI child (net/http/fcgi) on ln with s as the handler
 // until ctx ends, then drains: /readyz fails, new requests get 503, the
 // listener closes, idle connections are closed, and connections close as
-// their last request is answered. It returns nil after a complete drain,
+// their last request is answered. It returns nil after a complete drain
+// and opt.Linger,
 // ErrDrainTimeout (after closing everything) when opt.DrainTimeout passed
 // first, or the listener's error if accepting failed.
 func (s *Service) Serve(ctx context.Context, ln net.Listener, opt ServeOptions) error {
@@ -109,6 +117,10 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, opt ServeOptions) 
 	select {
 	case <-cs.empty:
 		s.log.Info().Dur("took", time.Since(start)).Msg("drained")
+		if rest := opt.Linger - time.Since(start); rest > 0 {
+			s.log.Info().Dur("for", rest).Msg("lingering with the listener closed")
+			time.Sleep(rest)
+		}
 		return nil
 	case <-t.C:
 		n := cs.closeAll()

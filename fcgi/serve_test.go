@@ -11,6 +11,7 @@ import (
 	"net"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -487,5 +488,29 @@ func TestDrainNewRequestOnOpenConn(t *testing.T) {
 	}
 	if got[1] != 200 || got[2] != 503 {
 		t.Errorf("statuses = %v, want 1:200 (in flight) 2:503 (arrived while draining)", got)
+	}
+}
+
+// With Linger, Serve returns no sooner than Linger after ctx ends, and
+// refuses new connections all that time.
+func TestDrainLinger(t *testing.T) {
+	const linger = 300 * time.Millisecond
+	s := newTestService(t, Config{})
+	ts := startServer(t, s, ServeOptions{Linger: linger})
+	dialFCGI(t, ts.addr).do(1, "GET", "/sudoku/stats", "h", nil)
+	start := time.Now()
+	ts.cancel()
+	time.Sleep(linger / 3)
+	if c, err := net.DialTimeout("tcp", ts.addr, time.Second); err == nil {
+		c.Close()
+		t.Error("connection accepted while lingering")
+	} else if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("dial while lingering: %v, want connection refused", err)
+	}
+	if err := ts.stop(t, 5*time.Second); err != nil {
+		t.Fatalf("Serve = %v, want nil", err)
+	}
+	if took := time.Since(start); took < linger {
+		t.Errorf("Serve returned %v after cancel, before the %v linger", took, linger)
 	}
 }

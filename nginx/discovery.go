@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 )
 
@@ -24,7 +26,18 @@ type Discovery struct {
 	Targets  []string // "sudoku:9000", "127.0.0.1:19000", ...
 	Resolver Resolver // nil means net.DefaultResolver
 	Timeout  time.Duration
+	// DropRefusing leaves out the addresses that refuse a TCP connection:
+	// a worker that drains closes its listener at once, but its name
+	// resolves until its process exits, and then its address vanishes, so
+	// nginx's connects to it hang until fastcgi_connect_timeout. Dropped
+	// on the refusal, it leaves the upstream while it still answers
+	// "refused" at once. A connect that times out keeps the address: a
+	// busy worker's full backlog looks the same.
+	DropRefusing bool
 }
+
+// probeTimeout bounds one DropRefusing connect.
+const probeTimeout = 300 * time.Millisecond
 
 // ParseTargets splits a comma-separated list of host:port targets and
 // checks each one.
@@ -97,7 +110,38 @@ func (d *Discovery) Resolve(ctx context.Context) ([]netip.AddrPort, error) {
 		}
 	}
 	slices.SortFunc(out, func(a, b netip.AddrPort) int { return a.Compare(b) })
-	return slices.Compact(out), nil
+	out = slices.Compact(out)
+	if d.DropRefusing {
+		out = dropRefusing(ctx, out)
+	}
+	return out, nil
+}
+
+// dropRefusing connects to every address at once and returns those that
+// did not refuse.
+func dropRefusing(ctx context.Context, addrs []netip.AddrPort) []netip.AddrPort {
+	refused := make([]bool, len(addrs))
+	var wg sync.WaitGroup
+	for i, a := range addrs {
+		wg.Go(func() {
+			dctx, cancel := context.WithTimeout(ctx, probeTimeout)
+			defer cancel()
+			var dialer net.Dialer
+			c, err := dialer.DialContext(dctx, "tcp", a.String())
+			if err == nil {
+				c.Close()
+			}
+			refused[i] = errors.Is(err, syscall.ECONNREFUSED)
+		})
+	}
+	wg.Wait()
+	kept := addrs[:0]
+	for i, a := range addrs {
+		if !refused[i] {
+			kept = append(kept, a)
+		}
+	}
+	return kept
 }
 
 // Diff returns the addresses only in next (added) and only in prev

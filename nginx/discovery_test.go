@@ -200,3 +200,40 @@ func (blockingResolver) LookupHost(ctx context.Context, host string) ([]string, 
 	<-ctx.Done()
 	return nil, ctx.Err()
 }
+
+// With DropRefusing, an address whose port refuses connections (a draining
+// worker's closed listener) is left out; one that accepts stays.
+func TestResolveDropsRefusing(t *testing.T) {
+	open, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := closed.Addr().String()
+	closed.Close()
+	openAddr := open.Addr().String()
+
+	for _, drop := range []bool{false, true} {
+		d := &Discovery{Targets: []string{openAddr, closedAddr}, DropRefusing: drop}
+		got, err := d.Resolve(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{openAddr, closedAddr}
+		if drop {
+			want = []string{openAddr}
+		}
+		var gotS []string
+		for _, a := range got {
+			gotS = append(gotS, a.String())
+		}
+		slices.Sort(want)
+		if !slices.Equal(gotS, want) {
+			t.Errorf("DropRefusing=%v: got %v, want %v", drop, gotS, want)
+		}
+	}
+}

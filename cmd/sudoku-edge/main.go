@@ -134,7 +134,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	admissionPath := filepath.Join(c.runDir, "admission.conf")
 	tlsPath := filepath.Join(c.runDir, "tls.conf")
 	targets, _ := nginx.ParseTargets(c.workers)
-	disc := &nginx.Discovery{Targets: targets, Timeout: c.resolveInterval}
+	disc := &nginx.Discovery{Targets: targets, Timeout: c.resolveInterval, DropRefusing: true}
 	// nginx's error log (its stderr) goes through a relay that holds back
 	// floods; its access log (stdout) is buffered by nginx itself.
 	errR, errW, err := os.Pipe()

@@ -53,6 +53,7 @@ type config struct {
 	maxConnsPerPeer                      int
 	batchParallel, gcPercent, maxProcs   int
 	queueTimeout, solveTimeout, drain    time.Duration
+	linger                               time.Duration
 	batchTimeout                         time.Duration
 	maxBody                              int64
 	accessLog, healthcheck               bool
@@ -142,6 +143,7 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (confi
 	e.int(&c.maxConns, "max-conns", "SUDOKU_MAX_CONNS", 1024, "open FastCGI connections; above it the worker stops accepting")
 	e.int(&c.maxConnsPerPeer, "max-conns-per-peer", "SUDOKU_MAX_CONNS_PER_PEER", 0, "open FastCGI connections from one TCP address; more are closed at once (0: half of -max-conns)")
 	e.dur(&c.drain, "drain-timeout", "SUDOKU_DRAIN_TIMEOUT", 10*time.Second, "graceful drain limit after SIGTERM/SIGINT")
+	e.dur(&c.linger, "drain-linger", "SUDOKU_DRAIN_LINGER", 0, "after SIGTERM/SIGINT, stay up at least this long with the listener closed (refusing), so that sudoku-edge drops the worker before its address vanishes")
 	e.int(&c.maxBatch, "max-batch-lines", "SUDOKU_MAX_BATCH_LINES", 10000, "puzzle lines in one POST (413 above)")
 	e.int64(&c.maxBody, "max-body", "SUDOKU_MAX_BODY", 1<<20, "POST body bytes (413 above)")
 	e.int(&c.batchParallel, "batch-parallel", "SUDOKU_BATCH_PARALLEL", 0, "puzzles of one batch solved at once (0: pool size)")
@@ -174,8 +176,8 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (confi
 	switch {
 	case c.pool < 0, c.queue < 0, c.maxConns < 1, c.maxConnsPerPeer < 0, c.maxBatch < 1, c.maxBody < 1, c.batchParallel < 0, c.maxProcs < 0:
 		return c, errors.New("-pool, -queue, -batch-parallel, -maxprocs, -max-conns-per-peer must be >= 0; -max-conns, -max-batch-lines, -max-body >= 1")
-	case c.queueTimeout <= 0, c.solveTimeout <= 0, c.batchTimeout <= 0, c.drain <= 0, c.logFlush < 0:
-		return c, errors.New("-queue-timeout, -solve-timeout, -batch-timeout and -drain-timeout must be > 0")
+	case c.queueTimeout <= 0, c.solveTimeout <= 0, c.batchTimeout <= 0, c.drain <= 0, c.logFlush < 0, c.linger < 0:
+		return c, errors.New("-queue-timeout, -solve-timeout, -batch-timeout and -drain-timeout must be > 0; -log-flush and -drain-linger >= 0")
 	}
 	return c, nil
 }
@@ -261,7 +263,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Int("pool", cfg.PoolSize).Int("queue", cfg.QueueSize).Dur("queue_timeout", cfg.QueueTimeout).
 		Dur("solve_timeout", cfg.SolveTimeout).Int("max_conns", c.maxConns).Msg("starting")
 
-	err = svc.Serve(ctx, ln, fcgi.ServeOptions{MaxConns: c.maxConns, MaxConnsPerPeer: c.maxConnsPerPeer, DrainTimeout: c.drain})
+	err = svc.Serve(ctx, ln, fcgi.ServeOptions{MaxConns: c.maxConns, MaxConnsPerPeer: c.maxConnsPerPeer, DrainTimeout: c.drain, Linger: c.linger})
 	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	isrv.Shutdown(sctx)
 	cancel()
