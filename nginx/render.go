@@ -62,26 +62,55 @@ func RenderServers(source string, addrs []netip.AddrPort, params string) ([]byte
 // request, a failed pick of a worker and an error-log line). No limit when
 // workers is 0 or params set no max_conns: the upstream's own checks stay.
 func RenderAdmission(workers int, params string) ([]byte, error) {
-	if err := CheckParams(params); err != nil {
+	maxConns, err := maxConnsOf(params)
+	if err != nil {
 		return nil, err
+	}
+	var buf bytes.Buffer
+	err = templates.ExecuteTemplate(&buf, "admission.conf.tmpl", struct{ Workers, MaxConns, Limit int }{
+		workers, maxConns, workers * maxConns})
+	if err != nil {
+		return nil, fmt.Errorf("rendering admission.conf: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// maxConnsOf checks params and returns their max_conns (0 when unset).
+func maxConnsOf(params string) (int, error) {
+	if err := CheckParams(params); err != nil {
+		return 0, err
 	}
 	maxConns := 0
 	for _, f := range strings.Fields(params) {
 		if v, ok := strings.CutPrefix(f, "max_conns="); ok {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
-				return nil, fmt.Errorf("%w: upstream parameter %q", ErrUnsafe, f)
+				return 0, fmt.Errorf("%w: upstream parameter %q", ErrUnsafe, f)
 			}
 			maxConns = n
 		}
 	}
-	var buf bytes.Buffer
-	err := templates.ExecuteTemplate(&buf, "admission.conf.tmpl", struct{ Workers, MaxConns, Limit int }{
-		workers, maxConns, workers * maxConns})
-	if err != nil {
-		return nil, fmt.Errorf("rendering admission.conf: %w", err)
+	return maxConns, nil
+}
+
+// ShareMaxConns returns params with max_conns raised so that workers
+// servers take, together, what budget servers take with params (rounded
+// up): when a worker is gone, the others take its share of the requests
+// in flight until it is back. Params without max_conns, or with no fewer
+// workers than budget, come back unchanged.
+func ShareMaxConns(params string, workers, budget int) (string, error) {
+	maxConns, err := maxConnsOf(params)
+	if err != nil || maxConns == 0 || workers <= 0 || workers >= budget {
+		return params, err
 	}
-	return buf.Bytes(), nil
+	shared := (maxConns*budget + workers - 1) / workers
+	fields := strings.Fields(params)
+	for i, f := range fields {
+		if strings.HasPrefix(f, "max_conns=") {
+			fields[i] = "max_conns=" + strconv.Itoa(shared)
+		}
+	}
+	return strings.Join(fields, " "), nil
 }
 
 // ParseTrustedClients parses a comma-separated list of client addresses

@@ -179,3 +179,27 @@ func TestRenderAdmission(t *testing.T) {
 		}
 	}
 }
+
+func TestShareMaxConns(t *testing.T) {
+	tests := []struct {
+		params          string
+		workers, budget int
+		want            string
+	}{
+		{"max_fails=0 max_conns=256", 1, 2, "max_fails=0 max_conns=512"},
+		{"max_fails=0 max_conns=256", 2, 3, "max_fails=0 max_conns=384"},
+		{"max_conns=100 max_fails=0", 3, 4, "max_conns=134 max_fails=0"}, // rounded up
+		{"max_fails=0 max_conns=256", 2, 2, "max_fails=0 max_conns=256"},
+		{"max_fails=0 max_conns=256", 0, 2, "max_fails=0 max_conns=256"},
+		{"max_fails=0", 1, 2, "max_fails=0"},
+	}
+	for _, tt := range tests {
+		got, err := ShareMaxConns(tt.params, tt.workers, tt.budget)
+		if err != nil || got != tt.want {
+			t.Errorf("ShareMaxConns(%q, %d, %d) = %q, %v; want %q", tt.params, tt.workers, tt.budget, got, err, tt.want)
+		}
+	}
+	if _, err := ShareMaxConns("max_conns=x", 1, 2); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("ShareMaxConns(max_conns=x) error = %v, want ErrUnsafe", err)
+	}
+}

@@ -153,7 +153,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		log.Warn().Err(err).Msg("first worker lookup failed; starting with no upstream server")
 	}
-	upstream, err := c.upstreamFiles(addrs, serversPath, admissionPath)
+	// budget is the most workers seen: while fewer answer, those take the
+	// missing ones' share of the requests in flight (nginx.ShareMaxConns).
+	budget := len(addrs)
+	upstream, err := c.upstreamFiles(addrs, budget, serversPath, admissionPath)
 	if err != nil {
 		return err
 	}
@@ -226,7 +229,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	go disc.Watch(bg, c.resolveInterval, addrs,
 		func(ctx context.Context, next []netip.AddrPort) {
 			added, removed := nginx.Diff(addrs, next)
-			upstream, err := c.upstreamFiles(next, serversPath, admissionPath)
+			budget = max(budget, len(next))
+			upstream, err := c.upstreamFiles(next, budget, serversPath, admissionPath)
 			if err != nil {
 				log.Error().Err(err).Msg("rendering the upstream files")
 				return
@@ -326,14 +330,23 @@ func splitList(s string) []string {
 }
 
 // upstreamFiles renders what follows the set of workers: servers.conf (the
-// upstream's server lines) and admission.conf (nginx's limit of requests at
-// once, the workers x max_conns). They always change together.
-func (c config) upstreamFiles(addrs []netip.AddrPort, serversPath, admissionPath string) ([]nginx.Change, error) {
-	servers, err := nginx.RenderServers(c.workers, addrs, c.upstreamParams)
+// upstream's server lines, each max_conns raised while fewer than budget
+// workers answer) and admission.conf (nginx's limit of requests at once,
+// budget x max_conns). They always change together.
+func (c config) upstreamFiles(addrs []netip.AddrPort, budget int, serversPath, admissionPath string) ([]nginx.Change, error) {
+	params, err := nginx.ShareMaxConns(c.upstreamParams, len(addrs), budget)
 	if err != nil {
 		return nil, err
 	}
-	admission, err := nginx.RenderAdmission(len(addrs), c.upstreamParams)
+	servers, err := nginx.RenderServers(c.workers, addrs, params)
+	if err != nil {
+		return nil, err
+	}
+	admitted := budget
+	if len(addrs) == 0 {
+		admitted = 0 // no limit: nginx answers "no live upstreams" at once
+	}
+	admission, err := nginx.RenderAdmission(admitted, c.upstreamParams)
 	if err != nil {
 		return nil, err
 	}
