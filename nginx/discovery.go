@@ -31,9 +31,14 @@ type Discovery struct {
 	// resolves until its process exits, and then its address vanishes, so
 	// nginx's connects to it hang until fastcgi_connect_timeout. Dropped
 	// on the refusal, it leaves the upstream while it still answers
-	// "refused" at once. A connect that times out keeps the address: a
-	// busy worker's full backlog looks the same.
+	// "refused" at once. A connect that times out keeps the address (a
+	// busy worker's full backlog looks the same), unless the address
+	// refused before and has not accepted since: the name of a stopped
+	// container may resolve for a while after its address is gone.
 	DropRefusing bool
+
+	refused map[netip.AddrPort]bool // dropped for refusing, not accepted since
+	probe   func(ctx context.Context, a netip.AddrPort) error // nil: a TCP connect (tests replace it)
 }
 
 // probeTimeout bounds one DropRefusing connect.
@@ -112,36 +117,65 @@ func (d *Discovery) Resolve(ctx context.Context) ([]netip.AddrPort, error) {
 	slices.SortFunc(out, func(a, b netip.AddrPort) int { return a.Compare(b) })
 	out = slices.Compact(out)
 	if d.DropRefusing {
-		out = dropRefusing(ctx, out)
+		out = d.dropRefusing(ctx, out)
 	}
 	return out, nil
 }
 
 // dropRefusing connects to every address at once and returns those that
-// did not refuse.
-func dropRefusing(ctx context.Context, addrs []netip.AddrPort) []netip.AddrPort {
-	refused := make([]bool, len(addrs))
+// accepted, and those that timed out without having refused before. It is
+// not safe for concurrent use.
+func (d *Discovery) dropRefusing(ctx context.Context, addrs []netip.AddrPort) []netip.AddrPort {
+	type outcome int
+	const (
+		accepted outcome = iota
+		refused
+		unknown
+	)
+	got := make([]outcome, len(addrs))
 	var wg sync.WaitGroup
 	for i, a := range addrs {
 		wg.Go(func() {
-			dctx, cancel := context.WithTimeout(ctx, probeTimeout)
-			defer cancel()
-			var dialer net.Dialer
-			c, err := dialer.DialContext(dctx, "tcp", a.String())
-			if err == nil {
-				c.Close()
+			probe := d.probe
+			if probe == nil {
+				probe = connect
 			}
-			refused[i] = errors.Is(err, syscall.ECONNREFUSED)
+			err := probe(ctx, a)
+			switch {
+			case err == nil:
+				got[i] = accepted
+			case errors.Is(err, syscall.ECONNREFUSED):
+				got[i] = refused
+			default:
+				got[i] = unknown
+			}
 		})
 	}
 	wg.Wait()
+	next := map[netip.AddrPort]bool{}
 	kept := addrs[:0]
 	for i, a := range addrs {
-		if !refused[i] {
+		switch {
+		case got[i] == refused, got[i] == unknown && d.refused[a]:
+			next[a] = true
+		default:
 			kept = append(kept, a)
 		}
 	}
+	d.refused = next
 	return kept
+}
+
+// connect opens a TCP connection to a and closes it.
+func connect(ctx context.Context, a netip.AddrPort) error {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	var dialer net.Dialer
+	c, err := dialer.DialContext(ctx, "tcp", a.String())
+	if err == nil {
+		c.Close()
+	}
+	return err
 }
 
 // Diff returns the addresses only in next (added) and only in prev

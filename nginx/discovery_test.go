@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -234,6 +235,37 @@ func TestResolveDropsRefusing(t *testing.T) {
 		slices.Sort(want)
 		if !slices.Equal(gotS, want) {
 			t.Errorf("DropRefusing=%v: got %v, want %v", drop, gotS, want)
+		}
+	}
+}
+
+// An address dropped for refusing stays out while its connects time out
+// (a stopped container's name may still resolve), and comes back once it
+// accepts; an address that never refused is kept through a timeout.
+func TestResolveRefusedStaysOutUntilAccepted(t *testing.T) {
+	const w1, w2 = "192.0.2.1:9000", "192.0.2.2:9000"
+	steps := []struct {
+		probe map[string]error
+		want  []string
+	}{
+		{map[string]error{w1: syscall.ECONNREFUSED, w2: nil}, []string{w2}},
+		{map[string]error{w1: context.DeadlineExceeded, w2: context.DeadlineExceeded}, []string{w2}},
+		{map[string]error{w1: nil, w2: nil}, []string{w1, w2}},
+		{map[string]error{w1: context.DeadlineExceeded, w2: nil}, []string{w1, w2}},
+	}
+	d := &Discovery{Targets: []string{w1, w2}, DropRefusing: true}
+	for i, st := range steps {
+		d.probe = func(_ context.Context, a netip.AddrPort) error { return st.probe[a.String()] }
+		got, err := d.Resolve(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gotS []string
+		for _, a := range got {
+			gotS = append(gotS, a.String())
+		}
+		if !slices.Equal(gotS, st.want) {
+			t.Errorf("step %d: got %v, want %v", i, gotS, st.want)
 		}
 	}
 }
