@@ -119,9 +119,9 @@ soak: ## 10 minutes at 0.5 C: RSS growth and errors (not part of make test)
 
 # `make test` runs every scenario but the overload (test-reliability-ci): the
 # overload's goodput falls short of 0.9 C when the VM is calm and C comes out
-# high (9,000/s, 0.72 of the saturation, needs about 0.65 of it; eleven runs
-# gave 0.46-0.71), and CI lands nothing while any test fails. The runner
-# lists it as NOT RUN. README: "Reliability", Status.
+# high (12,000/s, 0.83 of the saturation: goodput 0.55 C; paired runs gave
+# 0.59-0.77 of the saturation), and CI lands nothing while any test fails.
+# The runner lists it as NOT RUN. README: "Reliability", Status.
 test-reliability-ci: ## the reliability scenarios CI runs: all but the overload
 	$(GO) run ./tests/reliability -skip '^overload$$' $(RELIABILITY_FLAGS)
 
