@@ -87,9 +87,9 @@ var ErrDrainTimeout = errors.New("fcgi: drain timed out")
 // until ctx ends, then drains: /readyz fails, new requests get 503, the
 // listener closes, idle connections are closed, and connections close as
 // their last request is answered. It returns nil after a complete drain
-// and opt.Linger,
-// ErrDrainTimeout (after closing everything) when opt.DrainTimeout passed
-// first, or the listener's error if accepting failed.
+// (and no sooner than opt.Linger after ctx ended), ErrDrainTimeout (after
+// closing everything) when opt.DrainTimeout passed first, or the
+// listener's error if accepting failed.
 func (s *Service) Serve(ctx context.Context, ln net.Listener, opt ServeOptions) error {
 	opt = opt.withDefaults()
 	cs := &connSet{s: s, opt: opt, conns: make(map[*conn]struct{}), perPeer: make(map[netip.Addr]int), empty: make(chan struct{})}

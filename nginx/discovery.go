@@ -37,8 +37,10 @@ type Discovery struct {
 	// container may resolve for a while after its address is gone.
 	DropRefusing bool
 
-	refused map[netip.AddrPort]bool // dropped for refusing, not accepted since
-	probe   func(ctx context.Context, a netip.AddrPort) error // nil: a TCP connect (tests replace it)
+	// refused holds the addresses dropped for refusing and not accepted
+	// since; probe replaces the TCP connect in tests.
+	refused map[netip.AddrPort]bool
+	probe   func(ctx context.Context, a netip.AddrPort) error
 }
 
 // probeTimeout bounds one DropRefusing connect.
@@ -74,7 +76,8 @@ func ParseTargets(s string) ([]string, error) {
 // Resolve returns the sorted, de-duplicated addresses of all targets. A name
 // that does not exist (every replica gone) contributes no address and no
 // error; any other lookup failure is an error, so that a DNS hiccup never
-// empties the upstream: callers keep the previous set.
+// empties the upstream: callers keep the previous set. With DropRefusing it
+// then probes each address, and is not safe for concurrent use.
 func (d *Discovery) Resolve(ctx context.Context) ([]netip.AddrPort, error) {
 	r := d.Resolver
 	if r == nil {
