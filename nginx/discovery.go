@@ -135,14 +135,14 @@ func (d *Discovery) dropRefusing(ctx context.Context, addrs []netip.AddrPort) []
 		refused
 		unknown
 	)
+	probe := d.probe
+	if probe == nil {
+		probe = connect
+	}
 	got := make([]outcome, len(addrs))
 	var wg sync.WaitGroup
 	for i, a := range addrs {
 		wg.Go(func() {
-			probe := d.probe
-			if probe == nil {
-				probe = connect
-			}
 			err := probe(ctx, a)
 			switch {
 			case err == nil:

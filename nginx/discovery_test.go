@@ -228,12 +228,8 @@ func TestResolveDropsRefusing(t *testing.T) {
 		if drop {
 			want = []string{openAddr}
 		}
-		var gotS []string
-		for _, a := range got {
-			gotS = append(gotS, a.String())
-		}
 		slices.Sort(want)
-		if !slices.Equal(gotS, want) {
+		if gotS := addrStrings(got); !slices.Equal(gotS, want) {
 			t.Errorf("DropRefusing=%v: got %v, want %v", drop, gotS, want)
 		}
 	}
@@ -260,12 +256,16 @@ func TestResolveRefusedStaysOutUntilAccepted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var gotS []string
-		for _, a := range got {
-			gotS = append(gotS, a.String())
-		}
-		if !slices.Equal(gotS, st.want) {
+		if gotS := addrStrings(got); !slices.Equal(gotS, st.want) {
 			t.Errorf("step %d: got %v, want %v", i, gotS, st.want)
 		}
 	}
+}
+
+func addrStrings(addrs []netip.AddrPort) []string {
+	var out []string
+	for _, a := range addrs {
+		out = append(out, a.String())
+	}
+	return out
 }

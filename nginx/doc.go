@@ -6,8 +6,9 @@
 //   - [Process] runs nginx in the foreground, checks configurations with
 //     `nginx -t`, reloads (SIGHUP) and stops it gracefully (SIGQUIT).
 //   - [Discovery] resolves the worker service name again and again and
-//     reports when the set of addresses changes; [RenderServers] turns a set
-//     into the `server` lines included by the `upstream` block.
+//     reports when the set of addresses changes; [RenderUpstream] turns a set
+//     into the `server` lines included by the `upstream` block and the
+//     admission limit included by the /sudoku location.
 //   - [Applier] is the reload decision: it writes changed files atomically,
 //     runs the check, reloads only a configuration that passed it, and puts
 //     the old files back when the check fails.

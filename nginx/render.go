@@ -55,13 +55,37 @@ func RenderServers(source string, addrs []netip.AddrPort, params string) ([]byte
 	return buf.Bytes(), nil
 }
 
-// RenderAdmission renders the `limit_conn` line of the /sudoku location:
+// RenderUpstream renders the two files that follow the set of workers:
+// servers.conf (RenderServers) and admission.conf, the `limit_conn` line
+// of the /sudoku location. budget is the most workers there have been:
+// while fewer answer, each one's max_conns is raised so that together they
+// take what budget workers take, and the admission limit stays budget x
+// max_conns (none without workers: nginx answers "no live upstreams" at
+// once).
+func RenderUpstream(source string, addrs []netip.AddrPort, budget int, params string) (servers, admission []byte, err error) {
+	shared, err := shareMaxConns(params, len(addrs), budget)
+	if err != nil {
+		return nil, nil, err
+	}
+	if servers, err = RenderServers(source, addrs, shared); err != nil {
+		return nil, nil, err
+	}
+	if len(addrs) == 0 {
+		budget = 0
+	}
+	if admission, err = renderAdmission(budget, params); err != nil {
+		return nil, nil, err
+	}
+	return servers, admission, nil
+}
+
+// renderAdmission renders the `limit_conn` line of the /sudoku location:
 // as many requests at once as the workers take, workers x the max_conns in
 // params, so that nginx turns the excess away before it builds a FastCGI
 // request for it (a request over every worker's max_conns costs nginx that
 // request, a failed pick of a worker and an error-log line). No limit when
 // workers is 0 or params set no max_conns: the upstream's own checks stay.
-func RenderAdmission(workers int, params string) ([]byte, error) {
+func renderAdmission(workers int, params string) ([]byte, error) {
 	maxConns, err := maxConnsOf(params)
 	if err != nil {
 		return nil, err
@@ -93,12 +117,12 @@ func maxConnsOf(params string) (int, error) {
 	return maxConns, nil
 }
 
-// ShareMaxConns returns params with max_conns raised so that workers
+// shareMaxConns returns params with max_conns raised so that workers
 // servers take, together, what budget servers take with params (rounded
 // up): when a worker is gone, the others take its share of the requests
 // in flight until it is back. Params without max_conns, or with no fewer
 // workers than budget, come back unchanged.
-func ShareMaxConns(params string, workers, budget int) (string, error) {
+func shareMaxConns(params string, workers, budget int) (string, error) {
 	maxConns, err := maxConnsOf(params)
 	if err != nil || maxConns == 0 || workers <= 0 || workers >= budget {
 		return params, err

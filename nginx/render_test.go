@@ -159,9 +159,9 @@ func TestRenderAdmission(t *testing.T) {
 		{2, "max_conns=0", ""},
 	}
 	for _, tt := range tests {
-		got, err := RenderAdmission(tt.workers, tt.params)
+		got, err := renderAdmission(tt.workers, tt.params)
 		if err != nil {
-			t.Fatalf("RenderAdmission(%d, %q) error: %v", tt.workers, tt.params, err)
+			t.Fatalf("renderAdmission(%d, %q) error: %v", tt.workers, tt.params, err)
 		}
 		var line string
 		for _, l := range strings.Split(string(got), "\n") {
@@ -170,12 +170,12 @@ func TestRenderAdmission(t *testing.T) {
 			}
 		}
 		if line != tt.want {
-			t.Errorf("RenderAdmission(%d, %q) limit line = %q, want %q; file:\n%s", tt.workers, tt.params, line, tt.want, got)
+			t.Errorf("renderAdmission(%d, %q) limit line = %q, want %q; file:\n%s", tt.workers, tt.params, line, tt.want, got)
 		}
 	}
 	for _, p := range []string{"max_conns=x", "max_conns=-1", "max_conns=1;"} {
-		if _, err := RenderAdmission(2, p); !errors.Is(err, ErrUnsafe) {
-			t.Errorf("RenderAdmission(2, %q) error = %v, want ErrUnsafe", p, err)
+		if _, err := renderAdmission(2, p); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("renderAdmission(2, %q) error = %v, want ErrUnsafe", p, err)
 		}
 	}
 }
@@ -194,12 +194,35 @@ func TestShareMaxConns(t *testing.T) {
 		{"max_fails=0", 1, 2, "max_fails=0"},
 	}
 	for _, tt := range tests {
-		got, err := ShareMaxConns(tt.params, tt.workers, tt.budget)
+		got, err := shareMaxConns(tt.params, tt.workers, tt.budget)
 		if err != nil || got != tt.want {
-			t.Errorf("ShareMaxConns(%q, %d, %d) = %q, %v; want %q", tt.params, tt.workers, tt.budget, got, err, tt.want)
+			t.Errorf("shareMaxConns(%q, %d, %d) = %q, %v; want %q", tt.params, tt.workers, tt.budget, got, err, tt.want)
 		}
 	}
-	if _, err := ShareMaxConns("max_conns=x", 1, 2); !errors.Is(err, ErrUnsafe) {
-		t.Errorf("ShareMaxConns(max_conns=x) error = %v, want ErrUnsafe", err)
+	if _, err := shareMaxConns("max_conns=x", 1, 2); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("shareMaxConns(max_conns=x) error = %v, want ErrUnsafe", err)
+	}
+}
+
+// RenderUpstream: the worker left of a budget of two takes both shares,
+// and the admission limit stays; with no worker there is no limit.
+func TestRenderUpstream(t *testing.T) {
+	one := []netip.AddrPort{netip.MustParseAddrPort("10.0.0.2:9000")}
+	servers, admission, err := RenderUpstream("sudoku:9000", one, 2, "max_fails=0 max_conns=256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(servers), "server 10.0.0.2:9000 max_fails=0 max_conns=512;") {
+		t.Errorf("servers.conf for one of two workers:\n%s", servers)
+	}
+	if !strings.Contains(string(admission), "limit_conn sudoku_admission 512;") {
+		t.Errorf("admission.conf for a budget of two:\n%s", admission)
+	}
+	_, admission, err = RenderUpstream("sudoku:9000", nil, 2, "max_fails=0 max_conns=256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(admission), "limit_conn ") {
+		t.Errorf("admission.conf with no worker has a limit:\n%s", admission)
 	}
 }

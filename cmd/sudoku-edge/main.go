@@ -154,7 +154,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		log.Warn().Err(err).Msg("first worker lookup failed; starting with no upstream server")
 	}
 	// budget is the most workers seen: while fewer answer, those take the
-	// missing ones' share of the requests in flight (nginx.ShareMaxConns).
+	// missing ones' share of the requests in flight (nginx.RenderUpstream).
 	budget := len(addrs)
 	upstream, err := c.upstreamFiles(addrs, budget, serversPath, admissionPath)
 	if err != nil {
@@ -329,24 +329,10 @@ func splitList(s string) []string {
 	return out
 }
 
-// upstreamFiles renders what follows the set of workers: servers.conf (the
-// upstream's server lines, each max_conns raised while fewer than budget
-// workers answer) and admission.conf (nginx's limit of requests at once,
-// budget x max_conns). They always change together.
+// upstreamFiles renders servers.conf and admission.conf for addrs and the
+// budget of workers (nginx.RenderUpstream). They always change together.
 func (c config) upstreamFiles(addrs []netip.AddrPort, budget int, serversPath, admissionPath string) ([]nginx.Change, error) {
-	params, err := nginx.ShareMaxConns(c.upstreamParams, len(addrs), budget)
-	if err != nil {
-		return nil, err
-	}
-	servers, err := nginx.RenderServers(c.workers, addrs, params)
-	if err != nil {
-		return nil, err
-	}
-	admitted := budget
-	if len(addrs) == 0 {
-		admitted = 0 // no limit: nginx answers "no live upstreams" at once
-	}
-	admission, err := nginx.RenderAdmission(admitted, c.upstreamParams)
+	servers, admission, err := nginx.RenderUpstream(c.workers, addrs, budget, c.upstreamParams)
 	if err != nil {
 		return nil, err
 	}
