@@ -2,8 +2,10 @@ package load
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -49,15 +51,28 @@ type fake struct {
 	before func(w http.ResponseWriter, r *http.Request) bool
 	// mangle, if set, may change the solution of a puzzle before it is sent.
 	mangle func(puzzle, sol string) string
+	// closeEvery, if set, ends each connection after that many answers
+	// with "Connection: close", as nginx does after keepalive_requests.
+	closeEvery int
 
 	mu    sync.Mutex
 	count int
 }
 
+// connAnswers counts the requests served on one connection.
+type connAnswers struct{ n int }
+
+type connAnswersKey struct{}
+
 func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.count++
 	f.mu.Unlock()
+	if ca, ok := r.Context().Value(connAnswersKey{}).(*connAnswers); ok && f.closeEvery > 0 {
+		if ca.n++; ca.n%f.closeEvery == 0 {
+			w.Header().Set("Connection", "close")
+		}
+	}
 	if r.URL.Path != "/sudoku" {
 		http.NotFound(w, r)
 		return
@@ -108,7 +123,11 @@ func (f *fake) batch(w http.ResponseWriter, r *http.Request) {
 
 func newFake(t *testing.T, f *fake) string {
 	t.Helper()
-	srv := httptest.NewServer(f)
+	srv := httptest.NewUnstartedServer(f)
+	srv.Config.ConnContext = func(ctx context.Context, _ net.Conn) context.Context {
+		return context.WithValue(ctx, connAnswersKey{}, &connAnswers{})
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv.URL
 }

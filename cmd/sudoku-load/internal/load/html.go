@@ -128,7 +128,7 @@ th{background:#f3f3f3}td.l,th.l{text-align:left}.fail{color:#b00}
 {{range .Steps}}<tr><td>{{f1 .Rate}}</td><td>{{f1 .Achieved}}</td><td>{{f3 .P50ms}}</td><td>{{f3 .P99ms}}</td><td>{{f3 .LagP99ms}}</td><td>{{f3 .ErrorRatio}}</td><td class="l{{if not .Pass}} fail{{end}}">{{if .Pass}}pass{{else}}{{.Why}}{{end}}</td></tr>
 {{end}}</table>{{end}}
 {{with .R.Local}}<p>{{.Workers}} goroutines on {{.Cores}} cores: {{f1 .PerCore}} puzzles/s per core (solver limit {{.Limit}}).</p>{{end}}
-{{with .R.Stress}}<p>stress: wrote {{f1 .SendRate}} requests/s, read {{f1 .ReceiveRate}} answers/s{{if .NoRead}} (never reading){{end}}.</p>{{end}}
+{{with .R.Stress}}<p>stress: wrote {{f1 .SendRate}} requests/s, read {{f1 .ReceiveRate}} answers/s{{if .NoRead}} (never reading){{end}}{{if .Resent}}, wrote {{.Resent}} again on a new connection (the server closed theirs first){{end}}.</p>{{end}}
 {{range .Charts}}<div>{{.}}</div>
 {{end}}
 <p style="color:#777;font-size:12px">{{.Note}} Latencies are recorded in an HDR histogram (1 us to 10 min, 3 significant digits); answers are checked against their puzzles.</p>

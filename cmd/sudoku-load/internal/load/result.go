@@ -99,7 +99,7 @@ func (r *Result) WriteText(w io.Writer) error {
 			s.Workers, s.Cores, r.Throughput, s.PerCore)
 	}
 	if s := r.Stress; s != nil {
-		fmt.Fprintf(&b, "stress    wrote %.0f requests/s, read %.0f answers/s, no-read %v\n", s.SendRate, s.ReceiveRate, s.NoRead)
+		fmt.Fprintf(&b, "stress    wrote %.0f requests/s, read %.0f answers/s, no-read %v, resent %d (the server closed their connection first)\n", s.SendRate, s.ReceiveRate, s.NoRead, s.Resent)
 	}
 	if c := r.Capacity; c != nil {
 		fmt.Fprintf(&b, "capacity  steps (p99 objective %s):\n", ms(c.SLOms))

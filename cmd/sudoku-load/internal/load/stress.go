@@ -44,6 +44,9 @@ type StressStats struct {
 	NoRead      bool    `json:"no_read"`
 	SendRate    float64 `json:"send_rate"`    // requests written per second
 	ReceiveRate float64 `json:"receive_rate"` // answers read per second
+	// Resent counts requests written again on a new connection because
+	// the server closed theirs ("Connection: close") before answering them.
+	Resent int64 `json:"resent"`
 }
 
 // Stress writes pipelined HTTP/1.1 requests on raw TCP connections as fast as
@@ -89,12 +92,13 @@ func Stress(ctx context.Context, cfg StressConfig) (*Result, error) {
 	stopTicks := startTicker(rec, start, cfg.Progress)
 
 	var next atomic.Int64 // request index, shared by all connections
+	var resent atomic.Int64
 	var wg sync.WaitGroup
 	for range cfg.Conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			stressConn(runCtx, addr, deadline, cfg, reqs, client, &next, rec)
+			stressConn(runCtx, addr, deadline, cfg, reqs, client, &next, rec, &resent)
 		}()
 	}
 	wg.Wait()
@@ -107,7 +111,8 @@ func Stress(ctx context.Context, cfg StressConfig) (*Result, error) {
 	res.Throughput = float64(res.OK) / res.DurationS
 	res.Stress = &StressStats{NoRead: cfg.NoRead,
 		SendRate:    float64(res.Sent) / res.DurationS,
-		ReceiveRate: float64(res.Received) / res.DurationS}
+		ReceiveRate: float64(res.Received) / res.DurationS,
+		Resent:      resent.Load()}
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("stress interrupted: %w", err)
 	}
@@ -115,23 +120,66 @@ func Stress(ctx context.Context, cfg StressConfig) (*Result, error) {
 }
 
 type sentReq struct {
-	p  *Puzzle
-	at time.Time
+	p    *Puzzle
+	req  []byte
+	at   time.Time // when first handed to a connection; zero until then
+	sent bool      // counted by Recorder.Sent
 }
 
+// stressConn keeps one pipelined connection going until the writing ends
+// and its answers are read. When the server ends a connection with
+// "Connection: close" (nginx does after keepalive_requests), the requests
+// written after that answer were never processed: they are written again,
+// first, on a new connection, as HTTP/1.1 asks of a client that pipelines
+// (RFC 9112, section 9.3.2). Their latency still runs from the first write.
 func stressConn(ctx context.Context, addr string, deadline time.Time, cfg StressConfig,
-	reqs [][]byte, client *Client, next *atomic.Int64, rec *Recorder) {
-	d := net.Dialer{Timeout: time.Until(deadline)}
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		// Count one failed request for the connection that never came up.
-		if next.Add(1) <= int64(cfg.Count) {
-			rec.Due()
-			rec.Sent()
-			rec.Done(KindOfError(err), false, 0)
+	reqs [][]byte, client *Client, next *atomic.Int64, rec *Recorder, resent *atomic.Int64) {
+	var again []sentReq
+	for first := true; ; first = false {
+		d := net.Dialer{Timeout: max(time.Until(deadline), time.Second)}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			k := KindOfError(err)
+			failAll(again, k, rec)
+			// Count one failed request for the connection that never came up.
+			if first && next.Add(1) <= int64(cfg.Count) {
+				rec.Due()
+				rec.Sent()
+				rec.Done(k, false, 0)
+			}
+			return
 		}
-		return
+		resent.Add(int64(len(again)))
+		var closed bool
+		again, closed = stressOneConn(ctx, conn, deadline, cfg, reqs, client, next, rec, again)
+		if ctx.Err() != nil {
+			failAll(again, KindOfError(ctx.Err()), rec)
+			return
+		}
+		if !closed || (len(again) == 0 && (time.Now().After(deadline) || next.Load() >= int64(cfg.Count))) {
+			return
+		}
 	}
+}
+
+// failAll counts requests that will not be written again as failed with
+// kind k; one never written counts as unsent.
+func failAll(reqs []sentReq, k Kind, rec *Recorder) {
+	for _, s := range reqs {
+		if s.sent {
+			rec.Done(k, false, time.Since(s.at))
+		} else {
+			rec.Unsent()
+		}
+	}
+}
+
+// stressOneConn writes first the requests in again, then new ones, on
+// conn, and reads their answers unless cfg.NoRead. It reports whether the
+// server announced that it closes the connection, and the requests it
+// then left unanswered (or that were not written yet), oldest first.
+func stressOneConn(ctx context.Context, conn net.Conn, deadline time.Time, cfg StressConfig,
+	reqs [][]byte, client *Client, next *atomic.Int64, rec *Recorder, again []sentReq) ([]sentReq, bool) {
 	defer conn.Close()
 	// The write loop stops at deadline by itself; the write deadline is a
 	// backstop for a server that stops reading, late enough that the last
@@ -149,6 +197,8 @@ func stressConn(ctx context.Context, addr string, deadline time.Time, cfg Stress
 	// reader pairs them with a FIFO of send times. Its size bounds the
 	// requests in flight on one connection.
 	var pending chan sentReq
+	closing := make(chan struct{}) // closed by the reader on "Connection: close"
+	var unanswered []sentReq       // the reader's, once readerDone is closed
 	readerDone := make(chan struct{})
 	if cfg.NoRead {
 		close(readerDone)
@@ -156,48 +206,66 @@ func stressConn(ctx context.Context, addr string, deadline time.Time, cfg Stress
 		pending = make(chan sentReq, cfg.Depth)
 		go func() {
 			defer close(readerDone)
-			stressRead(conn, pending, client, rec)
+			unanswered = stressRead(conn, pending, client, rec, closing)
 		}()
 	}
 
 	w := bufio.NewWriterSize(conn, 32<<10)
 	var werr error
+	var held []sentReq // taken but not written when the server closed
 write:
 	for {
-		i := next.Add(1) - 1
-		if i >= int64(cfg.Count) || ctx.Err() != nil || time.Now().After(deadline) {
-			break
+		var sr sentReq
+		if len(again) > 0 {
+			sr, again = again[0], again[1:]
+		} else {
+			i := next.Add(1) - 1
+			if i >= int64(cfg.Count) || ctx.Err() != nil || time.Now().After(deadline) {
+				break
+			}
+			sr = sentReq{p: &cfg.Puzzles[int(i)%len(cfg.Puzzles)], req: reqs[int(i)%len(reqs)]}
+			rec.Due()
 		}
-		p := &cfg.Puzzles[int(i)%len(cfg.Puzzles)]
-		rec.Due()
+		if sr.at.IsZero() {
+			sr.at = time.Now()
+		}
 		if pending != nil {
-			sr := sentReq{p: p, at: time.Now()}
 			select {
+			case <-closing:
+				held = append(held, sr)
+				break write
 			case pending <- sr:
 			default:
 				// The reader is behind: send what is buffered, then wait.
 				if werr = w.Flush(); werr == nil {
 					select {
 					case pending <- sr:
+					case <-closing:
+						held = append(held, sr)
+						break write
 					case <-ctx.Done():
 						werr = ctx.Err()
 					}
 				}
 				if werr != nil {
-					rec.Unsent()
+					if !sr.sent {
+						rec.Unsent()
+					}
 					break write
 				}
 			}
 		}
-		rec.Sent()
-		if _, werr = w.Write(reqs[int(i)%len(reqs)]); werr != nil {
+		if !sr.sent {
+			rec.Sent()
+		}
+		if _, werr = w.Write(sr.req); werr != nil {
 			if cfg.NoRead { // with a reader, the reader counts the failure
 				rec.Done(KindOfError(werr), false, 0)
 			}
 			break
 		}
 	}
-	if werr == nil {
+	if werr == nil && len(held) == 0 {
 		if werr = w.Flush(); werr != nil && cfg.NoRead {
 			rec.Done(KindOfError(werr), false, 0)
 		}
@@ -216,12 +284,25 @@ write:
 		case <-time.After(time.Until(deadline)):
 		}
 	}
+	select {
+	case <-closing:
+		// Requests written after the closing answer went unanswered; the
+		// writer marked every one it wrote as sent.
+		for i := range unanswered {
+			unanswered[i].sent = true
+		}
+		return append(append(unanswered, held...), again...), true
+	default:
+		return nil, false
+	}
 }
 
 // stressRead reads one response per entry of pending, until pending is
 // closed and drained or the connection fails; requests left unanswered are
-// counted with the kind of that failure.
-func stressRead(conn net.Conn, pending <-chan sentReq, client *Client, rec *Recorder) {
+// counted with the kind of that failure. After an answer with "Connection:
+// close" it closes closing, stops reading and returns the requests still
+// pending: the server never saw them.
+func stressRead(conn net.Conn, pending <-chan sentReq, client *Client, rec *Recorder, closing chan<- struct{}) []sentReq {
 	br := bufio.NewReaderSize(conn, 32<<10)
 	for s := range pending {
 		resp, err := http.ReadResponse(br, nil)
@@ -234,7 +315,7 @@ func stressRead(conn net.Conn, pending <-chan sentReq, client *Client, rec *Reco
 			for s := range pending {
 				rec.Done(k, false, time.Since(s.at))
 			}
-			return
+			return nil
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
@@ -249,5 +330,14 @@ func stressRead(conn net.Conn, pending <-chan sentReq, client *Client, rec *Reco
 		default:
 			rec.Done(KindOK, true, lat)
 		}
+		if resp.Close {
+			close(closing)
+			var left []sentReq
+			for s := range pending {
+				left = append(left, s)
+			}
+			return left
+		}
 	}
+	return nil
 }

@@ -27,6 +27,27 @@ func TestStress(t *testing.T) {
 			t.Errorf("stress stats = %+v, want a receive rate", res.Stress)
 		}
 	})
+	t.Run("server closes", func(t *testing.T) {
+		// Every connection ends after 7 answers, with dozens of requests
+		// already written behind the last one: those are written again on
+		// a new connection, and every request gets its answer.
+		url := newFake(t, &fake{sols: sols, closeEvery: 7})
+		res, err := Stress(context.Background(), StressConfig{URL: url, Puzzles: ps, Conns: 2, Count: 300, Duration: 5 * time.Second})
+		if err != nil {
+			t.Fatalf("Stress: %v", err)
+		}
+		var failed int64
+		for _, n := range res.Errors {
+			failed += n
+		}
+		if res.Sent != 300 || res.Received != 300 || res.OK != 300 || failed != 0 {
+			t.Errorf("Stress sent %d received %d ok %d errors %v; want 300, 300, 300 and none",
+				res.Sent, res.Received, res.OK, res.Errors)
+		}
+		if res.Stress.Resent == 0 {
+			t.Errorf("Stress resent 0 requests, want those written after each closing answer")
+		}
+	})
 	t.Run("no read", func(t *testing.T) {
 		start := time.Now()
 		res, err := Stress(context.Background(), StressConfig{URL: url, Puzzles: ps, Conns: 2, Count: 300, Duration: 500 * time.Millisecond, NoRead: true})
