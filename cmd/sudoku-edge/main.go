@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -64,6 +65,7 @@ func exitCode(err error) int {
 type config struct {
 	workers         string
 	resolveInterval time.Duration
+	budgetHold      time.Duration
 	upstreamParams  string
 	trustedClients  []netip.Prefix
 	runDir          string
@@ -81,6 +83,8 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.StringVar(&c.workers, "workers", "sudoku:9000", "worker `host:port` to resolve; a comma-separated list is allowed")
 	c.resolveInterval = 2 * time.Second
 	fs.Var(positiveDuration{&c.resolveInterval}, "resolve-interval", "how often to resolve the workers again")
+	c.budgetHold = time.Minute
+	fs.Var(positiveDuration{&c.budgetHold}, "budget-hold", "how long the workers left take a missing worker's share of the requests in flight, before it counts as gone (a restart or crash is shorter, a scale-down longer)")
 	fs.StringVar(&c.upstreamParams, "upstream-params", "", "nginx parameters after each `server ip:port` line, e.g. max_fails=0")
 	var trusted string
 	fs.StringVar(&trusted, "trusted-clients", "", "comma-separated client `addresses or prefixes` exempt from the per-client limits (a load balancer in front, a load-test host)")
@@ -153,10 +157,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		log.Warn().Err(err).Msg("first worker lookup failed; starting with no upstream server")
 	}
-	// budget is the most workers seen: while fewer answer, those take the
-	// missing ones' share of the requests in flight (nginx.RenderUpstream).
-	budget := len(addrs)
-	upstream, err := c.upstreamFiles(addrs, budget, serversPath, admissionPath)
+	// The budget is the most workers seen: while fewer answer, those take
+	// the missing ones' share of the requests in flight (nginx.RenderUpstream),
+	// for -budget-hold at most.
+	budget := nginx.Budget{Hold: c.budgetHold}
+	upstream, err := c.upstreamFiles(addrs, budget.Update(len(addrs), time.Now()), serversPath, admissionPath)
 	if err != nil {
 		return err
 	}
@@ -226,25 +231,50 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 	bg, cancelBg := context.WithCancel(context.Background())
 	defer cancelBg()
+	// apply renders and loads the upstream files for next; the caller
+	// holds mu, which guards addrs and budget.
+	var mu sync.Mutex
+	apply := func(ctx context.Context, next []netip.AddrPort, msg string) {
+		added, removed := nginx.Diff(addrs, next)
+		n := budget.Update(len(next), time.Now())
+		upstream, err := c.upstreamFiles(next, n, serversPath, admissionPath)
+		if err != nil {
+			log.Error().Err(err).Msg("rendering the upstream files")
+			return
+		}
+		outcome, err := applier.Apply(ctx, upstream...)
+		ev := log.Info()
+		if err != nil {
+			ev = log.Error().Err(err)
+		}
+		ev.Strs("added", addrStrings(added)).Strs("removed", addrStrings(removed)).
+			Strs("workers", addrStrings(next)).Int("budget", n).Stringer("outcome", outcome).Msg(msg)
+		addrs = next
+	}
 	go disc.Watch(bg, c.resolveInterval, addrs,
 		func(ctx context.Context, next []netip.AddrPort) {
-			added, removed := nginx.Diff(addrs, next)
-			budget = max(budget, len(next))
-			upstream, err := c.upstreamFiles(next, budget, serversPath, admissionPath)
-			if err != nil {
-				log.Error().Err(err).Msg("rendering the upstream files")
-				return
-			}
-			outcome, err := applier.Apply(ctx, upstream...)
-			ev := log.Info()
-			if err != nil {
-				ev = log.Error().Err(err)
-			}
-			ev.Strs("added", addrStrings(added)).Strs("removed", addrStrings(removed)).
-				Strs("workers", addrStrings(next)).Stringer("outcome", outcome).Msg("worker set changed")
-			addrs = next
+			mu.Lock()
+			defer mu.Unlock()
+			apply(ctx, next, "worker set changed")
 		},
 		func(err error) { log.Warn().Err(err).Msg("worker lookup failed; keeping the current upstream") })
+	// The set may stay the same while the budget's hold runs out.
+	go func() {
+		t := time.NewTicker(c.resolveInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-bg.Done():
+				return
+			case <-t.C:
+			}
+			mu.Lock()
+			if budget.Expired(len(addrs), time.Now()) {
+				apply(bg, addrs, "missing workers count as gone; budget lowered")
+			}
+			mu.Unlock()
+		}
+	}()
 	renew := make(chan os.Signal, 1)
 	signal.Notify(renew, syscall.SIGUSR1)
 	defer signal.Stop(renew)

@@ -27,7 +27,7 @@ func TestParseConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.workers != "sudoku:9000" || c.resolveInterval != 2*time.Second || c.runDir != "/run/sudoku-edge" ||
+		if c.workers != "sudoku:9000" || c.resolveInterval != 2*time.Second || c.budgetHold != time.Minute || c.runDir != "/run/sudoku-edge" ||
 			c.nginxBin != "nginx" || c.nginxConf != "/etc/nginx/nginx.conf" || c.challengeListen != "127.0.0.1:8081" {
 			t.Errorf("parseConfig(nil) = %+v, want the documented defaults", c)
 		}
@@ -37,11 +37,12 @@ func TestParseConfig(t *testing.T) {
 			"SUDOKU_EDGE_WORKERS":          "ignored:2",
 			"SUDOKU_EDGE_RESOLVE_INTERVAL": "500ms",
 			"SUDOKU_EDGE_UPSTREAM_PARAMS":  "max_fails=0",
+			"SUDOKU_EDGE_BUDGET_HOLD":      "5m",
 		}), io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.workers != "w:1" || c.resolveInterval != 500*time.Millisecond || c.upstreamParams != "max_fails=0" {
+		if c.workers != "w:1" || c.resolveInterval != 500*time.Millisecond || c.upstreamParams != "max_fails=0" || c.budgetHold != 5*time.Minute {
 			t.Errorf("parseConfig = %+v", c)
 		}
 	})
@@ -51,6 +52,7 @@ func TestParseConfig(t *testing.T) {
 		want string
 	}{
 		{[]string{"-resolve-interval", "0s"}, nil, "not positive"},
+		{[]string{"-budget-hold", "0s"}, nil, "not positive"},
 		{nil, map[string]string{"SUDOKU_EDGE_RESOLVE_INTERVAL": "soon"}, "SUDOKU_EDGE_RESOLVE_INTERVAL"},
 		{[]string{"-upstream-params", "max_fails=0; }"}, nil, "unsafe"},
 		{[]string{"-workers", "sudoku"}, nil, "missing port"},
@@ -116,7 +118,8 @@ func hostConf(t *testing.T, dir, runDir string, port, challengePort int) string 
 
 // TestRunServesAndStopsGracefully runs the whole command against the host's
 // nginx with two HTTP backends standing in for workers: both get traffic,
-// a challenge path answers 404 with TLS off, and cancelling the context
+// a challenge path answers 404 with TLS off; when one stops, the other takes
+// its share until -budget-hold runs out; and cancelling the context
 // (SIGTERM in main) stops nginx with status 0.
 func TestRunServesAndStopsGracefully(t *testing.T) {
 	bin := nginxtest.NeedNginx(t)
@@ -125,10 +128,12 @@ func TestRunServesAndStopsGracefully(t *testing.T) {
 	port, chPort := nginxtest.FreePort(t), nginxtest.FreePort(t)
 	conf := hostConf(t, dir, runDir, port, chPort)
 	var targets []string
+	var backends []*httptest.Server
 	for _, id := range []string{"a", "b"} {
 		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, id) }))
 		t.Cleanup(s.Close)
 		targets = append(targets, strings.TrimPrefix(s.URL, "http://"))
+		backends = append(backends, s)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -137,7 +142,7 @@ func TestRunServesAndStopsGracefully(t *testing.T) {
 		done <- run(ctx, []string{
 			"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", runDir,
 			"-workers", strings.Join(targets, ","), "-upstream-params", "max_fails=0 max_conns=64",
-			"-challenge-listen", fmt.Sprintf("127.0.0.1:%d", chPort), "-resolve-interval", "100ms",
+			"-challenge-listen", fmt.Sprintf("127.0.0.1:%d", chPort), "-resolve-interval", "100ms", "-budget-hold", "1s",
 			"-trusted-clients", "127.0.0.1, 192.0.2.0/24",
 		}, env(nil), io.Discard)
 	}()
@@ -185,6 +190,31 @@ func TestRunServesAndStopsGracefully(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("challenge with TLS off: status %d, want 404", resp.StatusCode)
+	}
+
+	// b stops (it refuses connections): a takes its share at once, then,
+	// once b has been missing for -budget-hold, only its own.
+	backends[1].Close()
+	stopped := time.Now()
+	waitFiles := func(servers, admission string) time.Duration {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			srv, _ := os.ReadFile(filepath.Join(runDir, "servers.conf"))
+			adm, _ := os.ReadFile(filepath.Join(runDir, "admission.conf"))
+			if strings.Contains(string(srv), servers) && !strings.Contains(string(srv), "server "+targets[1]) &&
+				strings.Contains(string(adm), admission) {
+				return time.Since(stopped)
+			}
+		}
+		srv, _ := os.ReadFile(filepath.Join(runDir, "servers.conf"))
+		adm, _ := os.ReadFile(filepath.Join(runDir, "admission.conf"))
+		t.Fatalf("want %q without %s and %q; have:\n%s\n%s", servers, targets[1], admission, srv, adm)
+		return 0
+	}
+	shared := waitFiles("server "+targets[0]+" max_fails=0 max_conns=128;", "limit_conn sudoku_admission 128;")
+	lowered := waitFiles("server "+targets[0]+" max_fails=0 max_conns=64;", "limit_conn sudoku_admission 64;")
+	if lowered < time.Second || lowered-shared < 500*time.Millisecond {
+		t.Errorf("b stopped; a took its share after %v and gave it back after %v, want the share kept for the 1s hold", shared, lowered)
 	}
 
 	cancel()
