@@ -149,7 +149,11 @@ func stressConn(ctx context.Context, addr string, deadline time.Time, cfg Stress
 			}
 			return
 		}
-		resent.Add(int64(len(again)))
+		for _, s := range again {
+			if s.sent {
+				resent.Add(1)
+			}
+		}
 		var closed bool
 		again, closed = stressOneConn(ctx, conn, deadline, cfg, reqs, client, next, rec, again)
 		if ctx.Err() != nil {
