@@ -18,12 +18,10 @@ type Budget struct {
 // Update records that n workers answer at now and returns the budget.
 func (b *Budget) Update(n int, now time.Time) int {
 	switch {
-	case n >= b.most:
+	case n >= b.most, b.Expired(n, now):
 		b.most, b.short = n, time.Time{}
 	case b.short.IsZero():
 		b.short = now
-	case b.Hold > 0 && now.Sub(b.short) >= b.Hold:
-		b.most, b.short = n, time.Time{}
 	}
 	return b.most
 }

@@ -57,41 +57,38 @@ func RenderServers(source string, addrs []netip.AddrPort, params string) ([]byte
 
 // RenderUpstream renders the two files that follow the set of workers:
 // servers.conf (RenderServers) and admission.conf, the `limit_conn` line
-// of the /sudoku location. budget is the most workers there have been:
-// while fewer answer, each one's max_conns is raised so that together they
-// take what budget workers take, and the admission limit stays budget x
-// max_conns (none without workers: nginx answers "no live upstreams" at
-// once).
+// of the /sudoku location. budget is how many workers' share nginx admits
+// (see Budget): while fewer answer, each one's max_conns is raised so that
+// together they take what budget workers take, and the admission limit
+// stays budget x max_conns (none without workers: nginx answers "no live
+// upstreams" at once).
 func RenderUpstream(source string, addrs []netip.AddrPort, budget int, params string) (servers, admission []byte, err error) {
-	shared, err := shareMaxConns(params, len(addrs), budget)
+	maxConns, err := maxConnsOf(params)
 	if err != nil {
 		return nil, nil, err
 	}
-	if servers, err = RenderServers(source, addrs, shared); err != nil {
+	if servers, err = RenderServers(source, addrs, shareMaxConns(params, maxConns, len(addrs), budget)); err != nil {
 		return nil, nil, err
 	}
 	if len(addrs) == 0 {
 		budget = 0
 	}
-	if admission, err = renderAdmission(budget, params); err != nil {
+	if admission, err = renderAdmission(budget, maxConns); err != nil {
 		return nil, nil, err
 	}
 	return servers, admission, nil
 }
 
 // renderAdmission renders the `limit_conn` line of the /sudoku location:
-// as many requests at once as the workers take, workers x the max_conns in
-// params, so that nginx turns the excess away before it builds a FastCGI
-// request for it (a request over every worker's max_conns costs nginx that
-// request, a failed pick of a worker and an error-log line). No limit when
-// workers is 0 or params set no max_conns: the upstream's own checks stay.
-func renderAdmission(workers int, params string) ([]byte, error) {
-	maxConns, err := maxConnsOf(params)
-	if err != nil {
-		return nil, err
-	}
+// as many requests at once as the workers take, workers x maxConns (the
+// upstream parameters' max_conns), so that nginx turns the excess away
+// before it builds a FastCGI request for it (a request over every worker's
+// max_conns costs nginx that request, a failed pick of a worker and an
+// error-log line). No limit when workers or maxConns is 0: the upstream's
+// own checks stay.
+func renderAdmission(workers, maxConns int) ([]byte, error) {
 	var buf bytes.Buffer
-	err = templates.ExecuteTemplate(&buf, "admission.conf.tmpl", struct{ Workers, MaxConns, Limit int }{
+	err := templates.ExecuteTemplate(&buf, "admission.conf.tmpl", struct{ Workers, MaxConns, Limit int }{
 		workers, maxConns, workers * maxConns})
 	if err != nil {
 		return nil, fmt.Errorf("rendering admission.conf: %w", err)
@@ -117,15 +114,14 @@ func maxConnsOf(params string) (int, error) {
 	return maxConns, nil
 }
 
-// shareMaxConns returns params with max_conns raised so that workers
-// servers take, together, what budget servers take with params (rounded
-// up): when a worker is gone, the others take its share of the requests
-// in flight until it is back. Params without max_conns, or with no fewer
-// workers than budget, come back unchanged.
-func shareMaxConns(params string, workers, budget int) (string, error) {
-	maxConns, err := maxConnsOf(params)
-	if err != nil || maxConns == 0 || workers <= 0 || workers >= budget {
-		return params, err
+// shareMaxConns returns params, whose max_conns is maxConns, with
+// max_conns raised so that workers servers take, together, what budget
+// servers take with params (rounded up): while a worker is missing, the
+// others take its share of the requests in flight. Params without
+// max_conns, or with no fewer workers than budget, come back unchanged.
+func shareMaxConns(params string, maxConns, workers, budget int) string {
+	if maxConns == 0 || workers <= 0 || workers >= budget {
+		return params
 	}
 	shared := (maxConns*budget + workers - 1) / workers
 	fields := strings.Fields(params)
@@ -134,7 +130,7 @@ func shareMaxConns(params string, workers, budget int) (string, error) {
 			fields[i] = "max_conns=" + strconv.Itoa(shared)
 		}
 	}
-	return strings.Join(fields, " "), nil
+	return strings.Join(fields, " ")
 }
 
 // ParseTrustedClients parses a comma-separated list of client addresses

@@ -159,9 +159,13 @@ func TestRenderAdmission(t *testing.T) {
 		{2, "max_conns=0", ""},
 	}
 	for _, tt := range tests {
-		got, err := renderAdmission(tt.workers, tt.params)
+		maxConns, err := maxConnsOf(tt.params)
 		if err != nil {
-			t.Fatalf("renderAdmission(%d, %q) error: %v", tt.workers, tt.params, err)
+			t.Fatalf("maxConnsOf(%q) error: %v", tt.params, err)
+		}
+		got, err := renderAdmission(tt.workers, maxConns)
+		if err != nil {
+			t.Fatalf("renderAdmission(%d, %d) error: %v", tt.workers, maxConns, err)
 		}
 		var line string
 		for _, l := range strings.Split(string(got), "\n") {
@@ -174,8 +178,8 @@ func TestRenderAdmission(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"max_conns=x", "max_conns=-1", "max_conns=1;"} {
-		if _, err := renderAdmission(2, p); !errors.Is(err, ErrUnsafe) {
-			t.Errorf("renderAdmission(2, %q) error = %v, want ErrUnsafe", p, err)
+		if _, _, err := RenderUpstream("sudoku:9000", nil, 2, p); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("RenderUpstream with params %q: error = %v, want ErrUnsafe", p, err)
 		}
 	}
 }
@@ -194,13 +198,13 @@ func TestShareMaxConns(t *testing.T) {
 		{"max_fails=0", 1, 2, "max_fails=0"},
 	}
 	for _, tt := range tests {
-		got, err := shareMaxConns(tt.params, tt.workers, tt.budget)
-		if err != nil || got != tt.want {
-			t.Errorf("shareMaxConns(%q, %d, %d) = %q, %v; want %q", tt.params, tt.workers, tt.budget, got, err, tt.want)
+		maxConns, err := maxConnsOf(tt.params)
+		if got := shareMaxConns(tt.params, maxConns, tt.workers, tt.budget); err != nil || got != tt.want {
+			t.Errorf("shareMaxConns(%q, %d, %d, %d) = %q, %v; want %q", tt.params, maxConns, tt.workers, tt.budget, got, err, tt.want)
 		}
 	}
-	if _, err := shareMaxConns("max_conns=x", 1, 2); !errors.Is(err, ErrUnsafe) {
-		t.Errorf("shareMaxConns(max_conns=x) error = %v, want ErrUnsafe", err)
+	if _, err := maxConnsOf("max_conns=x"); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("maxConnsOf(max_conns=x) error = %v, want ErrUnsafe", err)
 	}
 }
 
