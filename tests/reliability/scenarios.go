@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -92,12 +93,18 @@ func overload(ctx context.Context, s *suite) result {
 	// answers under open-loop load (1,900-2,400/s), and at 1.5 x it the
 	// load client, on the same 2 cores, queued requests for 17 s.
 	rate := 3 * s.C
-	sat, serr := s.saturation(ctx)
+	sat, serr := s.saturation(ctx, 32)
 	if serr != nil {
 		fmt.Fprintf(s.out, "    saturation not measured (%v): 3 C it is\n", serr)
 	} else if 1.2*sat > rate {
 		rate = 1.2 * sat
 	}
+	// The same at the overload's depth, for the record: nginx admits
+	// 2 x max_conns 256 and the client holds 1,600 connections, and the
+	// stack's cost per answer grows with the connections open (the
+	// kernel's and nginx's per-connection state, the workers' goroutines
+	// and GC), 503s or not. This is the goodput's ceiling in the overload.
+	deep, derr := s.saturation(ctx, deepInFlight)
 	stopSample := s.sample(ctx, ids, 100*time.Millisecond, true)
 	res := drive(ctx, s.st.baseURL, loadSpec{Name: "3C", Rate: rate, Duration: s.cfg.overloadDuration,
 		// 30 s: at 3 C the load client itself falls behind on 2 shared
@@ -133,6 +140,12 @@ func overload(ctx context.Context, s *suite) result {
 	other := sum.Sent - sum.OK - len(busy)
 	c.fig("offered %.0f/s (%.1f C; saturation %.0f/s) for %v, sent %.0f/s (the client skipped %d: %d in flight), goodput %.0f/s (%.2f C), %.1f%% shed with 503",
 		rate, rate/s.C, sat, s.cfg.overloadDuration, sum.Rate, sum.Skipped, res.Spec.MaxInFlight, sum.Goodput, sum.Goodput/s.C, 100*float64(len(busy))/math.Max(1, float64(sum.Sent)))
+	if derr != nil {
+		c.fig("saturation with %d in flight not measured: %v", deepInFlight, derr)
+	} else {
+		c.fig("saturation with %d in flight %.0f/s (%.2f of it with 32, %.2f C); goodput %.2f of it",
+			deepInFlight, deep, deep/math.Max(1, sat), deep/s.C, sum.Goodput/math.Max(1, deep))
+	}
 	// How fast the service rejects: nginx's request_time of the 503s. The
 	// client's own clock (also shown) counts its wait for CPU too: it
 	// shares the 2 cores with a stack that is saturated on purpose.
@@ -176,11 +189,15 @@ func overload(ctx context.Context, s *suite) result {
 	return c.result()
 }
 
+// deepInFlight is the overload's depth for saturation: just below the 512
+// requests nginx admits to two workers, so that nothing is shed.
+const deepInFlight = 480
+
 // saturation measures the stack's throughput when it is kept busy:
-// `sudoku-load batch` with 32 requests in flight (below nginx's max_conns,
-// so nothing is shed) over the puzzles repeated to 10,000, verified
-// answers per second.
-func (s *suite) saturation(ctx context.Context) (float64, error) {
+// `sudoku-load batch` with inFlight requests in flight (below nginx's
+// admission limit, so nothing is shed) over the puzzles repeated to 10,000,
+// verified answers per second.
+func (s *suite) saturation(ctx context.Context, inFlight int) (float64, error) {
 	f, err := os.CreateTemp("", "sudoku-saturation-*.txt")
 	if err != nil {
 		return 0, err
@@ -193,7 +210,7 @@ func (s *suite) saturation(ctx context.Context) (float64, error) {
 	if err := errors.Join(w.Flush(), f.Close()); err != nil {
 		return 0, err
 	}
-	out, err := s.runLoad(ctx, "batch", "-url", s.st.baseURL, "-in", f.Name(), "-c", "32")
+	out, err := s.runLoad(ctx, "batch", "-url", s.st.baseURL, "-in", f.Name(), "-c", strconv.Itoa(inFlight))
 	if err != nil {
 		return 0, err
 	}
