@@ -291,7 +291,8 @@ write:
 	select {
 	case <-closing:
 		// Requests written after the closing answer went unanswered; the
-		// writer marked every one it wrote as sent.
+		// writer counted every one it wrote (Recorder.Sent), so they are
+		// sent, and only held and again may not be.
 		for i := range unanswered {
 			unanswered[i].sent = true
 		}
