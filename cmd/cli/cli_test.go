@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func newTestSet(out *bytes.Buffer) (*FlagSet, *string, *int, *time.Duration) {
+	fs := NewFlagSet("sudoku-load batch", "Sends puzzles in batches.", out)
+	url := fs.String("url", "http://127.0.0.1:8080", "base `URL` of the service")
+	c := fs.Int("c", 32, "requests in flight")
+	d := fs.Duration("duration", 0, "how long to run (0: until the input ends)")
+	return fs, url, c, d
+}
+
+func TestParseEnvTwins(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantURL string
+		wantC   int
+		wantD   time.Duration
+	}{
+		{"defaults", nil, nil, "http://127.0.0.1:8080", 32, 0},
+		{"env", nil, map[string]string{"SUDOKU_LOAD_URL": "http://x", "SUDOKU_LOAD_C": "4", "SUDOKU_LOAD_DURATION": "2s"}, "http://x", 4, 2 * time.Second},
+		{"flag wins", []string{"-c", "8"}, map[string]string{"SUDOKU_LOAD_C": "4"}, "http://127.0.0.1:8080", 8, 0},
+		{"other prefix ignored", nil, map[string]string{"SUDOKU_C": "4", "C": "5"}, "http://127.0.0.1:8080", 32, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			fs, url, c, d := newTestSet(&out)
+			if err := fs.Parse(tt.args, env(tt.env)); err != nil {
+				t.Fatalf("Parse(%q) = %v", tt.args, err)
+			}
+			if *url != tt.wantURL || *c != tt.wantC || *d != tt.wantD {
+				t.Errorf("Parse(%q) with %v: url %q c %d duration %v, want %q %d %v", tt.args, tt.env, *url, *c, *d, tt.wantURL, tt.wantC, tt.wantD)
+			}
+		})
+	}
+}
+
+func TestParseErrorsAreUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"bad env value", nil, map[string]string{"SUDOKU_LOAD_C": "many"}, `invalid value "many" for $SUDOKU_LOAD_C`},
+		{"bad flag value", []string{"-c", "x"}, nil, `invalid value "x" for flag -c`},
+		{"unknown flag", []string{"-nope"}, nil, "flag provided but not defined: -nope"},
+		{"positional", []string{"extra"}, nil, `unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			fs, _, _, _ := newTestSet(&out)
+			err := fs.Parse(tt.args, env(tt.env))
+			var ue *UsageError
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Parse(%q) = %v, want a *UsageError containing %q", tt.args, err, tt.want)
+			}
+			var stderr bytes.Buffer
+			if code := exitCode("sudoku-load", err, &stderr); code != 2 {
+				t.Errorf("exitCode(%v) = %d, want 2", err, code)
+			}
+		})
+	}
+}
+
+func TestHelpShowsDefaultsAndTwins(t *testing.T) {
+	var out bytes.Buffer
+	fs, _, _, _ := newTestSet(&out)
+	err := fs.Parse([]string{"-h"}, env(nil))
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("Parse(-h) = %v, want flag.ErrHelp", err)
+	}
+	help := out.String()
+	for _, want := range []string{
+		"Usage: sudoku-load batch [flags]",
+		"Sends puzzles in batches.",
+		"-url URL\n    \tbase URL of the service (default \"http://127.0.0.1:8080\") ($SUDOKU_LOAD_URL)",
+		"-c int\n    \trequests in flight (default 32) ($SUDOKU_LOAD_C)",
+		"-duration duration\n    \thow long to run (0: until the input ends) ($SUDOKU_LOAD_DURATION)",
+		"-version\n    \tprint the version and exit\n",
+	} {
+		if !strings.Contains(help, want) {
+			t.Errorf("-help lacks %q; got:\n%s", want, help)
+		}
+	}
+	if strings.Contains(help, `(default "")`) || strings.Contains(help, "(default 0s)") {
+		t.Errorf("-help shows a zero default:\n%s", help)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var out bytes.Buffer
+	fs, _, _, _ := newTestSet(&out)
+	if err := fs.Parse([]string{"-version"}, env(nil)); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("Parse(-version) = %v, want flag.ErrHelp", err)
+	}
+	if !strings.HasPrefix(out.String(), "sudoku-load batch, version ") {
+		t.Errorf("-version printed %q", out.String())
+	}
+	if code := exitCode("sudoku-load", flag.ErrHelp, &out); code != 0 {
+		t.Errorf("exitCode(ErrHelp) = %d, want 0", code)
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := exitCode("sudoku-fcgi", nil, &stderr); code != 0 || stderr.Len() != 0 {
+		t.Errorf("exitCode(nil) = %d, printed %q", code, stderr.String())
+	}
+	if code := exitCode("sudoku-fcgi", errors.New("listening: address in use"), &stderr); code != 1 {
+		t.Errorf("exitCode(runtime error) = %d, want 1", code)
+	}
+	if got := stderr.String(); got != "sudoku-fcgi: listening: address in use\n" {
+		t.Errorf("stderr = %q", got)
+	}
+}
