@@ -20,7 +20,7 @@ FROM scratch
 COPY --from=build /out/sudoku-fcgi /usr/local/bin/sudoku-fcgi
 # Any unprivileged id works; scratch has no /etc/passwd to name it.
 USER 65532:65532
-ENV SUDOKU_LISTEN=:9000 SUDOKU_INTERNAL_LISTEN=:9001
+ENV SUDOKU_FCGI_LISTEN=:9000 SUDOKU_FCGI_INTERNAL_LISTEN=:9001
 EXPOSE 9000 9001
 # The binary checks its own /readyz: no shell or curl needed in the image.
 HEALTHCHECK --interval=5s --timeout=2s --start-period=5s --retries=3 \

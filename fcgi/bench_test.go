@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"sudoku-fcgi/fcgi/fcgitest"
 )
 
 // discardWriter is a reusable http.ResponseWriter, so the benchmark counts
@@ -77,19 +79,17 @@ func BenchmarkHandler(b *testing.B) {
 // connection (loopback TCP), net/http/fcgi's child included.
 func BenchmarkFastCGI(b *testing.B) {
 	s := New(Config{WorkerID: "bench"}, nopLog, nil)
-	ts := startServerB(b, s)
-	t := &testing.T{}
-	c := dialFCGI(t, ts)
-	req := requestBytes(1, "GET", "/sudoku?puzzle="+easy, "bench", map[string]string{"HTTP_X_REQUEST_ID": "0123456789abcdef"}, nil)
+	c := fcgitest.Dial(b, startServer(b, s, ServeOptions{}).addr)
+	req := fcgitest.Request(1, "GET", "/sudoku?puzzle="+easy, "bench", map[string]string{"HTTP_X_REQUEST_ID": "0123456789abcdef"}, nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		c.send(req)
+		c.Send(req)
 		for {
-			typ, _, _, err := c.readRecord()
+			typ, _, _, err := c.ReadRecord()
 			if err != nil {
 				b.Fatal(err)
 			}
-			if typ == recEndRequest {
+			if typ == fcgitest.TypeEndRequest {
 				break
 			}
 		}

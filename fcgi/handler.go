@@ -74,15 +74,12 @@ type solveFunc func(context.Context, solver.Grid, int) (solver.Result, error)
 // Service is the worker: public handler, pool, stats and metrics. Create it
 // with New; it is safe for concurrent use.
 type Service struct {
-	cfg Config
-	log zerolog.Logger
-	// peerLog samples the per-peer refusals: a flood would write a line
-	// per connection attempt.
-	peerLog zerolog.Logger
-	pool    *Pool
-	stats   *Stats
-	m       *Metrics
-	solve   solveFunc // solver.SolveContext; tests replace it
+	cfg   Config
+	log   zerolog.Logger
+	pool  *pool
+	stats *stats
+	m     *Metrics
+	solve solveFunc // solver.SolveContext; tests replace it
 
 	draining atomic.Bool
 	inFlight atomic.Int64
@@ -107,9 +104,8 @@ func New(cfg Config, log zerolog.Logger, m *Metrics) *Service {
 	s := &Service{
 		cfg:       cfg,
 		log:       log,
-		peerLog:   log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second}),
-		pool:      NewPool(cfg.PoolSize, cfg.QueueSize, cfg.QueueTimeout),
-		stats:     NewStats(time.Now()),
+		pool:      newPool(cfg.PoolSize, cfg.QueueSize, cfg.QueueTimeout),
+		stats:     newStats(time.Now()),
 		m:         m,
 		solve:     solver.SolveContext,
 		hdrWorker: []string{cfg.WorkerID},
@@ -128,7 +124,7 @@ func (s *Service) Collector() prometheus.Collector {
 }
 
 // SetDraining switches the service into (or out of) draining: /readyz
-// fails and new public requests get 503.
+// fails and new public requests get 503. Serve's OnDrain calls it.
 func (s *Service) SetDraining(v bool) { s.draining.Store(v) }
 
 // Draining reports whether the service is draining.
@@ -163,7 +159,7 @@ func (s *Service) dateHeader(now time.Time) []string {
 // reqState is what one request leaves for the access line and the stats.
 type reqState struct {
 	status    int
-	outcome   Outcome
+	outcome   outcome
 	queueWait time.Duration
 	solve     time.Duration
 	wrote     bool
@@ -187,36 +183,57 @@ func (s *Service) finish(w http.ResponseWriter, r *http.Request, st *reqState, s
 		s.log.Error().Str("req_id", r.Header.Get("X-Request-Id")).
 			Str("panic", fmt.Sprint(p)).Bytes("stack", stack()).Msg("handler panic")
 		if !st.wrote {
-			s.writeError(w, st, http.StatusInternalServerError, OutcomeInternalError, "internal error", "")
+			s.fail(w, st, errPanic, "")
 		} else {
-			st.status, st.outcome = http.StatusInternalServerError, OutcomeInternalError
+			st.status, st.outcome = http.StatusInternalServerError, outcomeInternalError
 		}
 	}
 	end := time.Now()
 	d := end.Sub(start)
 	s.inFlight.Add(-1)
 	s.m.inFlight.Dec()
-	s.stats.Record(st.outcome, end, d)
-	s.m.byOutcome[st.outcome].Inc()
 	s.m.requestSeconds.Observe(d.Seconds())
-	if s.cfg.AccessLog {
-		e := s.log.Info()
-		if e == nil {
-			return
-		}
+	s.account(r, st, end, d)
+}
+
+// account records a finished request in the stats and metrics and writes
+// its access line; r is nil for a request net/http/fcgi could not parse.
+func (s *Service) account(r *http.Request, st *reqState, end time.Time, d time.Duration) {
+	s.stats.record(st.outcome, end, d)
+	s.m.byOutcome[st.outcome].Inc()
+	if !s.cfg.AccessLog {
+		return
+	}
+	e := s.log.Info()
+	if e == nil {
+		return
+	}
+	if r != nil {
 		e.Str("req_id", r.Header.Get("X-Request-Id")).
 			Str("method", r.Method).
-			Str("path", r.URL.Path).
-			Int("status", st.status).
-			Str("outcome", st.outcome.String()).
-			Dur("duration", d).
-			Dur("queue_wait", st.queueWait).
-			Dur("solve_duration", st.solve)
-		if st.errMsg != "" {
-			e.Str("error", st.errMsg)
-		}
-		e.Msg("request")
+			Str("path", r.URL.Path)
 	}
+	e.Int("status", st.status).
+		Str("outcome", st.outcome.String()).
+		Dur("duration", d).
+		Dur("queue_wait", st.queueWait).
+		Dur("solve_duration", st.solve)
+	if st.errMsg != "" {
+		e.Str("error", st.errMsg)
+	}
+	e.Msg("request")
+}
+
+// ServeMalformed answers a request net/http/fcgi could not turn into an
+// *http.Request (a bad Host, request URI or Content-Length) with a JSON
+// 400 and counts it; reason is the child's error. It is Serve's Malformed
+// option.
+func (s *Service) ServeMalformed(w http.ResponseWriter, reason string) {
+	s.m.malformed.Inc()
+	var st reqState
+	s.fail(w, &st, errMalformed, "")
+	st.errMsg = reason
+	s.account(nil, &st, time.Now(), 0)
 }
 
 func stack() []byte {
@@ -228,27 +245,27 @@ func (s *Service) route(w http.ResponseWriter, r *http.Request, st *reqState, no
 	switch r.URL.Path {
 	case "/sudoku":
 		if s.draining.Load() {
-			s.writeError(w, st, http.StatusServiceUnavailable, OutcomeDraining, "worker is shutting down, retry", "")
+			s.fail(w, st, errDraining, "")
 			return
 		}
 		switch r.Method {
 		case http.MethodGet:
-			s.get(w, r, st, now)
+			s.get(w, r, st)
 		case http.MethodPost:
 			s.batch(w, r, st)
 		default:
 			w.Header()["Allow"] = hdrAllowSudoku
-			s.writeError(w, st, http.StatusMethodNotAllowed, OutcomeMethodNotAllowed, "method "+r.Method+" not allowed, use GET or POST", "")
+			s.fail(w, st, methodNotAllowed(r.Method, "GET or POST"), "")
 		}
 	case "/sudoku/stats":
 		if r.Method != http.MethodGet {
 			w.Header()["Allow"] = hdrAllowStats
-			s.writeError(w, st, http.StatusMethodNotAllowed, OutcomeMethodNotAllowed, "method "+r.Method+" not allowed, use GET", "")
+			s.fail(w, st, methodNotAllowed(r.Method, "GET"), "")
 			return
 		}
 		s.serveStats(w, st, now)
 	default:
-		s.writeError(w, st, http.StatusNotFound, OutcomeNotFound, "no such path; use /sudoku or /sudoku/stats", "")
+		s.fail(w, st, errNotFound, "")
 	}
 }
 
@@ -282,20 +299,22 @@ func (s *Service) write(w http.ResponseWriter, st *reqState, status int, ctype [
 	w.Write(body)
 }
 
-func (s *Service) writeError(w http.ResponseWriter, st *reqState, status int, o Outcome, msg, id string) {
+// fail answers a request that went wrong with its JSON error: classify
+// gives the outcome, the status and the message; id is echoed when set.
+func (s *Service) fail(w http.ResponseWriter, st *reqState, err error, id string) {
+	o, msg := s.classify(err)
 	st.outcome, st.errMsg = o, msg
 	bp := s.getBuf()
 	*bp = appendError(*bp, msg, id)
-	s.write(w, st, status, hdrJSON, *bp)
+	s.write(w, st, outcomeStatus[o], hdrJSON, *bp)
 	s.putBuf(bp)
 }
 
-func wantsText(r *http.Request, format string) bool {
-	switch format {
-	case "text":
-		return true
-	case "json":
-		return false
+// wantsText reports whether a GET is answered in text: format=text, or no
+// format and an Accept header that asks for text/plain.
+func wantsText(r *http.Request, req *getRequest) bool {
+	if req.format {
+		return req.text
 	}
 	a := r.Header["Accept"]
 	return len(a) > 0 && strings.HasPrefix(a[0], "text/plain")
@@ -306,13 +325,26 @@ func wantsText(r *http.Request, format string) bool {
 // parent bounds the wait and the solve too: a batch passes its own context,
 // which ends at the batch deadline or when its client is gone; a GET passes
 // context.Background() and gets a pooled, allocation-free deadline.
+// A puzzle without a solution is errNoSolution; any error after parent
+// ended wraps errBatchEnded.
 func (s *Service) solveOne(parent context.Context, g solver.Grid, limit int) (res solver.Result, wait, took time.Duration, err error) {
-	wait, err = s.pool.Acquire(parent)
+	res, wait, took, err = s.solveSlot(parent, g, limit)
+	switch {
+	case err != nil && parent.Err() != nil:
+		err = fmt.Errorf("%w: %w", errBatchEnded, err)
+	case err == nil && res.Count == 0:
+		err = errNoSolution
+	}
+	return res, wait, took, err
+}
+
+func (s *Service) solveSlot(parent context.Context, g solver.Grid, limit int) (res solver.Result, wait, took time.Duration, err error) {
+	wait, err = s.pool.acquire(parent)
 	s.m.queueSeconds.Observe(wait.Seconds())
 	if err != nil {
 		return res, wait, 0, err
 	}
-	defer s.pool.Release()
+	defer s.pool.release()
 	t0 := time.Now()
 	if parent.Done() == nil {
 		ctx := newDeadlineCtx(t0.Add(s.cfg.SolveTimeout))
@@ -328,66 +360,35 @@ func (s *Service) solveOne(parent context.Context, g solver.Grid, limit int) (re
 	return res, wait, took, err
 }
 
-func (s *Service) get(w http.ResponseWriter, r *http.Request, st *reqState, now time.Time) {
-	q, err := parseQuery(r.URL.RawQuery)
+func (s *Service) get(w http.ResponseWriter, r *http.Request, st *reqState) {
+	req, err := parseGet(r.URL.RawQuery)
 	if err != nil {
-		s.writeError(w, st, http.StatusBadRequest, OutcomeBadRequest, err.Error(), "")
-		return
-	}
-	if msg := checkID(q.id); msg != "" {
-		s.writeError(w, st, http.StatusBadRequest, OutcomeBadRequest, msg, "")
-		return
-	}
-	if !q.hasPuzzle {
-		s.writeError(w, st, http.StatusBadRequest, OutcomeBadRequest, "missing query parameter puzzle (81 cells, 0 or . for blanks)", q.id)
-		return
-	}
-	unique, ok := parseBool(q.unique)
-	if !ok {
-		s.writeError(w, st, http.StatusBadRequest, OutcomeBadRequest, "unique must be 0 or 1", q.id)
-		return
-	}
-	if q.format != "" && q.format != "text" && q.format != "json" {
-		s.writeError(w, st, http.StatusBadRequest, OutcomeBadRequest, "format must be json or text", q.id)
-		return
-	}
-	g, err := solver.Parse(q.puzzle)
-	if err != nil {
-		s.writeError(w, st, http.StatusBadRequest, OutcomeBadRequest, "puzzle: "+err.Error(), q.id)
+		s.fail(w, st, err, req.id)
 		return
 	}
 	limit := 1
-	if unique {
+	if req.unique {
 		limit = 2
 	}
-	res, wait, took, err := s.solveOne(context.Background(), g, limit)
+	res, wait, took, err := s.solveOne(context.Background(), req.grid, limit)
 	st.queueWait, st.solve = wait, took
-	switch {
-	case errors.Is(err, ErrBusy):
-		s.writeError(w, st, http.StatusServiceUnavailable, OutcomeTooBusy, "server too busy, retry", q.id)
-		return
-	case errors.Is(err, solver.ErrBudget):
-		s.writeError(w, st, http.StatusServiceUnavailable, OutcomeTimeout, "solve took longer than the "+s.cfg.SolveTimeout.String()+" budget", q.id)
-		return
-	case err != nil:
-		panic(fmt.Sprintf("solver: unexpected error: %v", err))
-	case res.Count == 0:
-		s.writeError(w, st, http.StatusUnprocessableEntity, OutcomeNoSolution, "puzzle has no solution", q.id)
+	if err != nil {
+		s.fail(w, st, err, req.id)
 		return
 	}
-	st.outcome = OutcomeSolved
+	st.outcome = outcomeSolved
 	bp := s.getBuf()
-	if wantsText(r, q.format) {
+	if wantsText(r, &req) {
 		b := *bp
-		if q.id != "" {
-			b = append(b, q.id...)
+		if req.id != "" {
+			b = append(b, req.id...)
 			b = append(b, ':')
 		}
 		b = appendGrid(b, &res.Solution)
 		*bp = append(b, '\n')
 		s.write(w, st, http.StatusOK, hdrText, *bp)
 	} else {
-		*bp = appendSolution(*bp, q.id, &g, &res.Solution, res.Count == 1, unique)
+		*bp = appendSolution(*bp, req.id, &req.grid, &res.Solution, res.Count == 1, req.unique)
 		s.write(w, st, http.StatusOK, hdrJSON, *bp)
 	}
 	s.putBuf(bp)
@@ -408,36 +409,9 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request, st *reqState, now 
 // unsolved. And BatchTimeout bounds the whole batch: lines not answered by
 // then are answered ServerTooBusy without being solved.
 func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
-	max := s.cfg.MaxBodyBytes
-	if r.ContentLength > max {
-		s.writeError(w, st, http.StatusRequestEntityTooLarge, OutcomeTooLarge, fmt.Sprintf("body is %d bytes, limit %d", r.ContentLength, max), "")
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+	lines, err := s.readBatch(r)
 	if err != nil {
-		s.writeError(w, st, http.StatusBadRequest, OutcomeBadRequest, "reading body: "+err.Error(), "")
-		return
-	}
-	if int64(len(body)) > max {
-		s.writeError(w, st, http.StatusRequestEntityTooLarge, OutcomeTooLarge, fmt.Sprintf("body is over the %d-byte limit", max), "")
-		return
-	}
-	lines := make([][]byte, 0, bytes.Count(body, []byte{'\n'})+1)
-	for len(body) > 0 {
-		var line []byte
-		line, body, _ = bytes.Cut(body, []byte{'\n'})
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 || line[0] == '#' {
-			continue
-		}
-		if len(lines) == s.cfg.MaxBatchLines {
-			s.writeError(w, st, http.StatusRequestEntityTooLarge, OutcomeTooLarge, fmt.Sprintf("more than %d puzzle lines", s.cfg.MaxBatchLines), "")
-			return
-		}
-		lines = append(lines, line)
-	}
-	if len(lines) == 0 {
-		s.writeError(w, st, http.StatusBadRequest, OutcomeBadRequest, "empty batch: send lines [id:]<81 cells>", "")
+		s.fail(w, st, err, "")
 		return
 	}
 
@@ -447,15 +421,13 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 	h["Cache-Control"] = hdrNoStore
 	h["X-Accel-Buffering"] = hdrNo // nginx passes lines on as they come
 	h["Date"] = s.dateHeader(time.Now())
-	st.status, st.wrote, st.outcome = http.StatusOK, true, OutcomeBatch
+	st.status, st.wrote, st.outcome = http.StatusOK, true, outcomeBatch
 	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
+	rc := http.NewResponseController(w)
 	// Send the header now (net/http/fcgi writes it on the first Write,
 	// even an empty one), so the client sees the answer start.
 	w.Write(nil)
-	if flusher != nil {
-		flusher.Flush()
-	}
+	flush(w, rc)
 
 	ctx, gone := context.WithCancelCause(r.Context())
 	defer gone(nil)
@@ -500,11 +472,8 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 		if len(results) == 0 || len(out) > 32<<10 {
 			_, werr = w.Write(out)
 			out = out[:0]
-			if werr == nil && flusher != nil && len(results) == 0 {
-				// Flush drops its error; net/http/fcgi's writer keeps it
-				// and an empty Write returns it.
-				flusher.Flush()
-				_, werr = w.Write(nil)
+			if werr == nil && len(results) == 0 {
+				werr = flush(w, rc)
 			}
 			if werr != nil {
 				gone(fmt.Errorf("%w: %w", errClientGone, werr))
@@ -523,7 +492,52 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 var (
 	errClientGone    = errors.New("fcgi: batch client gone")
 	errBatchDeadline = errors.New("fcgi: batch deadline passed")
+	errEmptyBatch    = badRequest("empty batch: send lines [id:]<81 cells>")
 )
+
+// readBatch reads a POST body within the size limits and returns its
+// puzzle lines, without blank lines and # comments.
+func (s *Service) readBatch(r *http.Request) ([][]byte, error) {
+	limit := s.cfg.MaxBodyBytes
+	if r.ContentLength > limit {
+		return nil, tooLarge(fmt.Sprintf("body is %d bytes, limit %d", r.ContentLength, limit))
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, badRequest("reading body: " + err.Error())
+	}
+	if int64(len(body)) > limit {
+		return nil, tooLarge(fmt.Sprintf("body is over the %d-byte limit", limit))
+	}
+	lines := make([][]byte, 0, bytes.Count(body, []byte{'\n'})+1)
+	for len(body) > 0 {
+		var line []byte
+		line, body, _ = bytes.Cut(body, []byte{'\n'})
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		if len(lines) == s.cfg.MaxBatchLines {
+			return nil, tooLarge(fmt.Sprintf("more than %d puzzle lines", s.cfg.MaxBatchLines))
+		}
+		lines = append(lines, line)
+	}
+	if len(lines) == 0 {
+		return nil, errEmptyBatch
+	}
+	return lines, nil
+}
+
+// flush sends what w holds. Its error is the only sign that a batch's
+// client is gone: Serve's writer reports it from Flush; net/http/fcgi's own
+// drops it there, keeps it, and returns it from the next (empty) Write.
+func flush(w http.ResponseWriter, rc *http.ResponseController) error {
+	if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	_, err := w.Write(nil)
+	return err
+}
 
 // lineID returns the "id:" prefix of a batch line (nil when it has none).
 func lineID(line []byte) []byte {
@@ -535,8 +549,16 @@ func lineID(line []byte) []byte {
 
 // busyLine answers a line the batch had no time left for.
 func (s *Service) busyLine(line []byte) []byte {
-	s.recordLine(OutcomeTooBusy)
-	return append(append([]byte(nil), lineID(line)...), "ServerTooBusy\n"...)
+	return s.lineError(append([]byte(nil), lineID(line)...), errBatchEnded)
+}
+
+// lineError counts a batch line that did not solve and appends its answer
+// to out, which holds the line's "id:" prefix.
+func (s *Service) lineError(out []byte, err error) []byte {
+	o, msg := s.classify(err)
+	s.recordLine(o)
+	out = append(out, o.batchAnswer(msg)...)
+	return append(out, '\n')
 }
 
 // safeBatchLine is batchLine with panic recovery: the line gets an error
@@ -546,8 +568,7 @@ func (s *Service) safeBatchLine(ctx context.Context, line []byte, waited *atomic
 		if p := recover(); p != nil {
 			s.m.panics.Inc()
 			s.log.Error().Str("panic", fmt.Sprint(p)).Bytes("stack", stack()).Msg("batch line panic")
-			s.recordLine(OutcomeInternalError)
-			out = []byte("error: internal error\n")
+			out = s.lineError(nil, errPanic)
 		}
 	}()
 	return s.batchLine(ctx, line, waited)
@@ -567,41 +588,29 @@ func (s *Service) batchLine(ctx context.Context, line []byte, waited *atomic.Int
 		out = append(out, id...)
 		out = append(out, ':')
 	}
-	if msg := checkID(string(id)); msg != "" {
-		s.recordLine(OutcomeBadRequest)
-		return append(append(out, "error: "...), msg+"\n"...)
-	}
-	g, err := solver.Parse(string(puzzle))
+	res, err := s.solveLine(ctx, id, puzzle, waited)
 	if err != nil {
-		s.recordLine(OutcomeBadRequest)
-		out = append(out, "error: "...)
-		out = append(out, err.Error()...)
-		return append(out, '\n')
+		return s.lineError(out, err)
 	}
-	res, wait, _, err := s.solveOne(ctx, g, 1)
-	waited.Add(int64(wait))
-	switch {
-	case errors.Is(err, ErrBusy), err != nil && ctx.Err() != nil:
-		// No slot in time, or the batch ended (deadline or client gone)
-		// before or while this line was solved.
-		s.recordLine(OutcomeTooBusy)
-		return append(out, "ServerTooBusy\n"...)
-	case errors.Is(err, solver.ErrBudget):
-		s.recordLine(OutcomeTimeout)
-		return append(out, "error: solve budget exceeded\n"...)
-	case err != nil:
-		s.recordLine(OutcomeInternalError)
-		return append(out, "error: internal error\n"...)
-	case res.Count == 0:
-		s.recordLine(OutcomeNoSolution)
-		return append(out, "NoSolution\n"...)
-	}
-	s.recordLine(OutcomeSolved)
+	s.recordLine(outcomeSolved)
 	out = appendGrid(out, &res.Solution)
 	return append(out, '\n')
 }
 
-func (s *Service) recordLine(o Outcome) {
-	s.stats.RecordLine(o)
+func (s *Service) solveLine(ctx context.Context, id, puzzle []byte, waited *atomic.Int64) (solver.Result, error) {
+	if err := checkID(string(id)); err != nil {
+		return solver.Result{}, err
+	}
+	g, err := solver.Parse(string(puzzle))
+	if err != nil {
+		return solver.Result{}, err
+	}
+	res, wait, _, err := s.solveOne(ctx, g, 1)
+	waited.Add(int64(wait))
+	return res, err
+}
+
+func (s *Service) recordLine(o outcome) {
+	s.stats.recordLine(o)
 	s.m.linesByResult[o].Inc()
 }

@@ -157,7 +157,7 @@ func TestHandlerStats(t *testing.T) {
 	if w.Code != 200 {
 		t.Fatalf("stats = %d %q", w.Code, w.Body)
 	}
-	var st StatsJSON
+	var st statsJSON
 	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil {
 		t.Fatalf("stats body %q: %v", w.Body, err)
 	}
@@ -189,14 +189,14 @@ func TestHandlerStats(t *testing.T) {
 
 func TestStatsWindows(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	st := NewStats(t0.Add(-time.Hour))
+	st := newStats(t0.Add(-time.Hour))
 	for i := range 100 {
 		// 10 per second over the 10 seconds before t0 ...
-		st.Record(OutcomeSolved, t0.Add(-time.Duration(1+i/10)*time.Second), time.Duration(i+1)*time.Millisecond)
+		st.record(outcomeSolved, t0.Add(-time.Duration(1+i/10)*time.Second), time.Duration(i+1)*time.Millisecond)
 	}
 	// ... and some in the current, incomplete second, which is not counted.
-	st.Record(OutcomeSolved, t0, time.Hour)
-	snap := st.Snapshot(t0.Add(time.Millisecond))
+	st.record(outcomeSolved, t0, time.Hour)
+	snap := st.snapshot(t0.Add(time.Millisecond))
 	if snap.RPS1 != 10 || snap.RPS10 != 10 || snap.RPS60 != 100.0/60 {
 		t.Errorf("rps = %v/%v/%v, want 10/10/%v", snap.RPS1, snap.RPS10, snap.RPS60, 100.0/60)
 	}
@@ -209,7 +209,7 @@ func TestStatsWindows(t *testing.T) {
 		}
 	}
 	// A minute later everything has aged out.
-	if snap := st.Snapshot(t0.Add(2 * time.Minute)); snap.RPS60 != 0 || snap.P50 != 0 {
+	if snap := st.snapshot(t0.Add(2 * time.Minute)); snap.RPS60 != 0 || snap.P50 != 0 {
 		t.Errorf("after 2 minutes rps60 = %v p50 = %v, want 0", snap.RPS60, snap.P50)
 	}
 }
@@ -324,7 +324,7 @@ func TestOverload(t *testing.T) {
 			t.Errorf("within pool+queue: %d, want 200", r.code)
 		}
 	}
-	snap := s.stats.Snapshot(time.Now())
+	snap := s.stats.snapshot(time.Now())
 	if snap.Totals["too_busy"] != uint64(busy) || snap.Totals["solved"] != pool+queue {
 		t.Errorf("totals = %v, want %d too_busy and %d solved", snap.Totals, busy, pool+queue)
 	}
@@ -418,48 +418,48 @@ func TestBatchBusyLines(t *testing.T) {
 }
 
 func TestPool(t *testing.T) {
-	p := NewPool(1, 1, time.Hour)
-	if _, err := p.Acquire(context.Background()); err != nil {
+	p := newPool(1, 1, time.Hour)
+	if _, err := p.acquire(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { _, err := p.Acquire(ctx); done <- err }()
+	go func() { _, err := p.acquire(ctx); done <- err }()
 	for p.Waiting() != 1 {
 		time.Sleep(time.Millisecond)
 	}
-	if _, err := p.Acquire(context.Background()); !errors.Is(err, ErrBusy) {
+	if _, err := p.acquire(context.Background()); !errors.Is(err, ErrBusy) {
 		t.Errorf("Acquire with a full queue = %v, want ErrBusy", err)
 	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled Acquire = %v, want context.Canceled", err)
 	}
-	p.Release()
+	p.release()
 	if p.Busy() != 0 || p.Waiting() != 0 {
 		t.Errorf("busy/waiting = %d/%d after release, want 0/0", p.Busy(), p.Waiting())
 	}
 	// Work already cancelled must not take a slot, even a free one.
-	if _, err := p.Acquire(ctx); !errors.Is(err, context.Canceled) || p.Busy() != 0 {
+	if _, err := p.acquire(ctx); !errors.Is(err, context.Canceled) || p.Busy() != 0 {
 		t.Errorf("Acquire with a cancelled ctx = %v, busy %d; want context.Canceled and no slot", err, p.Busy())
 	}
 }
 
 func TestPoolRefusesALongExpectedWait(t *testing.T) {
 	const timeout = 100 * time.Millisecond
-	p := NewPool(1, 100, timeout)
-	if _, err := p.Acquire(context.Background()); err != nil {
+	p := newPool(1, 100, timeout)
+	if _, err := p.acquire(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	// The queue moves one caller every 5 ms or more.
 	for range 40 {
 		got := make(chan error)
-		go func() { _, err := p.Acquire(context.Background()); got <- err }()
+		go func() { _, err := p.acquire(context.Background()); got <- err }()
 		for p.Waiting() != 1 {
 			time.Sleep(time.Millisecond)
 		}
 		time.Sleep(5 * time.Millisecond)
-		p.Release()
+		p.release()
 		if err := <-got; err != nil {
 			t.Fatal(err)
 		}
@@ -475,7 +475,7 @@ func TestPoolRefusesALongExpectedWait(t *testing.T) {
 		start := time.Now()
 		refused := make(chan struct{}, 1)
 		go func() {
-			if _, err := p.Acquire(ctx); errors.Is(err, ErrBusy) {
+			if _, err := p.acquire(ctx); errors.Is(err, ErrBusy) {
 				refused <- struct{}{}
 			}
 		}()
@@ -531,7 +531,7 @@ func TestBatchDeadline(t *testing.T) {
 	if s.pool.Busy() != 0 {
 		t.Errorf("pool busy = %d after the batch, want 0", s.pool.Busy())
 	}
-	if got := s.stats.Snapshot(time.Now()).Lines["too_busy"]; got != 3 {
+	if got := s.stats.snapshot(time.Now()).Lines["too_busy"]; got != 3 {
 		t.Errorf("too_busy lines = %d, want 3", got)
 	}
 }

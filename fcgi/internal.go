@@ -4,117 +4,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/pprof"
-	"os"
-	"runtime"
 	"runtime/debug"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
-
-// StatsJSON is the body of GET /sudoku/stats.
-type StatsJSON struct {
-	Worker             string             `json:"worker"`
-	UptimeSeconds      float64            `json:"uptime_seconds"`
-	Draining           bool               `json:"draining"`
-	RequestsPerSecond  map[string]float64 `json:"requests_per_second"`
-	Totals             map[string]uint64  `json:"totals"`
-	BatchLines         map[string]uint64  `json:"batch_lines"`
-	InFlight           int64              `json:"in_flight"`
-	PoolSize           int                `json:"pool_size"`
-	PoolBusy           int                `json:"pool_busy"`
-	QueueDepth         int                `json:"queue_depth"`
-	QueueCapacity      int                `json:"queue_capacity"`
-	FastCGIConnections int64              `json:"fastcgi_connections"`
-	LatencySeconds     map[string]float64 `json:"latency_seconds"`
-	LatencyWindow      string             `json:"latency_window"`
-	LatencySamples     int                `json:"latency_samples"`
-	Goroutines         int                `json:"goroutines"`
-	GOMAXPROCS         int                `json:"gomaxprocs"`
-	Memory             MemoryJSON         `json:"memory"`
-}
-
-// MemoryJSON reports the Go heap and the process's resident set.
-type MemoryJSON struct {
-	HeapInUseBytes    uint64 `json:"heap_inuse_bytes"`
-	HeapIdleBytes     uint64 `json:"heap_idle_bytes"`
-	HeapReleasedBytes uint64 `json:"heap_released_bytes"`
-	SysBytes          uint64 `json:"sys_bytes"`
-	RSSBytes          uint64 `json:"rss_bytes"`
-	GCCycles          uint32 `json:"gc_cycles"`
-}
-
-func readMemory() MemoryJSON {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return MemoryJSON{
-		HeapInUseBytes:    ms.HeapInuse,
-		HeapIdleBytes:     ms.HeapIdle,
-		HeapReleasedBytes: ms.HeapReleased,
-		SysBytes:          ms.Sys,
-		RSSBytes:          rss(),
-		GCCycles:          ms.NumGC,
-	}
-}
-
-// rss reads the resident set size from /proc (0 where there is none).
-func rss() uint64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, err := strconv.ParseUint(f[1], 10, 64)
-	if err != nil {
-		return 0
-	}
-	return pages * uint64(os.Getpagesize())
-}
-
-// Stats returns the current statistics.
-func (s *Service) Stats(now time.Time) StatsJSON {
-	snap := s.stats.Snapshot(now)
-	return StatsJSON{
-		Worker:        s.cfg.WorkerID,
-		UptimeSeconds: snap.Uptime.Seconds(),
-		Draining:      s.draining.Load(),
-		RequestsPerSecond: map[string]float64{
-			"1s": snap.RPS1, "10s": snap.RPS10, "60s": snap.RPS60,
-		},
-		Totals:             snap.Totals,
-		BatchLines:         snap.Lines,
-		InFlight:           s.inFlight.Load(),
-		PoolSize:           s.pool.Size(),
-		PoolBusy:           s.pool.Busy(),
-		QueueDepth:         s.pool.Waiting(),
-		QueueCapacity:      s.pool.QueueCap(),
-		FastCGIConnections: s.conns.Load(),
-		LatencySeconds: map[string]float64{
-			"p50": snap.P50.Seconds(), "p90": snap.P90.Seconds(),
-			"p99": snap.P99.Seconds(), "p99.9": snap.P999.Seconds(),
-		},
-		LatencyWindow:  "60s",
-		LatencySamples: snap.LatencySamples,
-		Goroutines:     runtime.NumGoroutine(),
-		GOMAXPROCS:     runtime.GOMAXPROCS(0),
-		Memory:         readMemory(),
-	}
-}
-
-func (s *Service) serveStats(w http.ResponseWriter, st *reqState, now time.Time) {
-	st.outcome = OutcomeStats
-	b, err := json.Marshal(s.Stats(now))
-	if err != nil {
-		panic(err)
-	}
-	s.write(w, st, http.StatusOK, hdrJSON, append(b, '\n'))
-}
 
 // InternalHandler serves the internal listener (never routed by nginx):
 // /metrics from g, /healthz, /readyz (503 while draining), /debug/pprof/
@@ -145,7 +39,7 @@ func (s *Service) InternalHandler(g prometheus.Gatherer) http.Handler {
 		debug.FreeOSMemory()
 		after := readMemory()
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]MemoryJSON{"before": before, "after": after})
+		json.NewEncoder(w).Encode(map[string]memoryJSON{"before": before, "after": after})
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["X-Sudoku-Worker"] = s.hdrWorker

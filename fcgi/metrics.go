@@ -36,56 +36,35 @@ var latencyBuckets = prometheus.ExponentialBuckets(50e-6, 2, 17)
 
 // NewMetrics builds the collectors.
 func NewMetrics() *Metrics {
-	m := &Metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "requests_total",
-			Help: "Requests answered by the public handler, by outcome.",
-		}, []string{"outcome"}),
-		lines: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "batch_lines_total",
-			Help: "Puzzles answered in POST batches, by outcome.",
-		}, []string{"outcome"}),
-		requestSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: namespace, Name: "request_duration_seconds",
-			Help:    "Time from the handler's start to its last byte, including queue wait.",
-			Buckets: latencyBuckets,
-		}),
-		solveSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: namespace, Name: "solve_duration_seconds",
-			Help:    "Time spent in the solver per puzzle.",
-			Buckets: latencyBuckets,
-		}),
-		queueSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: namespace, Name: "queue_wait_seconds",
-			Help:    "Time a puzzle waited for a solver slot (0 when one was free).",
-			Buckets: latencyBuckets,
-		}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "requests_in_flight",
-			Help: "Requests inside the public handler now.",
-		}),
-		conns: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "fastcgi_connections",
-			Help: "Open FastCGI connections.",
-		}),
-		connsTotal: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "fastcgi_connections_accepted_total",
-			Help: "FastCGI connections accepted.",
-		}),
-		connsClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "fastcgi_connections_closed_by_worker_total",
-			Help: "FastCGI connections the worker closed itself, by reason (limit: per-connection record bounds; drain: shutdown; peer_limit: over -max-conns-per-peer from one address).",
-		}, []string{"reason"}),
-		malformed: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "fastcgi_malformed_requests_total",
-			Help: "Requests net/http/fcgi could not turn into an http.Request (bad Host, URI, length), answered 400.",
-		}),
-		panics: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "handler_panics_total",
-			Help: "Panics recovered in the handler (answered 500).",
-		}),
+	counters := func(name, help, label string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, []string{label})
 	}
-	for o := Outcome(0); o < numOutcomes; o++ {
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help})
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help})
+	}
+	latency := func(name, help string) prometheus.Histogram {
+		return prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, Buckets: latencyBuckets})
+	}
+	m := &Metrics{
+		requests:       counters("requests_total", "Requests answered by the public handler, by outcome.", "outcome"),
+		lines:          counters("batch_lines_total", "Puzzles answered in POST batches, by outcome.", "outcome"),
+		requestSeconds: latency("request_duration_seconds", "Time from the handler's start to its last byte, including queue wait."),
+		solveSeconds:   latency("solve_duration_seconds", "Time spent in the solver per puzzle."),
+		queueSeconds:   latency("queue_wait_seconds", "Time a puzzle waited for a solver slot (0 when one was free)."),
+		inFlight:       gauge("requests_in_flight", "Requests inside the public handler now."),
+		conns:          gauge("fastcgi_connections", "Open FastCGI connections."),
+		connsTotal:     counter("fastcgi_connections_accepted_total", "FastCGI connections accepted."),
+		connsClosed: counters("fastcgi_connections_closed_by_worker_total",
+			"FastCGI connections the worker closed itself, by reason (limit: per-connection record bounds; drain: shutdown; peer_limit: over -max-conns-per-peer from one address).",
+			"reason"),
+		malformed: counter("fastcgi_malformed_requests_total",
+			"Requests net/http/fcgi could not turn into an http.Request (bad Host, URI, length), answered 400."),
+		panics: counter("handler_panics_total", "Panics recovered in the handler (answered 500)."),
+	}
+	for o := outcome(0); o < numOutcomes; o++ {
 		m.byOutcome[o] = m.requests.WithLabelValues(o.String())
 		m.linesByResult[o] = m.lines.WithLabelValues(o.String())
 	}
@@ -111,13 +90,13 @@ func (m *Metrics) Register(r prometheus.Registerer) error {
 
 // poolCollector exposes the pool's live state as gauges read at scrape time.
 type poolCollector struct {
-	pool                       *Pool
+	pool                       *pool
 	size, queueCap, busy, wait *prometheus.Desc
 	draining                   *prometheus.Desc
 	isDraining                 func() bool
 }
 
-func newPoolCollector(p *Pool, draining func() bool) *poolCollector {
+func newPoolCollector(p *pool, draining func() bool) *poolCollector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, nil, nil)
 	}
@@ -150,4 +129,29 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		v = 1
 	}
 	ch <- prometheus.MustNewConstMetric(c.draining, prometheus.GaugeValue, v)
+}
+
+var _ ConnCounter = (*Service)(nil)
+
+// ConnOpened counts an open FastCGI connection; the Service is Serve's
+// Conns option.
+func (s *Service) ConnOpened() {
+	s.conns.Add(1)
+	s.m.conns.Inc()
+	s.m.connsTotal.Inc()
+}
+
+// ConnClosed counts a FastCGI connection's end, by who closed it and why.
+func (s *Service) ConnClosed(why CloseReason) {
+	switch why {
+	case CloseRefused:
+		s.m.closedPeer.Inc()
+		return // never counted open
+	case CloseLimit:
+		s.m.closedLimit.Inc()
+	case CloseDrain:
+		s.m.closedDrain.Inc()
+	}
+	s.conns.Add(-1)
+	s.m.conns.Dec()
 }

@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// ErrBusy is returned by Pool.Acquire when the queue is full, when the
+// ErrBusy is returned by pool.acquire when the queue is full, when the
 // caller's expected wait is too long, or when no slot frees up in time.
 var ErrBusy = errors.New("fcgi: solver pool busy")
 
-// Pool bounds how many solves run at once. Callers beyond the slots wait in
+// pool bounds how many solves run at once. Callers beyond the slots wait in
 // a bounded queue. A caller is refused at once (ErrBusy) when the queue is
 // full or when its expected wait (the callers ahead of it times the recent
 // interval between two slots freeing up while callers waited) is more than
@@ -19,7 +19,7 @@ var ErrBusy = errors.New("fcgi: solver pool busy")
 // timeout. So a burst the pool can clear in time waits, and a steady excess
 // is refused on arrival instead of after waiting. It is safe for
 // concurrent use.
-type Pool struct {
+type pool struct {
 	slots   chan struct{}
 	queue   int64
 	timeout time.Duration
@@ -29,7 +29,7 @@ type Pool struct {
 	// the time from one such release to the next, in nanoseconds: how fast
 	// the queue moves, the solve and every cost around it (the Go
 	// scheduler, the FastCGI side) included. Two releases at once may
-	// lose one sample of the average, which is harmless and keeps Release
+	// lose one sample of the average, which is harmless and keeps release
 	// free of locks.
 	lastFree atomic.Int64
 	interval atomic.Int64
@@ -40,22 +40,22 @@ type Pool struct {
 // of load.
 const intervalWeight = 16
 
-// NewPool returns a pool of size slots (at least 1) with a queue of up to
+// newPool returns a pool of size slots (at least 1) with a queue of up to
 // queue waiters (0: no waiting), each waiting at most timeout.
-func NewPool(size, queue int, timeout time.Duration) *Pool {
+func newPool(size, queue int, timeout time.Duration) *pool {
 	if size < 1 {
 		size = 1
 	}
 	if queue < 0 {
 		queue = 0
 	}
-	return &Pool{slots: make(chan struct{}, size), queue: int64(queue), timeout: timeout}
+	return &pool{slots: make(chan struct{}, size), queue: int64(queue), timeout: timeout}
 }
 
-// Acquire takes a slot, waiting in the queue if needed. It reports how long
+// acquire takes a slot, waiting in the queue if needed. It reports how long
 // it waited. It returns ctx.Err() without a slot when ctx has already ended
-// or ends while waiting. On success the caller must call Release once.
-func (p *Pool) Acquire(ctx context.Context) (time.Duration, error) {
+// or ends while waiting. On success the caller must call release once.
+func (p *pool) acquire(ctx context.Context) (time.Duration, error) {
 	// A caller whose work was cancelled (a batch whose client left) must
 	// not take a slot even when one is free.
 	if err := ctx.Err(); err != nil {
@@ -85,8 +85,8 @@ func (p *Pool) Acquire(ctx context.Context) (time.Duration, error) {
 	}
 }
 
-// Release frees a slot taken by Acquire.
-func (p *Pool) Release() {
+// release frees a slot taken by acquire.
+func (p *pool) release() {
 	if p.waiting.Load() > 0 {
 		now := time.Now().UnixNano()
 		if last := p.lastFree.Swap(now); last != 0 {
@@ -101,18 +101,18 @@ func (p *Pool) Release() {
 
 // expectedWait is how long the n-th caller in the queue should wait for a
 // slot, from the recent pace of the queue.
-func (p *Pool) expectedWait(n int64) time.Duration {
+func (p *pool) expectedWait(n int64) time.Duration {
 	return time.Duration(n * p.interval.Load())
 }
 
 // Size is the number of slots.
-func (p *Pool) Size() int { return cap(p.slots) }
+func (p *pool) Size() int { return cap(p.slots) }
 
 // QueueCap is the most callers that may wait.
-func (p *Pool) QueueCap() int { return int(p.queue) }
+func (p *pool) QueueCap() int { return int(p.queue) }
 
 // Busy is the number of slots in use.
-func (p *Pool) Busy() int { return len(p.slots) }
+func (p *pool) Busy() int { return len(p.slots) }
 
 // Waiting is the number of callers in the queue.
-func (p *Pool) Waiting() int { return int(p.waiting.Load()) }
+func (p *pool) Waiting() int { return int(p.waiting.Load()) }

@@ -1,9 +1,11 @@
 package fcgi
 
 import (
-	"errors"
+	"fmt"
 	"net/url"
 	"strings"
+
+	"sudoku-fcgi/solver"
 )
 
 // query holds the GET parameters the handler knows; unknown ones are ignored.
@@ -12,7 +14,7 @@ type query struct {
 	hasPuzzle                  bool
 }
 
-var errEscape = errors.New("query string has an invalid %-escape")
+var errEscape = badRequest("query string has an invalid %-escape")
 
 // parseQuery reads a raw query string without building a url.Values map:
 // values that need no unescaping are substrings of raw, so the common case
@@ -65,18 +67,70 @@ func parseQuery(raw string) (query, error) {
 
 const maxIDLen = 64
 
+var (
+	errLongID = badRequest("id is longer than 64 bytes")
+	errBadID  = badRequest("id may not contain control characters or ':'")
+)
+
 // checkID rejects ids that would break the JSON or line protocol or are
 // unreasonably long.
-func checkID(id string) string {
+func checkID(id string) error {
 	if len(id) > maxIDLen {
-		return "id is longer than 64 bytes"
+		return errLongID
 	}
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; c < 0x20 || c == 0x7f || c == ':' {
-			return "id may not contain control characters or ':'"
+			return errBadID
 		}
 	}
-	return ""
+	return nil
+}
+
+// getRequest is a checked GET /sudoku.
+type getRequest struct {
+	id     string // echoed in every answer once it is known to be valid
+	grid   solver.Grid
+	unique bool
+	text   bool // format=text; false for json or no format
+	format bool // a format was given
+}
+
+var (
+	errUnique = badRequest("unique must be 0 or 1")
+	errFormat = badRequest("format must be json or text")
+)
+
+// parseGet checks the query of a GET /sudoku.
+func parseGet(raw string) (getRequest, error) {
+	var req getRequest
+	q, err := parseQuery(raw)
+	if err != nil {
+		return req, err
+	}
+	if err := checkID(q.id); err != nil {
+		return req, err
+	}
+	req.id = q.id
+	if !q.hasPuzzle {
+		return req, errMissingPuzzle
+	}
+	var ok bool
+	if req.unique, ok = parseBool(q.unique); !ok {
+		return req, errUnique
+	}
+	switch q.format {
+	case "":
+	case "text":
+		req.text, req.format = true, true
+	case "json":
+		req.format = true
+	default:
+		return req, errFormat
+	}
+	if req.grid, err = solver.Parse(q.puzzle); err != nil {
+		return req, fmt.Errorf("puzzle: %w", err)
+	}
+	return req, nil
 }
 
 // parseBool reads the unique flag.

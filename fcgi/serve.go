@@ -8,15 +8,17 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	stdfcgi "net/http/fcgi"
 	"net/netip"
-	"strconv"
 	"sync"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
-// ServeOptions bound what the FastCGI side may hold. Zero values take the
-// defaults noted on each field.
+// ServeOptions bound what the FastCGI side may hold and say whom it tells
+// what happens. Zero values take the defaults noted on each field.
 type ServeOptions struct {
 	// MaxConns is the most open FastCGI connections; above it the worker
 	// stops accepting (the kernel backlog holds the rest), like nginx's
@@ -29,10 +31,9 @@ type ServeOptions struct {
 	// so that one peer (a broken or hostile client on the worker's
 	// network) cannot hold every connection while nginx's wait in the
 	// backlog behind it. Unix socket peers are not counted. Default
-	// MaxConns/2: 512 with the default MaxConns, as much as the stack's
-	// nginx can open to one worker (max_conns=256 busy, plus up to 128
-	// idle per nginx worker process, two of them on 2 cores). With more
-	// nginx processes, raise -max-conns.
+	// MaxConns/2, which leaves room for every connection an nginx opens
+	// to one worker: its max_conns busy ones plus the idle keepalive ones
+	// of each of its worker processes (tests/bench/RESULTS.md).
 	MaxConnsPerPeer int
 	// DrainTimeout bounds the graceful drain after ctx ends. Default 10s.
 	DrainTimeout time.Duration
@@ -55,6 +56,55 @@ type ServeOptions struct {
 	// header buffers (4 x 8 KiB) keep real params well below it. Default
 	// 32 KiB.
 	MaxParamsBytes int
+
+	// Log gets Serve's own lines: listening, accept errors, connections
+	// it closes, the drain. The zero Logger writes nothing.
+	Log zerolog.Logger
+	// OnDrain, when set, is called once when ctx ends, before the
+	// listener closes, so that the handler refuses new requests
+	// (Service.SetDraining).
+	OnDrain func()
+	// Conns, when set, counts the connections.
+	Conns ConnCounter
+	// Malformed answers a request net/http/fcgi cannot turn into an
+	// *http.Request (a bad Host, request URI or Content-Length), which
+	// the child itself would answer with a bare 500; reason is the
+	// child's error. Default: a plain-text 400.
+	Malformed func(w http.ResponseWriter, reason string)
+}
+
+// A ConnCounter counts FastCGI connections. Its methods MUST be safe for
+// concurrent use and return quickly: Serve calls them on its accept and
+// close paths.
+type ConnCounter interface {
+	// ConnOpened counts an accepted connection.
+	ConnOpened()
+	// ConnClosed counts the end of a connection ConnOpened counted, or,
+	// with CloseRefused, one closed at accept and never counted open.
+	ConnClosed(CloseReason)
+}
+
+// A CloseReason says why a FastCGI connection ended.
+type CloseReason uint8
+
+const (
+	// CloseNormal: the web server closed it, it failed, or Serve stopped.
+	CloseNormal CloseReason = iota
+	// CloseLimit: it broke a per-connection record limit.
+	CloseLimit
+	// CloseDrain: the drain closed it, idle or after its last answer.
+	CloseDrain
+	// CloseRefused: its address already had MaxConnsPerPeer open.
+	CloseRefused
+)
+
+type nopCounter struct{}
+
+func (nopCounter) ConnOpened()            {}
+func (nopCounter) ConnClosed(CloseReason) {}
+
+func plainBadRequest(w http.ResponseWriter, _ string) {
+	http.Error(w, "malformed request", http.StatusBadRequest)
 }
 
 func (o ServeOptions) withDefaults() ServeOptions {
@@ -76,6 +126,15 @@ func (o ServeOptions) withDefaults() ServeOptions {
 	if o.MaxParamsBytes <= 0 {
 		o.MaxParamsBytes = 32 << 10
 	}
+	if o.OnDrain == nil {
+		o.OnDrain = func() {}
+	}
+	if o.Conns == nil {
+		o.Conns = nopCounter{}
+	}
+	if o.Malformed == nil {
+		o.Malformed = plainBadRequest
+	}
 	return o
 }
 
@@ -83,21 +142,31 @@ func (o ServeOptions) withDefaults() ServeOptions {
 // end of the drain timeout.
 var ErrDrainTimeout = errors.New("fcgi: drain timed out")
 
-// Serve runs the FastCGI child (net/http/fcgi) on ln with s as the handler
-// until ctx ends, then drains: /readyz fails, new requests get 503, the
-// listener closes, idle connections are closed, and connections close as
-// their last request is answered. It returns nil after a complete drain
-// (and no sooner than opt.Linger after ctx ended), ErrDrainTimeout (after
-// closing everything) when opt.DrainTimeout passed first, or the
-// listener's error if accepting failed.
-func (s *Service) Serve(ctx context.Context, ln net.Listener, opt ServeOptions) error {
+// Serve runs the standard library's FastCGI child (net/http/fcgi) for
+// every connection accepted on ln, with h as the handler, until ctx ends;
+// then it drains: OnDrain, the listener closes, idle connections are
+// closed, and connections close as their last request is answered. It
+// returns nil after a complete drain (and no sooner than opt.Linger after
+// ctx ended), ErrDrainTimeout (after closing everything) when
+// opt.DrainTimeout passed first, or the listener's error if accepting
+// failed.
+//
+// Around the child it adds what the child lacks: a connection limit,
+// bounded per-connection state, buffered reads, one write per answer, an
+// http.Flusher whose Flush sends at once (for streamed answers), and the
+// Malformed answer. h sees only http.Requests and http.ResponseWriters.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, opt ServeOptions) error {
 	opt = opt.withDefaults()
-	cs := &connSet{s: s, opt: opt, conns: make(map[*conn]struct{}), perPeer: make(map[netip.Addr]int), empty: make(chan struct{})}
+	cs := &connSet{
+		opt: opt, h: h,
+		peerLog: opt.Log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second}),
+		conns:   make(map[*conn]struct{}), perPeer: make(map[netip.Addr]int), empty: make(chan struct{}),
+	}
 	l := &listener{Listener: ln, set: cs, sem: make(chan struct{}, opt.MaxConns), done: make(chan struct{})}
 	errc := make(chan error, 1)
-	go func() { errc <- stdfcgi.Serve(l, s) }()
-	s.log.Info().Str("addr", ln.Addr().String()).Int("max_conns", opt.MaxConns).
-		Int("pool", s.pool.Size()).Int("queue", s.pool.QueueCap()).Msg("serving fastcgi")
+	go func() { errc <- l.serve() }()
+	opt.Log.Info().Str("addr", ln.Addr().String()).Int("max_conns", opt.MaxConns).
+		Int("max_conns_per_peer", opt.MaxConnsPerPeer).Msg("serving fastcgi")
 
 	select {
 	case err := <-errc:
@@ -107,24 +176,25 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, opt ServeOptions) 
 	case <-ctx.Done():
 	}
 	start := time.Now()
-	s.SetDraining(true)
+	opt.OnDrain()
 	l.Close()
 	<-errc
 	open := cs.drain()
-	s.log.Info().Int("open_conns", open).Int64("in_flight", s.inFlight.Load()).Msg("draining")
+	opt.Log.Info().Int("open_conns", open).Int("in_flight", cs.inFlight()).Msg("draining")
 	t := time.NewTimer(opt.DrainTimeout)
 	defer t.Stop()
 	select {
 	case <-cs.empty:
-		s.log.Info().Dur("took", time.Since(start)).Msg("drained")
+		opt.Log.Info().Dur("took", time.Since(start)).Msg("drained")
 		if rest := opt.Linger - time.Since(start); rest > 0 {
-			s.log.Info().Dur("for", rest).Msg("lingering with the listener closed")
+			opt.Log.Info().Dur("for", rest).Msg("lingering with the listener closed")
 			time.Sleep(rest)
 		}
 		return nil
 	case <-t.C:
+		inFlight := cs.inFlight()
 		n := cs.closeAll()
-		return fmt.Errorf("%w: closed %d connections with %d requests in flight", ErrDrainTimeout, n, s.inFlight.Load())
+		return fmt.Errorf("%w: closed %d connections with %d requests in flight", ErrDrainTimeout, n, inFlight)
 	}
 }
 
@@ -143,7 +213,21 @@ type listener struct {
 	closeOnce sync.Once
 }
 
-func (l *listener) Accept() (net.Conn, error) {
+// serve accepts connections until the listener fails or closes, and runs a
+// net/http/fcgi child on each, with a handler that knows its connection.
+// stdfcgi.Serve returns at its second Accept, which oneConn fails, and
+// leaves the child serving on its own goroutine.
+func (l *listener) serve() error {
+	for {
+		c, err := l.accept()
+		if err != nil {
+			return err
+		}
+		stdfcgi.Serve(&oneConn{c: c, addr: c.LocalAddr()}, connHandler{h: l.set.h, c: c})
+	}
+}
+
+func (l *listener) accept() (*conn, error) {
 	var backoff time.Duration
 	for {
 		select {
@@ -169,10 +253,10 @@ func (l *listener) Accept() (net.Conn, error) {
 		if errors.Is(err, net.ErrClosed) {
 			return nil, err
 		}
-		// net/http/fcgi.Serve gives up on any Accept error; ride out the
-		// transient ones (EMFILE, ECONNABORTED) as net/http does.
+		// Ride out the transient errors (EMFILE, ECONNABORTED) as
+		// net/http does.
 		backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-		l.set.s.log.Warn().Err(err).Dur("retry_in", backoff).Msg("accept failed")
+		l.set.opt.Log.Warn().Err(err).Dur("retry_in", backoff).Msg("accept failed")
 		time.Sleep(backoff)
 	}
 }
@@ -186,10 +270,73 @@ func (l *listener) Close() error {
 	return err
 }
 
+// oneConn is a listener that yields one connection, then fails.
+type oneConn struct {
+	c    net.Conn
+	addr net.Addr
+}
+
+func (l *oneConn) Accept() (net.Conn, error) {
+	c := l.c
+	if c == nil {
+		return nil, net.ErrClosed
+	}
+	l.c = nil
+	return c, nil
+}
+
+func (l *oneConn) Close() error   { return nil }
+func (l *oneConn) Addr() net.Addr { return l.addr }
+
+// connHandler runs h for the requests of one connection, with a
+// ResponseWriter whose Flush sends what the connection holds.
+type connHandler struct {
+	h http.Handler
+	c *conn
+}
+
+var flushWriters = sync.Pool{New: func() any { return new(flushWriter) }}
+
+func (ch connHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	fw := flushWriters.Get().(*flushWriter)
+	fw.ResponseWriter, fw.c = w, ch.c
+	ch.h.ServeHTTP(fw, r)
+	*fw = flushWriter{} // the handler has returned and holds no reference
+	flushWriters.Put(fw)
+}
+
+// flushWriter is net/http/fcgi's ResponseWriter with a Flush that reaches
+// the socket: the child's own Flush only hands a record to the
+// connection, which holds it until the answer is complete.
+type flushWriter struct {
+	http.ResponseWriter
+	c *conn
+}
+
+var _ http.Flusher = (*flushWriter)(nil)
+
+// FlushError flushes the child's buffer and then the connection's, and
+// reports a failed write (the web server closed the connection), which
+// the child's Flush does not. http.ResponseController calls it.
+func (w *flushWriter) FlushError() error {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+	return w.c.send()
+}
+
+func (w *flushWriter) Flush() { w.FlushError() }
+
+// Unwrap gives http.ResponseController the child's writer.
+func (w *flushWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // connSet tracks open connections for the drain.
 type connSet struct {
-	s   *Service
 	opt ServeOptions
+	h   http.Handler
+	// peerLog samples the per-peer refusals: a flood would write a line
+	// per connection attempt.
+	peerLog zerolog.Logger
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
@@ -208,8 +355,8 @@ func (cs *connSet) add(c net.Conn, sem chan struct{}) *conn {
 	cs.mu.Lock()
 	if peer.IsValid() && cs.perPeer[peer] >= cs.opt.MaxConnsPerPeer {
 		cs.mu.Unlock()
-		cs.s.m.closedPeer.Inc()
-		cs.s.peerLog.Warn().Str("remote", peer.String()).Int("max_conns_per_peer", cs.opt.MaxConnsPerPeer).
+		cs.opt.Conns.ConnClosed(CloseRefused)
+		cs.peerLog.Warn().Str("remote", peer.String()).Int("max_conns_per_peer", cs.opt.MaxConnsPerPeer).
 			Msg("closing fastcgi connection: too many from this address")
 		return nil
 	}
@@ -219,15 +366,12 @@ func (cs *connSet) add(c net.Conn, sem chan struct{}) *conn {
 		cs.perPeer[peer]++
 	}
 	cs.mu.Unlock()
-	cs.s.conns.Add(1)
-	cs.s.m.conns.Inc()
-	cs.s.m.connsTotal.Inc()
+	cs.opt.Conns.ConnOpened()
 	return wc
 }
 
-func (cs *connSet) remove(c *conn) {
-	cs.s.conns.Add(-1)
-	cs.s.m.conns.Dec()
+func (cs *connSet) remove(c *conn, why CloseReason) {
+	cs.opt.Conns.ConnClosed(why)
 	cs.mu.Lock()
 	delete(cs.conns, c)
 	if c.peer.IsValid() {
@@ -241,38 +385,51 @@ func (cs *connSet) remove(c *conn) {
 	cs.mu.Unlock()
 }
 
+// list returns the open connections. A conn's lock is taken before the
+// set's (closing removes the conn), so callers lock each conn only after
+// list has returned.
+func (cs *connSet) list() []*conn {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	list := make([]*conn, 0, len(cs.conns))
+	for c := range cs.conns {
+		list = append(list, c)
+	}
+	return list
+}
+
 // drain marks every connection as draining and closes the idle ones; the
 // rest close after their last answer. It returns the connections left.
 func (cs *connSet) drain() int {
 	cs.mu.Lock()
 	cs.draining = true
-	list := make([]*conn, 0, len(cs.conns))
-	for c := range cs.conns {
-		list = append(list, c)
-	}
 	if len(cs.conns) == 0 {
 		close(cs.empty)
 	}
 	cs.mu.Unlock()
-	for _, c := range list {
+	for _, c := range cs.list() {
 		c.startDrain()
 	}
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	return len(cs.conns)
+	return len(cs.list())
 }
 
 func (cs *connSet) closeAll() int {
-	cs.mu.Lock()
-	list := make([]*conn, 0, len(cs.conns))
-	for c := range cs.conns {
-		list = append(list, c)
-	}
-	cs.mu.Unlock()
+	list := cs.list()
 	for _, c := range list {
 		c.Close()
 	}
 	return len(list)
+}
+
+// inFlight is the number of unanswered requests on all connections.
+func (cs *connSet) inFlight() int {
+	n := 0
+	for _, c := range cs.list() {
+		c.mu.Lock()
+		n += len(c.active)
+		c.mu.Unlock()
+	}
+	return n
 }
 
 // FastCGI record types (FastCGI 1.0 spec).
@@ -297,13 +454,13 @@ type pending struct {
 // scanned record by record to bound per-connection state and to know which
 // requests are open. Writes (net/http/fcgi writes exactly one record per
 // Write) are held until the request's FCGI_END_REQUEST and then sent in one
-// write; a response that sets "X-Accel-Buffering: no" (a streamed batch) is
-// written through instead. A request net/http/fcgi could not parse (it
-// answers 500 with a "cgi: ..." line on stderr) is answered 400 instead.
-// When the web server closes the connection, net/http/fcgi's read loop hits
-// EOF and closes this conn; every later Write then fails with
-// net.ErrClosed, and that failed write is how a streamed batch learns that
-// its client is gone (nginx sends no FCGI_ABORT_REQUEST).
+// write, or sooner when the handler flushes (flushWriter). A request
+// net/http/fcgi could not parse (it answers 500 with a "cgi: ..." line on
+// stderr) gets the Malformed answer instead. When the web server closes
+// the connection, net/http/fcgi's read loop hits EOF and closes this conn;
+// every later Write or flush then fails with net.ErrClosed, and that
+// failure is how a streamed batch learns that its client is gone (nginx
+// sends no FCGI_ABORT_REQUEST).
 type conn struct {
 	net.Conn
 	set  *connSet
@@ -319,20 +476,26 @@ type conn struct {
 
 	mu        sync.Mutex
 	wbuf      []byte
+	werr      error // the first failed write to the socket
 	active    []uint16
-	streaming []uint16
-	malformed []uint16
+	malformed []malformedAnswer
 	draining  bool
 	closed    bool
+}
+
+// malformedAnswer is the CGI answer (header and body) that replaces the
+// child's 500 to the request id.
+type malformedAnswer struct {
+	id     uint16
+	answer []byte
 }
 
 func (c *conn) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	if n > 0 {
 		if serr := c.scan(p[:n]); serr != nil {
-			c.set.s.m.closedLimit.Inc()
-			c.set.s.log.Warn().Err(serr).Str("remote", c.RemoteAddr().String()).Msg("closing fastcgi connection")
-			c.Close()
+			c.set.opt.Log.Warn().Err(serr).Str("remote", c.RemoteAddr().String()).Msg("closing fastcgi connection")
+			c.closeFor(CloseLimit)
 			return 0, serr
 		}
 	}
@@ -436,11 +599,7 @@ func removeID(ids []uint16, id uint16) []uint16 {
 	return ids
 }
 
-var (
-	cgiPrefix     = []byte("cgi: ")
-	statusPrefix  = []byte("Status: ")
-	noBufferingHd = []byte("\r\nX-Accel-Buffering: no\r\n")
-)
+var cgiPrefix = []byte("cgi: ")
 
 const flushThreshold = 64 << 10
 
@@ -449,6 +608,9 @@ func (c *conn) Write(p []byte) (int, error) {
 	defer c.mu.Unlock()
 	if c.closed {
 		return 0, net.ErrClosed
+	}
+	if c.werr != nil {
+		return 0, c.werr
 	}
 	if len(p) < 8 {
 		c.wbuf = append(c.wbuf, p...)
@@ -461,50 +623,84 @@ func (c *conn) Write(p []byte) (int, error) {
 	switch {
 	case typ == recStderr && bytes.HasPrefix(content, cgiPrefix):
 		// net/http/fcgi could not build the request (cgi.RequestFromMap
-		// failed) and is about to answer 500: answer 400 instead.
-		c.malformed = append(c.malformed, id)
-		c.set.s.malformedRequest(string(content))
+		// failed) and is about to answer 500: answer Malformed instead.
+		c.malformed = append(c.malformed, malformedAnswer{id, c.set.malformedAnswer(string(content))})
 		return len(p), nil
-	case typ == recStdout && indexID(c.malformed, id) >= 0:
-		if clen > 0 {
-			return len(p), nil
+	case typ == recStdout:
+		if i := c.findMalformed(id); i >= 0 {
+			if clen > 0 {
+				return len(p), nil // the child's 500
+			}
+			c.wbuf = appendStdout(c.wbuf, id, c.malformed[i].answer)
 		}
-		c.wbuf = appendRecord(c.wbuf, recStdout, id, c.set.s.malformedResponse())
-	case typ == recStdout && bytes.HasPrefix(content, statusPrefix) && bytes.Contains(content, noBufferingHd):
-		c.streaming = append(c.streaming, id)
 	}
 	c.wbuf = append(c.wbuf, p...)
-	flush := typ == recEndRequest || id == 0 || len(c.wbuf) >= flushThreshold ||
-		(len(c.streaming) > 0 && indexID(c.streaming, id) >= 0)
 	if typ == recEndRequest {
 		c.active = removeID(c.active, id)
-		c.streaming = removeID(c.streaming, id)
-		c.malformed = removeID(c.malformed, id)
-	}
-	if flush {
-		_, err := c.Conn.Write(c.wbuf)
-		if cap(c.wbuf) > flushThreshold*2 {
-			c.wbuf = nil
-		} else {
-			c.wbuf = c.wbuf[:0]
+		if i := c.findMalformed(id); i >= 0 {
+			c.malformed = append(c.malformed[:i], c.malformed[i+1:]...)
 		}
-		if err != nil {
+	}
+	if typ == recEndRequest || id == 0 || len(c.wbuf) >= flushThreshold {
+		if err := c.sendLocked(); err != nil {
 			return 0, err
 		}
 	}
 	if typ == recEndRequest && c.draining && len(c.active) == 0 {
-		c.set.s.m.closedDrain.Inc()
-		c.closeLocked()
+		c.closeLocked(CloseDrain)
 	}
 	return len(p), nil
 }
 
-// appendRecord appends one FastCGI record (content up to 65535 bytes).
-func appendRecord(b []byte, typ uint8, id uint16, content []byte) []byte {
-	pad := -len(content) & 7
-	b = append(b, 1, typ, byte(id>>8), byte(id), byte(len(content)>>8), byte(len(content)), byte(pad), 0)
-	b = append(b, content...)
-	return append(b, make([]byte, pad)...)
+func (c *conn) findMalformed(id uint16) int {
+	for i := range c.malformed {
+		if c.malformed[i].id == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// send writes what the connection holds to the socket.
+func (c *conn) send() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return net.ErrClosed
+	}
+	if c.werr != nil {
+		return c.werr
+	}
+	return c.sendLocked()
+}
+
+func (c *conn) sendLocked() error {
+	if len(c.wbuf) == 0 {
+		return nil
+	}
+	_, err := c.Conn.Write(c.wbuf)
+	if cap(c.wbuf) > flushThreshold*2 {
+		c.wbuf = nil
+	} else {
+		c.wbuf = c.wbuf[:0]
+	}
+	if err != nil {
+		c.werr = err
+	}
+	return err
+}
+
+// appendStdout appends content as FCGI_STDOUT records of id.
+func appendStdout(b []byte, id uint16, content []byte) []byte {
+	for len(content) > 0 {
+		n := min(len(content), 0xffff)
+		pad := -n & 7
+		b = append(b, 1, recStdout, byte(id>>8), byte(id), byte(n>>8), byte(n), byte(pad), 0)
+		b = append(b, content[:n]...)
+		b = append(b, make([]byte, pad)...)
+		content = content[n:]
+	}
+	return b
 }
 
 func (c *conn) startDrain() {
@@ -512,18 +708,19 @@ func (c *conn) startDrain() {
 	defer c.mu.Unlock()
 	c.draining = true
 	if len(c.active) == 0 {
-		c.set.s.m.closedDrain.Inc()
-		c.closeLocked()
+		c.closeLocked(CloseDrain)
 	}
 }
 
-func (c *conn) Close() error {
+func (c *conn) Close() error { return c.closeFor(CloseNormal) }
+
+func (c *conn) closeFor(why CloseReason) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.closeLocked()
+	return c.closeLocked(why)
 }
 
-func (c *conn) closeLocked() error {
+func (c *conn) closeLocked(why CloseReason) error {
 	if c.closed {
 		return nil
 	}
@@ -532,31 +729,47 @@ func (c *conn) closeLocked() error {
 	// Forget the connection (and its peer's count) before its place in
 	// the semaphore frees: the accept loop may take the place at once, and
 	// must not see this peer still at its limit.
-	c.set.remove(c)
+	c.set.remove(c, why)
 	<-c.sem
 	return err
 }
 
-// malformedRequest records a request the child could not parse.
-func (s *Service) malformedRequest(detail string) {
-	s.m.malformed.Inc()
-	s.m.byOutcome[OutcomeBadRequest].Inc()
-	s.stats.Record(OutcomeBadRequest, time.Now(), 0)
-	if s.cfg.AccessLog {
-		s.log.Info().Int("status", 400).Str("outcome", OutcomeBadRequest.String()).
-			Str("error", detail).Msg("request")
+// malformedAnswer runs the Malformed handler for a request the child could
+// not parse and returns its answer in CGI form.
+func (cs *connSet) malformedAnswer(reason string) []byte {
+	w := &cgiWriter{header: http.Header{}, code: http.StatusOK}
+	cs.opt.Malformed(w, reason)
+	return w.cgi()
+}
+
+// cgiWriter records an answer to encode it as the child would.
+type cgiWriter struct {
+	header http.Header
+	code   int
+	wrote  bool
+	body   []byte
+}
+
+func (w *cgiWriter) Header() http.Header { return w.header }
+
+func (w *cgiWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.code, w.wrote = code, true
 	}
 }
 
-// malformedResponse is the CGI response (headers and body) for a request
-// net/http/fcgi could not parse: a bad Host, request URI or length.
-func (s *Service) malformedResponse() []byte {
-	body := appendError(nil, "malformed request: invalid Host header, request URI or Content-Length", "")
-	var b []byte
-	b = append(b, "Status: 400 Bad Request\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nX-Sudoku-Worker: "...)
-	b = append(b, s.cfg.WorkerID...)
-	b = append(b, "\r\nContent-Length: "...)
-	b = strconv.AppendInt(b, int64(len(body)), 10)
-	b = append(b, "\r\n\r\n"...)
-	return append(b, body...)
+func (w *cgiWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	w.body = append(w.body, p...)
+	return len(p), nil
+}
+
+// cgi is the answer as a CGI response: a Status line, the header, the body.
+func (w *cgiWriter) cgi() []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "Status: %d %s\r\n", w.code, http.StatusText(w.code))
+	w.header.Write(&b)
+	b.WriteString("\r\n")
+	b.Write(w.body)
+	return b.Bytes()
 }

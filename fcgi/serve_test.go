@@ -1,7 +1,6 @@
 package fcgi
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"sudoku-fcgi/fcgi/fcgitest"
 	"sudoku-fcgi/solver"
 )
 
@@ -50,7 +50,16 @@ type testServer struct {
 	done   chan error
 }
 
-func startServer(t *testing.T, s *Service, opt ServeOptions) *testServer {
+// serviceOptions wires s into opt as cmd/sudoku-fcgi does.
+func serviceOptions(s *Service, opt ServeOptions) ServeOptions {
+	opt.OnDrain = func() { s.SetDraining(true) }
+	opt.Conns = s
+	opt.Malformed = s.ServeMalformed
+	return opt
+}
+
+// startServer runs Serve for s on a loopback port until the test ends.
+func startServer(t testing.TB, s *Service, opt ServeOptions) *testServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -59,7 +68,7 @@ func startServer(t *testing.T, s *Service, opt ServeOptions) *testServer {
 	cl := &countingListener{Listener: ln}
 	ctx, cancel := context.WithCancel(context.Background())
 	ts := &testServer{s: s, addr: ln.Addr().String(), ln: cl, cancel: cancel, done: make(chan error, 1)}
-	go func() { ts.done <- s.Serve(ctx, cl, opt) }()
+	go func() { ts.done <- Serve(ctx, cl, s, serviceOptions(s, opt)) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -69,18 +78,6 @@ func startServer(t *testing.T, s *Service, opt ServeOptions) *testServer {
 		}
 	})
 	return ts
-}
-
-func startServerB(b *testing.B, s *Service) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln, ServeOptions{}) }()
-	b.Cleanup(func() { cancel(); <-done })
-	return ln.Addr().String()
 }
 
 func (ts *testServer) stop(t *testing.T, within time.Duration) error {
@@ -98,18 +95,18 @@ func (ts *testServer) stop(t *testing.T, within time.Duration) error {
 
 func TestFastCGIKeepAlive(t *testing.T) {
 	ts := startServer(t, newTestService(t, Config{}), ServeOptions{})
-	c := dialFCGI(t, ts.addr)
+	c := fcgitest.Dial(t, ts.addr)
 	for i := range 5 {
 		id := uint16(i%2 + 1)
 		before := ts.ln.writes.Load()
-		resp := c.do(id, "GET", "/sudoku?puzzle="+easy+"&id=k", "example.com", nil)
-		if resp.status != 200 || !strings.Contains(string(resp.body), solution) {
-			t.Fatalf("request %d: %d %q", i, resp.status, resp.body)
+		resp := c.Do(id, "GET", "/sudoku?puzzle="+easy+"&id=k", "example.com", nil)
+		if resp.Status != 200 || !strings.Contains(string(resp.Body), solution) {
+			t.Fatalf("request %d: %d %q", i, resp.Status, resp.Body)
 		}
-		if got := resp.header.Get("X-Sudoku-Worker"); got != "test-1" {
+		if got := resp.Header.Get("X-Sudoku-Worker"); got != "test-1" {
 			t.Errorf("X-Sudoku-Worker = %q", got)
 		}
-		if got := resp.header.Get("Content-Type"); got != "application/json" {
+		if got := resp.Header.Get("Content-Type"); got != "application/json" {
 			t.Errorf("Content-Type = %q", got)
 		}
 		// header, body, end of stdout and FCGI_END_REQUEST leave in one write
@@ -124,30 +121,30 @@ func TestFastCGIKeepAlive(t *testing.T) {
 func TestFastCGIMalformedRequest(t *testing.T) {
 	s := newTestService(t, Config{})
 	ts := startServer(t, s, ServeOptions{})
-	c := dialFCGI(t, ts.addr)
+	c := fcgitest.Dial(t, ts.addr)
 	for i, host := range []string{"a%zz", "[::1", "x y%"} {
-		resp := c.do(uint16(i+1), "GET", "/sudoku?puzzle="+easy, host, nil)
-		if resp.status != 400 {
-			t.Fatalf("Host %q: status %d %q, want 400", host, resp.status, resp.body)
+		resp := c.Do(uint16(i+1), "GET", "/sudoku?puzzle="+easy, host, nil)
+		if resp.Status != 400 {
+			t.Fatalf("Host %q: status %d %q, want 400", host, resp.Status, resp.Body)
 		}
 		var m map[string]string
-		if err := json.Unmarshal(resp.body, &m); err != nil || !strings.Contains(m["error"], "Host") {
-			t.Errorf("Host %q: body %q (%v), want a JSON error naming the Host", host, resp.body, err)
+		if err := json.Unmarshal(resp.Body, &m); err != nil || !strings.Contains(m["error"], "Host") {
+			t.Errorf("Host %q: body %q (%v), want a JSON error naming the Host", host, resp.Body, err)
 		}
-		if resp.header.Get("X-Sudoku-Worker") != "test-1" || len(resp.stderr) != 0 {
-			t.Errorf("Host %q: header %v stderr %q", host, resp.header, resp.stderr)
+		if resp.Header.Get("X-Sudoku-Worker") != "test-1" || len(resp.Stderr) != 0 {
+			t.Errorf("Host %q: header %v stderr %q", host, resp.Header, resp.Stderr)
 		}
 	}
 	// A bad CONTENT_LENGTH takes the same path.
-	c.send(requestBytes(7, "GET", "/sudoku", "h", map[string]string{"CONTENT_LENGTH": "x"}, nil))
-	if resp, err := c.read(7); err != nil || resp.status != 400 {
+	c.Send(fcgitest.Request(7, "GET", "/sudoku", "h", map[string]string{"CONTENT_LENGTH": "x"}, nil))
+	if resp, err := c.Read(7); err != nil || resp.Status != 400 {
 		t.Fatalf("bad CONTENT_LENGTH: %v %v", resp, err)
 	}
 	// The connection still serves good requests.
-	if resp := c.do(9, "GET", "/sudoku?puzzle="+easy, "ok", nil); resp.status != 200 {
-		t.Fatalf("after malformed requests: %d %q", resp.status, resp.body)
+	if resp := c.Do(9, "GET", "/sudoku?puzzle="+easy, "ok", nil); resp.Status != 200 {
+		t.Fatalf("after malformed requests: %d %q", resp.Status, resp.Body)
 	}
-	if got := s.stats.Snapshot(time.Now()).Totals["bad_request"]; got != 4 {
+	if got := s.stats.snapshot(time.Now()).Totals["bad_request"]; got != 4 {
 		t.Errorf("bad_request total = %d, want 4", got)
 	}
 }
@@ -157,24 +154,24 @@ func TestFastCGIBatchStreams(t *testing.T) {
 	b := newBlockingSolve()
 	s.solve = b.solve
 	ts := startServer(t, s, ServeOptions{})
-	c := dialFCGI(t, ts.addr)
+	c := fcgitest.Dial(t, ts.addr)
 	body := []byte("1:" + easy + "\n2:" + easy + "\n")
-	c.send(requestBytes(1, "POST", "/sudoku", "h", nil, body))
+	c.Send(fcgitest.Request(1, "POST", "/sudoku", "h", nil, body))
 	// The header arrives while the solves are still parked: streamed, not
 	// held until the end of the request.
-	c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	typ, _, content, err := c.readRecord()
-	if err != nil || typ != recStdout || !bytes.HasPrefix(content, []byte("Status: 200")) {
+	c.Conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	typ, _, content, err := c.ReadRecord()
+	if err != nil || typ != fcgitest.TypeStdout || !bytes.HasPrefix(content, []byte("Status: 200")) {
 		t.Fatalf("first record = %d %q %v, want the 200 header", typ, content, err)
 	}
 	close(b.release)
 	var lines []byte
 	for {
-		typ, _, content, err := c.readRecord()
+		typ, _, content, err := c.ReadRecord()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if typ == recEndRequest {
+		if typ == fcgitest.TypeEndRequest {
 			break
 		}
 		lines = append(lines, content...)
@@ -187,16 +184,16 @@ func TestFastCGIBatchStreams(t *testing.T) {
 
 func TestFastCGIBatchLarge(t *testing.T) {
 	ts := startServer(t, newTestService(t, Config{}), ServeOptions{})
-	c := dialFCGI(t, ts.addr)
+	c := fcgitest.Dial(t, ts.addr)
 	var body bytes.Buffer
 	for range 2000 { // ~170 KB in, ~170 KB out: several records each way
 		body.WriteString("id:" + easy + "\n")
 	}
-	resp := c.do(1, "POST", "/sudoku", "h", body.Bytes())
-	if resp.status != 200 {
-		t.Fatalf("batch: %d %q", resp.status, resp.body)
+	resp := c.Do(1, "POST", "/sudoku", "h", body.Bytes())
+	if resp.Status != 200 {
+		t.Fatalf("batch: %d %q", resp.Status, resp.Body)
 	}
-	if n := strings.Count(string(resp.body), "id:"+solution+"\n"); n != 2000 {
+	if n := strings.Count(string(resp.Body), "id:"+solution+"\n"); n != 2000 {
 		t.Errorf("batch gave %d solved lines, want 2000", n)
 	}
 }
@@ -212,24 +209,24 @@ func TestFastCGIBatchClientGone(t *testing.T) {
 	f := &stallAfter{n: 4}
 	s.solve = f.solve
 	ts := startServer(t, s, ServeOptions{})
-	c := dialFCGI(t, ts.addr)
+	c := fcgitest.Dial(t, ts.addr)
 	const lines = 1000
 	var body bytes.Buffer
 	for i := range lines {
 		fmt.Fprintf(&body, "%d:%s\n", i, easy)
 	}
-	c.send(requestBytes(1, "POST", "/sudoku", "h", nil, body.Bytes()))
-	c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.Send(fcgitest.Request(1, "POST", "/sudoku", "h", nil, body.Bytes()))
+	c.Conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	for {
-		typ, _, content, err := c.readRecord()
+		typ, _, content, err := c.ReadRecord()
 		if err != nil {
 			t.Fatalf("reading the first answers: %v", err)
 		}
-		if typ == recStdout && bytes.Contains(content, []byte(":"+solution+"\n")) {
+		if typ == fcgitest.TypeStdout && bytes.Contains(content, []byte(":"+solution+"\n")) {
 			break
 		}
 	}
-	c.conn.Close()
+	c.Conn.Close()
 	closed := time.Now()
 
 	limit := solveTimeout + 3*time.Second
@@ -251,66 +248,77 @@ func TestFastCGIRecordLimits(t *testing.T) {
 	t.Run("pending requests", func(t *testing.T) {
 		s := newTestService(t, Config{})
 		ts := startServer(t, s, ServeOptions{MaxPendingPerConn: 4})
-		c := dialFCGI(t, ts.addr)
+		c := fcgitest.Dial(t, ts.addr)
 		var b []byte
 		for id := range uint16(1000) {
-			b = append(b, beginRecord(id+1, true)...)
+			b = append(b, fcgitest.BeginRequest(id+1, true)...)
 		}
-		c.conn.Write(b) // may fail once the worker hangs up
+		c.Conn.Write(b) // may fail once the worker hangs up
 		expectClosed(t, c)
 	})
 	t.Run("params bytes", func(t *testing.T) {
 		ts := startServer(t, newTestService(t, Config{}), ServeOptions{MaxParamsBytes: 4096})
-		c := dialFCGI(t, ts.addr)
-		b := beginRecord(1, true)
+		c := fcgitest.Dial(t, ts.addr)
+		b := fcgitest.BeginRequest(1, true)
 		for range 10 {
-			b = append(b, record(recParams, 1, make([]byte, 1000))...)
+			b = append(b, fcgitest.Record(fcgitest.TypeParams, 1, make([]byte, 1000))...)
 		}
-		c.conn.Write(b)
+		c.Conn.Write(b)
 		expectClosed(t, c)
 	})
 	t.Run("within limits", func(t *testing.T) {
 		ts := startServer(t, newTestService(t, Config{}), ServeOptions{MaxPendingPerConn: 2})
-		c := dialFCGI(t, ts.addr)
+		c := fcgitest.Dial(t, ts.addr)
 		// Two requests multiplexed on one connection are fine.
-		c.send(append(requestBytes(1, "GET", "/sudoku?puzzle="+easy, "h", nil, nil),
-			requestBytes(2, "GET", "/sudoku?puzzle="+easy, "h", nil, nil)...))
+		c.Send(append(fcgitest.Request(1, "GET", "/sudoku?puzzle="+easy, "h", nil, nil),
+			fcgitest.Request(2, "GET", "/sudoku?puzzle="+easy, "h", nil, nil)...))
 		seen := map[uint16]bool{}
-		c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		c.Conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 		for len(seen) < 2 {
-			typ, id, _, err := c.readRecord()
+			typ, id, _, err := c.ReadRecord()
 			if err != nil {
 				t.Fatalf("reading: %v", err)
 			}
-			if typ == recEndRequest {
+			if typ == fcgitest.TypeEndRequest {
 				seen[id] = true
 			}
 		}
 	})
 }
 
-func expectClosed(t *testing.T, c *fcgiClient) {
+func expectClosed(t *testing.T, c *fcgitest.Client) {
 	t.Helper()
-	c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, err := io.Copy(io.Discard, c.conn)
+	c.Conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := io.Copy(io.Discard, c.Conn)
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		t.Fatal("connection still open, want the worker to close it")
 	}
 }
 
+// serveTwo starts a server with opt and opens two connections, each
+// answered once; it returns the server and the first connection.
+func serveTwo(t *testing.T, opt ServeOptions) (*testServer, *fcgitest.Client) {
+	t.Helper()
+	ts := startServer(t, newTestService(t, Config{}), opt)
+	a := fcgitest.Dial(t, ts.addr)
+	for _, c := range []*fcgitest.Client{a, fcgitest.Dial(t, ts.addr)} {
+		if r := c.Do(1, "GET", "/sudoku?puzzle="+easy, "h", nil); r.Status != 200 {
+			t.Fatalf("GET: status %d %q", r.Status, r.Body)
+		}
+	}
+	return ts, a
+}
+
 func TestFastCGIConnLimit(t *testing.T) {
-	ts := startServer(t, newTestService(t, Config{}), ServeOptions{MaxConns: 2, MaxConnsPerPeer: 2})
-	a, b := dialFCGI(t, ts.addr), dialFCGI(t, ts.addr)
-	a.do(1, "GET", "/sudoku?puzzle="+easy, "h", nil)
-	b.do(1, "GET", "/sudoku?puzzle="+easy, "h", nil)
+	ts, a := serveTwo(t, ServeOptions{MaxConns: 2, MaxConnsPerPeer: 2})
 	// A third connection completes in the kernel backlog but is not
 	// accepted, so its request waits.
-	c := dialFCGI(t, ts.addr)
-	c.send(requestBytes(1, "GET", "/sudoku?puzzle="+easy, "h", nil, nil))
-	got := make(chan *fcgiResponse, 1)
+	c := fcgitest.Dial(t, ts.addr)
+	c.Send(fcgitest.Request(1, "GET", "/sudoku?puzzle="+easy, "h", nil, nil))
+	got := make(chan *fcgitest.Response, 1)
 	go func() {
-		r, _ := c.read(1)
+		r, _ := c.Read(1)
 		got <- r
 	}()
 	select {
@@ -321,10 +329,10 @@ func TestFastCGIConnLimit(t *testing.T) {
 	if n := ts.s.conns.Load(); n != 2 {
 		t.Errorf("open connections = %d, want 2", n)
 	}
-	a.conn.Close() // frees a place: the third is accepted and answered
+	a.Conn.Close() // frees a place: the third is accepted and answered
 	select {
 	case r := <-got:
-		if r == nil || r.status != 200 {
+		if r == nil || r.Status != 200 {
 			t.Fatalf("third connection after a close: %+v", r)
 		}
 	case <-time.After(5 * time.Second):
@@ -333,32 +341,28 @@ func TestFastCGIConnLimit(t *testing.T) {
 }
 
 func TestFastCGIConnLimitPerPeer(t *testing.T) {
-	ts := startServer(t, newTestService(t, Config{}), ServeOptions{MaxConns: 8, MaxConnsPerPeer: 2})
-	a, b := dialFCGI(t, ts.addr), dialFCGI(t, ts.addr)
-	a.do(1, "GET", "/sudoku?puzzle="+easy, "h", nil)
-	b.do(1, "GET", "/sudoku?puzzle="+easy, "h", nil)
+	ts, a := serveTwo(t, ServeOptions{MaxConns: 8, MaxConnsPerPeer: 2})
 	// A third connection from the same address is closed on accept, not
 	// left in the backlog where it would hold up everyone behind it.
-	expectClosed(t, dialFCGI(t, ts.addr))
+	expectClosed(t, fcgitest.Dial(t, ts.addr))
 	// Another address (all of 127/8 is loopback on Linux) is still served.
 	d := net.Dialer{Timeout: 2 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
 	conn, err := d.Dial("tcp", ts.addr)
 	if err != nil {
 		t.Fatalf("dial from 127.0.0.2: %v", err)
 	}
-	other := &fcgiClient{t: t, conn: conn, r: bufio.NewReader(conn)}
-	t.Cleanup(func() { conn.Close() })
-	if r := other.do(1, "GET", "/sudoku?puzzle="+easy, "h", nil); r.status != 200 {
-		t.Fatalf("another peer: status %d %q", r.status, r.body)
+	other := fcgitest.NewClient(t, conn)
+	if r := other.Do(1, "GET", "/sudoku?puzzle="+easy, "h", nil); r.Status != 200 {
+		t.Fatalf("another peer: status %d %q", r.Status, r.Body)
 	}
 	// Closing one frees a place for the first address again.
-	a.conn.Close()
+	a.Conn.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		c := dialFCGI(t, ts.addr)
-		c.conn.SetDeadline(time.Now().Add(2 * time.Second))
-		c.send(requestBytes(1, "GET", "/sudoku?puzzle="+easy, "h", nil, nil))
-		if r, err := c.read(1); err == nil && r.status == 200 {
+		c := fcgitest.Dial(t, ts.addr)
+		c.Conn.SetDeadline(time.Now().Add(2 * time.Second))
+		c.Send(fcgitest.Request(1, "GET", "/sudoku?puzzle="+easy, "h", nil, nil))
+		if r, err := c.Read(1); err == nil && r.Status == 200 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -372,14 +376,14 @@ func TestFastCGIPanic(t *testing.T) {
 	s := newTestService(t, Config{})
 	s.solve = func(context.Context, solver.Grid, int) (solver.Result, error) { panic("boom") }
 	ts := startServer(t, s, ServeOptions{})
-	c := dialFCGI(t, ts.addr)
-	resp := c.do(1, "GET", "/sudoku?puzzle="+easy, "h", nil)
-	if resp.status != 500 || !json.Valid(resp.body) {
-		t.Fatalf("panicking handler: %d %q, want a JSON 500", resp.status, resp.body)
+	c := fcgitest.Dial(t, ts.addr)
+	resp := c.Do(1, "GET", "/sudoku?puzzle="+easy, "h", nil)
+	if resp.Status != 500 || !json.Valid(resp.Body) {
+		t.Fatalf("panicking handler: %d %q, want a JSON 500", resp.Status, resp.Body)
 	}
 	s.solve = solver.SolveContext
-	if resp := c.do(1, "GET", "/sudoku?puzzle="+easy, "h", nil); resp.status != 200 {
-		t.Fatalf("after the panic, same connection: %d %q", resp.status, resp.body)
+	if resp := c.Do(1, "GET", "/sudoku?puzzle="+easy, "h", nil); resp.Status != 200 {
+		t.Fatalf("after the panic, same connection: %d %q", resp.Status, resp.Body)
 	}
 }
 
@@ -388,10 +392,10 @@ func TestDrain(t *testing.T) {
 	b := newBlockingSolve()
 	s.solve = b.solve
 	ts := startServer(t, s, ServeOptions{DrainTimeout: 10 * time.Second})
-	idle := dialFCGI(t, ts.addr)
-	idle.do(1, "GET", "/sudoku/stats", "h", nil) // a served, now idle keep-alive conn
-	busy := dialFCGI(t, ts.addr)
-	busy.send(requestBytes(1, "GET", "/sudoku?puzzle="+easy, "h", nil, nil))
+	idle := fcgitest.Dial(t, ts.addr)
+	idle.Do(1, "GET", "/sudoku/stats", "h", nil) // a served, now idle keep-alive conn
+	busy := fcgitest.Dial(t, ts.addr)
+	busy.Send(fcgitest.Request(1, "GET", "/sudoku?puzzle="+easy, "h", nil, nil))
 	<-b.started
 
 	ts.cancel()
@@ -411,8 +415,8 @@ func TestDrain(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 	close(b.release)
-	resp, err := busy.read(1)
-	if err != nil || resp.status != 200 {
+	resp, err := busy.Read(1)
+	if err != nil || resp.Status != 200 {
 		t.Fatalf("in-flight request during drain: %+v %v, want 200", resp, err)
 	}
 	expectClosed(t, busy) // closed after its last answer
@@ -432,8 +436,8 @@ func TestDrainTimeout(t *testing.T) {
 	b := newBlockingSolve()
 	s.solve = b.solve
 	ts := startServer(t, s, ServeOptions{DrainTimeout: 100 * time.Millisecond})
-	c := dialFCGI(t, ts.addr)
-	c.send(requestBytes(1, "GET", "/sudoku?puzzle="+easy, "h", nil, nil))
+	c := fcgitest.Dial(t, ts.addr)
+	c.Send(fcgitest.Request(1, "GET", "/sudoku?puzzle="+easy, "h", nil, nil))
 	<-b.started
 	start := time.Now()
 	err := ts.stop(t, 5*time.Second)
@@ -454,32 +458,32 @@ func TestDrainNewRequestOnOpenConn(t *testing.T) {
 	b := newBlockingSolve()
 	s.solve = b.solve
 	ts := startServer(t, s, ServeOptions{})
-	c := dialFCGI(t, ts.addr)
-	c.send(requestBytes(1, "GET", "/sudoku?puzzle="+easy, "h", nil, nil))
+	c := fcgitest.Dial(t, ts.addr)
+	c.Send(fcgitest.Request(1, "GET", "/sudoku?puzzle="+easy, "h", nil, nil))
 	<-b.started
 	ts.cancel()
 	for !s.Draining() {
 		time.Sleep(time.Millisecond)
 	}
-	c.send(requestBytes(2, "GET", "/sudoku?puzzle="+easy, "h", nil, nil))
+	c.Send(fcgitest.Request(2, "GET", "/sudoku?puzzle="+easy, "h", nil, nil))
 	got := map[uint16]int{}
 	var stdout = map[uint16][]byte{}
-	c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.Conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	released := false
 	for len(got) < 2 {
-		typ, id, content, err := c.readRecord()
+		typ, id, content, err := c.ReadRecord()
 		if err != nil {
 			t.Fatalf("reading: %v", err)
 		}
 		switch typ {
-		case recStdout:
+		case fcgitest.TypeStdout:
 			stdout[id] = append(stdout[id], content...)
-		case recEndRequest:
-			r := &fcgiResponse{}
-			if err := parseCGI(stdout[id], r); err != nil {
+		case fcgitest.TypeEndRequest:
+			r := &fcgitest.Response{}
+			if err := fcgitest.ParseCGI(stdout[id], r); err != nil {
 				t.Fatal(err)
 			}
-			got[id] = r.status
+			got[id] = r.Status
 			if !released {
 				released = true
 				close(b.release)
@@ -497,7 +501,7 @@ func TestDrainLinger(t *testing.T) {
 	const linger = 300 * time.Millisecond
 	s := newTestService(t, Config{})
 	ts := startServer(t, s, ServeOptions{Linger: linger})
-	dialFCGI(t, ts.addr).do(1, "GET", "/sudoku/stats", "h", nil)
+	fcgitest.Dial(t, ts.addr).Do(1, "GET", "/sudoku/stats", "h", nil)
 	start := time.Now()
 	ts.cancel()
 	time.Sleep(linger / 3)

@@ -7,38 +7,6 @@ import (
 	"time"
 )
 
-// Outcome classifies a finished request (or batch line).
-type Outcome uint8
-
-// Outcomes, in the order they appear in stats and metrics.
-const (
-	OutcomeSolved Outcome = iota
-	OutcomeNoSolution
-	OutcomeBadRequest
-	OutcomeTooBusy
-	OutcomeTimeout
-	OutcomeDraining
-	OutcomeNotFound
-	OutcomeMethodNotAllowed
-	OutcomeTooLarge
-	OutcomeStats
-	OutcomeBatch
-	OutcomeInternalError
-	numOutcomes
-)
-
-var outcomeNames = [numOutcomes]string{
-	"solved", "no_solution", "bad_request", "too_busy", "timeout", "draining",
-	"not_found", "method_not_allowed", "too_large", "stats", "batch", "internal_error",
-}
-
-func (o Outcome) String() string {
-	if o < numOutcomes {
-		return outcomeNames[o]
-	}
-	return "unknown"
-}
-
 // Latency histogram: 8 sub-buckets per power of two from 2^minShift ns
 // (~1 us) up to 2^maxShift ns (~137 s); about 9% relative precision.
 const (
@@ -79,9 +47,9 @@ type second struct {
 	hist  [numBuckets]uint32
 }
 
-// Stats keeps per-second request counts and latency histograms for the last
+// stats keeps per-second request counts and latency histograms for the last
 // minute, plus totals by outcome since start. It is safe for concurrent use.
-type Stats struct {
+type stats struct {
 	start  time.Time
 	totals [numOutcomes]atomic.Uint64
 	lines  [numOutcomes]atomic.Uint64
@@ -90,11 +58,11 @@ type Stats struct {
 	secs [window]second
 }
 
-// NewStats starts the clock.
-func NewStats(now time.Time) *Stats { return &Stats{start: now} }
+// newStats starts the clock.
+func newStats(now time.Time) *stats { return &stats{start: now} }
 
-// Record counts one finished request that ended at now after d.
-func (s *Stats) Record(o Outcome, now time.Time, d time.Duration) {
+// record counts one finished request that ended at now after d.
+func (s *stats) record(o outcome, now time.Time, d time.Duration) {
 	s.totals[o].Add(1)
 	unix := now.Unix()
 	b := bucketOf(d)
@@ -108,11 +76,11 @@ func (s *Stats) Record(o Outcome, now time.Time, d time.Duration) {
 	s.mu.Unlock()
 }
 
-// RecordLine counts one batch line.
-func (s *Stats) RecordLine(o Outcome) { s.lines[o].Add(1) }
+// recordLine counts one batch line.
+func (s *stats) recordLine(o outcome) { s.lines[o].Add(1) }
 
-// Snapshot is a summary of recent traffic.
-type Snapshot struct {
+// snapshot is a summary of recent traffic.
+type snapshot struct {
 	RPS1, RPS10, RPS60     float64
 	P50, P90, P99, P999    time.Duration
 	Totals, Lines          map[string]uint64
@@ -120,10 +88,10 @@ type Snapshot struct {
 	LatencySamples, Window int
 }
 
-// Snapshot summarises the complete seconds before now: request rates over
+// snapshot summarises the complete seconds before now: request rates over
 // the last 1, 10 and 60 s and latency quantiles over the last 60 s.
-func (s *Stats) Snapshot(now time.Time) Snapshot {
-	var snap Snapshot
+func (s *stats) snapshot(now time.Time) snapshot {
+	var snap snapshot
 	snap.Uptime = now.Sub(s.start)
 	snap.Totals = make(map[string]uint64, numOutcomes)
 	snap.Lines = make(map[string]uint64, numOutcomes)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sudoku-fcgi/cmd/cli"
 )
 
 func env(kv ...string) func(string) string {
@@ -29,9 +31,10 @@ func TestHelpShowsEnvTwins(t *testing.T) {
 		t.Fatalf("run -help = %v, want flag.ErrHelp", err)
 	}
 	for _, want := range []string{
-		"SUDOKU_LISTEN", "SUDOKU_INTERNAL_LISTEN", "SUDOKU_WORKER_ID", "SUDOKU_POOL", "SUDOKU_QUEUE",
-		"SUDOKU_QUEUE_TIMEOUT", "SUDOKU_SOLVE_TIMEOUT", "SUDOKU_BATCH_TIMEOUT", "SUDOKU_MAX_CONNS", "SUDOKU_DRAIN_TIMEOUT",
-		"SUDOKU_LOG_LEVEL", "-healthcheck", `(default ":9000")`,
+		"$SUDOKU_FCGI_LISTEN", "$SUDOKU_FCGI_INTERNAL_LISTEN", "$SUDOKU_FCGI_ID", "$SUDOKU_FCGI_POOL", "$SUDOKU_FCGI_QUEUE",
+		"$SUDOKU_FCGI_QUEUE_TIMEOUT", "$SUDOKU_FCGI_SOLVE_TIMEOUT", "$SUDOKU_FCGI_BATCH_TIMEOUT", "$SUDOKU_FCGI_MAX_CONNS",
+		"$SUDOKU_FCGI_DRAIN_TIMEOUT", "$SUDOKU_FCGI_LOG_LEVEL", "-healthcheck", "-version", `(default ":9000")`,
+		"-solve-timeout duration", "(default 1s)",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("-help lacks %q", want)
@@ -39,14 +42,30 @@ func TestHelpShowsEnvTwins(t *testing.T) {
 	}
 }
 
+func TestVersion(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"-version"}, env(), &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("run -version = %v, want flag.ErrHelp", err)
+	}
+	if !strings.HasPrefix(out.String(), "sudoku-fcgi, version ") {
+		t.Errorf("-version printed %q, want it to start with \"sudoku-fcgi, version \"", out.String())
+	}
+}
+
 func TestParseFlags(t *testing.T) {
 	t.Run("env then flag", func(t *testing.T) {
-		c, err := parseFlags([]string{"-pool", "3"}, env("SUDOKU_POOL", "7", "SUDOKU_QUEUE", "5", "SUDOKU_QUEUE_TIMEOUT", "20ms", "SUDOKU_WORKER_ID", "w9"), io.Discard)
+		c, err := parseConfig([]string{"-pool", "3"}, env("SUDOKU_FCGI_POOL", "7", "SUDOKU_FCGI_QUEUE", "5", "SUDOKU_FCGI_QUEUE_TIMEOUT", "20ms", "SUDOKU_FCGI_ID", "w9"), io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.pool != 3 || c.queue != 5 || c.queueTimeout != 20*time.Millisecond || c.id != "w9" {
+		if c.svc.PoolSize != 3 || c.svc.QueueSize != 5 || c.svc.QueueTimeout != 20*time.Millisecond || c.svc.WorkerID != "w9" {
 			t.Errorf("config = %+v, want pool 3 (flag), queue 5, 20ms, id w9 (env)", c)
+		}
+	})
+	t.Run("no queue", func(t *testing.T) {
+		c, err := parseConfig([]string{"-queue", "0"}, env(), io.Discard)
+		if err != nil || c.svc.QueueSize >= 0 {
+			t.Errorf("parseConfig(-queue 0) = queue %d, %v; want a negative QueueSize (none)", c.svc.QueueSize, err)
 		}
 	})
 	for _, tt := range []struct {
@@ -55,18 +74,22 @@ func TestParseFlags(t *testing.T) {
 		env  func(string) string
 		want string
 	}{
-		{"bad env int", nil, env("SUDOKU_POOL", "x"), "SUDOKU_POOL"},
-		{"bad env duration", nil, env("SUDOKU_SOLVE_TIMEOUT", "5"), "SUDOKU_SOLVE_TIMEOUT"},
+		{"bad env int", nil, env("SUDOKU_FCGI_POOL", "x"), "SUDOKU_FCGI_POOL"},
+		{"bad env duration", nil, env("SUDOKU_FCGI_SOLVE_TIMEOUT", "5"), "SUDOKU_FCGI_SOLVE_TIMEOUT"},
 		{"negative", []string{"-queue", "-1"}, env(), ">= 0"},
 		{"zero timeout", []string{"-solve-timeout", "0s"}, env(), "> 0"},
-		{"zero batch timeout", nil, env("SUDOKU_BATCH_TIMEOUT", "0s"), "-batch-timeout"},
+		{"zero batch timeout", nil, env("SUDOKU_FCGI_BATCH_TIMEOUT", "0s"), "-batch-timeout"},
 		{"bad id", []string{"-id", "a b"}, env(), "printable"},
+		{"bad log level", []string{"-log-level", "loud"}, env(), "-log-level"},
 		{"extra args", []string{"x"}, env(), "unexpected"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseFlags(tt.args, tt.env, io.Discard)
+			_, err := parseConfig(tt.args, tt.env, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("parseFlags(%q) = %v, want an error mentioning %q", tt.args, err, tt.want)
+				t.Errorf("parseConfig(%q) = %v, want an error mentioning %q", tt.args, err, tt.want)
+			}
+			if !errors.As(err, new(*cli.UsageError)) {
+				t.Errorf("parseConfig(%q) = %T, want a *cli.UsageError (exit 2)", tt.args, err)
 			}
 		})
 	}
@@ -81,7 +104,7 @@ func TestHealthcheck(t *testing.T) {
 	}))
 	defer srv.Close()
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	getenv := env("SUDOKU_INTERNAL_LISTEN", ":"+port)
+	getenv := env("SUDOKU_FCGI_INTERNAL_LISTEN", ":"+port)
 	if err := run(context.Background(), []string{"-healthcheck"}, getenv, io.Discard); err != nil {
 		t.Errorf("healthcheck against a ready worker = %v", err)
 	}
@@ -93,6 +116,27 @@ func TestHealthcheck(t *testing.T) {
 	if err := run(context.Background(), []string{"-healthcheck"}, getenv, io.Discard); err == nil {
 		t.Error("healthcheck with nothing listening succeeded")
 	}
+}
+
+// start runs the worker with args until the test ends or stop is called,
+// which returns run's error.
+func start(t *testing.T, args ...string) (stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, append(args, "-log-level", "error"), env(), io.Discard) }()
+	stop = func() error {
+		cancel()
+		select {
+		case err := <-done:
+			done <- err
+			return err
+		case <-time.After(15 * time.Second):
+			t.Fatal("run did not return after cancel")
+			return nil
+		}
+	}
+	t.Cleanup(func() { stop() })
+	return stop
 }
 
 func freePort(t *testing.T) string {
@@ -109,11 +153,7 @@ func freePort(t *testing.T) string {
 // FastCGI port, and stops it as SIGTERM would.
 func TestRun(t *testing.T) {
 	fcgiAddr, internal := freePort(t), freePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-listen", fcgiAddr, "-internal-listen", internal, "-id", "t1", "-log-level", "error"}, env(), io.Discard)
-	}()
+	stop := start(t, "-listen", fcgiAddr, "-internal-listen", internal, "-id", "t1")
 	var resp *http.Response
 	var err error
 	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(20 * time.Millisecond) {
@@ -134,7 +174,7 @@ func TestRun(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{"sudoku_requests_total", "go_goroutines", "process_resident_memory_bytes"} {
+	for _, want := range []string{"sudoku_requests_total", "go_goroutines", "process_resident_memory_bytes", "sudoku_build_info{"} {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("/metrics lacks %s", want)
 		}
@@ -144,24 +184,14 @@ func TestRun(t *testing.T) {
 		t.Fatalf("FastCGI port: %v", err)
 	}
 	c.Close()
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run after cancel = %v, want nil (exit 0)", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("run did not return after cancel")
+	if err := stop(); err != nil {
+		t.Fatalf("run after cancel = %v, want nil (exit 0)", err)
 	}
 }
 
 func TestRunUnixSocket(t *testing.T) {
 	sock := t.TempDir() + "/w.sock"
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-listen", sock, "-internal-listen", freePort(t), "-log-level", "error"}, env(), io.Discard)
-	}()
+	stop := start(t, "-listen", sock, "-internal-listen", freePort(t))
 	var err error
 	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(20 * time.Millisecond) {
 		var c net.Conn
@@ -173,8 +203,7 @@ func TestRunUnixSocket(t *testing.T) {
 	if err != nil {
 		t.Fatalf("unix socket never accepted: %v", err)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("run = %v", err)
 	}
 }

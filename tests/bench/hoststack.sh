@@ -97,7 +97,7 @@ if [[ $host == 1 ]]; then
 	servers=""
 	for i in $(seq "$nworkers"); do
 		port=$((30900 + 10 * i))
-		SUDOKU_LISTEN=127.0.0.1:$port SUDOKU_INTERNAL_LISTEN=127.0.0.1:$((port + 1)) SUDOKU_WORKER_ID=w$i \
+		SUDOKU_FCGI_LISTEN=127.0.0.1:$port SUDOKU_FCGI_INTERNAL_LISTEN=127.0.0.1:$((port + 1)) SUDOKU_FCGI_ID=w$i \
 			"$bin/sudoku-fcgi" 2>"$out/worker$i.log" &
 		pids+=($!)
 		servers+="127.0.0.1:$port "
@@ -112,8 +112,8 @@ if [[ $host == 1 ]]; then
 	wait_for "http://127.0.0.1:30080/sudoku?puzzle=$p1"
 
 	say "starting the worker's plain net/http mode on 127.0.0.1:30990"
-	SUDOKU_LISTEN=127.0.0.1:30988 SUDOKU_INTERNAL_LISTEN=127.0.0.1:30989 SUDOKU_WORKER_ID=plain \
-		SUDOKU_BENCH_HTTP=127.0.0.1:30990 "$bin/sudoku-fcgi" 2>"$out/plainhttp.log" &
+	SUDOKU_FCGI_LISTEN=127.0.0.1:30988 SUDOKU_FCGI_INTERNAL_LISTEN=127.0.0.1:30989 SUDOKU_FCGI_ID=plain \
+		SUDOKU_FCGI_BENCH_HTTP=127.0.0.1:30990 "$bin/sudoku-fcgi" 2>"$out/plainhttp.log" &
 	pids+=($!)
 	wait_for "http://127.0.0.1:30990/sudoku?puzzle=$p1"
 

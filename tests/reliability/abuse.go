@@ -198,7 +198,7 @@ func (s *suite) busy(ctx context.Context) int {
 }
 
 // solveDeadline finds the worker's solve timeout: from its container
-// environment (SUDOKU_SOLVE_TIMEOUT), else the default its -help shows.
+// environment (SUDOKU_FCGI_SOLVE_TIMEOUT), else the default its -help shows.
 func (s *suite) solveDeadline(ctx context.Context) (time.Duration, string) {
 	ids := s.workers(ctx)
 	if len(ids) == 0 {
@@ -207,9 +207,9 @@ func (s *suite) solveDeadline(ctx context.Context) (time.Duration, string) {
 	out, err := s.st.docker(ctx, "inspect", "-f", "{{range .Config.Env}}{{println .}}{{end}}", ids[0])
 	if err == nil {
 		for _, l := range strings.Split(out, "\n") {
-			if v, ok := strings.CutPrefix(l, "SUDOKU_SOLVE_TIMEOUT="); ok {
+			if v, ok := strings.CutPrefix(l, "SUDOKU_FCGI_SOLVE_TIMEOUT="); ok {
 				if d, err := time.ParseDuration(v); err == nil {
-					return d, "SUDOKU_SOLVE_TIMEOUT in the worker's environment"
+					return d, "SUDOKU_FCGI_SOLVE_TIMEOUT in the worker's environment"
 				}
 			}
 		}

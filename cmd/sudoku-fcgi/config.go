@@ -1,0 +1,95 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"sudoku-fcgi/cmd/cli"
+	"sudoku-fcgi/fcgi"
+)
+
+const summary = `The Sudoku FastCGI worker that nginx talks to. It serves the public API
+over FastCGI (-listen) and metrics, health and pprof over plain HTTP on an
+internal address (-internal-listen), and drains gracefully on SIGTERM or
+SIGINT.`
+
+// config is what the command line and the environment set.
+type config struct {
+	listen, internalListen, benchHTTP string
+	svc                               fcgi.Config
+	serve                             fcgi.ServeOptions
+	queue, gcPercent, maxProcs        int
+	logLevel                          string
+	level                             zerolog.Level
+	logFlush                          time.Duration
+	healthcheck                       bool
+}
+
+// parseConfig reads the flags and their environment twins and checks them;
+// every error it returns is a *cli.UsageError (or flag.ErrHelp).
+func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
+	var c config
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "sudoku"
+	}
+	fs := cli.NewFlagSet("sudoku-fcgi", summary, out)
+	fs.StringVar(&c.listen, "listen", ":9000", "FastCGI `address`: host:port, or a unix socket path (contains a /)")
+	fs.StringVar(&c.internalListen, "internal-listen", ":9001", "internal HTTP `address` for /metrics, /healthz, /readyz, /debug/pprof/")
+	fs.StringVar(&c.svc.WorkerID, "id", host, "worker id sent as X-Sudoku-Worker")
+	fs.IntVar(&c.svc.PoolSize, "pool", 0, "solver slots (0: GOMAXPROCS)")
+	fs.IntVar(&c.queue, "queue", 1024, "puzzles that may wait for a solver slot (0: none)")
+	fs.DurationVar(&c.svc.QueueTimeout, "queue-timeout", 200*time.Millisecond, "longest wait for a solver slot before 503; a puzzle whose expected wait is over half of it gets 503 at once")
+	fs.DurationVar(&c.svc.SolveTimeout, "solve-timeout", time.Second, "budget for one solve before 503 (keep below nginx's fastcgi_read_timeout)")
+	fs.IntVar(&c.serve.MaxConns, "max-conns", 1024, "open FastCGI connections; above it the worker stops accepting")
+	fs.IntVar(&c.serve.MaxConnsPerPeer, "max-conns-per-peer", 0, "open FastCGI connections from one TCP address; more are closed at once (0: half of -max-conns)")
+	fs.DurationVar(&c.serve.DrainTimeout, "drain-timeout", 10*time.Second, "graceful drain limit after SIGTERM/SIGINT")
+	fs.DurationVar(&c.serve.Linger, "drain-linger", 0, "after SIGTERM/SIGINT, stay up at least this long with the listener closed (refusing), so that sudoku-edge drops the worker before its address vanishes")
+	fs.IntVar(&c.svc.MaxBatchLines, "max-batch-lines", 10000, "puzzle lines in one POST (413 above)")
+	fs.Int64Var(&c.svc.MaxBodyBytes, "max-body", 1<<20, "POST body `bytes` (413 above)")
+	fs.IntVar(&c.svc.BatchParallel, "batch-parallel", 0, "puzzles of one batch solved at once (0: pool size)")
+	fs.DurationVar(&c.svc.BatchTimeout, "batch-timeout", 30*time.Second, "deadline of one POST batch; lines still unsolved then are answered ServerTooBusy")
+	fs.IntVar(&c.gcPercent, "gc-percent", 400, "GC target percentage (debug.SetGCPercent); 0 keeps GOGC or the runtime default")
+	fs.IntVar(&c.maxProcs, "maxprocs", 0, "GOMAXPROCS (0 keeps the runtime's choice)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
+	fs.BoolVar(&c.svc.AccessLog, "access-log", true, "log one line per request")
+	fs.DurationVar(&c.logFlush, "log-flush", 100*time.Millisecond, "buffer log lines up to this long (0: write each line at once)")
+	fs.StringVar(&c.benchHTTP, "bench-http", "", "also serve the public API over plain HTTP on this `address`, to compare against FastCGI in benchmarks (off when empty; never expose it)")
+	fs.BoolVar(&c.healthcheck, "healthcheck", false, "GET http://127.0.0.1:<internal port>/readyz and exit 0 if ready, 1 if not (for Docker HEALTHCHECK)")
+	if err := fs.Parse(args, getenv); err != nil {
+		return c, err
+	}
+	if err := c.check(); err != nil {
+		return c, &cli.UsageError{Err: err}
+	}
+	c.svc.QueueSize = c.queue
+	if c.queue == 0 {
+		c.svc.QueueSize = -1 // fcgi.Config reads 0 as its default; -queue 0 means no queue
+	}
+	return c, nil
+}
+
+// check rejects values the worker cannot run with and parses the log level.
+func (c *config) check() error {
+	for _, r := range c.svc.WorkerID {
+		if r <= ' ' || r == 0x7f || r > '~' {
+			return fmt.Errorf("-id %q: use printable ASCII without spaces", c.svc.WorkerID)
+		}
+	}
+	switch s := &c.svc; {
+	case s.PoolSize < 0, c.queue < 0, c.serve.MaxConns < 1, c.serve.MaxConnsPerPeer < 0, s.MaxBatchLines < 1, s.MaxBodyBytes < 1, s.BatchParallel < 0, c.maxProcs < 0:
+		return errors.New("-pool, -queue, -batch-parallel, -maxprocs, -max-conns-per-peer must be >= 0; -max-conns, -max-batch-lines, -max-body >= 1")
+	case s.QueueTimeout <= 0, s.SolveTimeout <= 0, s.BatchTimeout <= 0, c.serve.DrainTimeout <= 0, c.logFlush < 0, c.serve.Linger < 0:
+		return errors.New("-queue-timeout, -solve-timeout, -batch-timeout and -drain-timeout must be > 0; -log-flush and -drain-linger >= 0")
+	}
+	var err error
+	if c.level, err = zerolog.ParseLevel(c.logLevel); err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/rs/zerolog"
+
+	"sudoku-fcgi/fcgi"
+)
+
+// newRegistry registers the worker's metrics, the Go and process
+// collectors, and sudoku_build_info.
+func newRegistry(m *fcgi.Metrics, svc *fcgi.Service) (*prometheus.Registry, error) {
+	reg := prometheus.NewRegistry()
+	if err := errors.Join(
+		m.Register(reg),
+		reg.Register(svc.Collector()),
+		reg.Register(collectors.NewGoCollector()),
+		reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
+		reg.Register(collectors.NewBuildInfoCollector()),
+		reg.Register(versioncollector.NewCollector("sudoku")),
+	); err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
+	}
+	return reg, nil
+}
+
+// listen opens a TCP address, or a unix socket when addr contains a '/'
+// (a stale socket file is removed, and the socket is made writable for
+// nginx's user).
+func listen(addr string) (net.Listener, error) {
+	if !strings.Contains(addr, "/") {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("fastcgi listener: %w", err)
+		}
+		return ln, nil
+	}
+	if fi, err := os.Lstat(addr); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		os.Remove(addr)
+	}
+	ln, err := net.Listen("unix", addr)
+	if err != nil {
+		return nil, fmt.Errorf("fastcgi listener: %w", err)
+	}
+	if err := os.Chmod(addr, 0o666); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("fastcgi listener: %w", err)
+	}
+	return ln, nil
+}
+
+// serveHTTP serves h over plain HTTP on addr until the server is closed.
+func serveHTTP(name, addr string, h http.Handler, log zerolog.Logger) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s listener: %w", name, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Str("listener", name).Msg("http listener failed")
+		}
+	}()
+	return srv, nil
+}
+
+// healthcheck asks the local internal listener whether the worker is ready.
+func healthcheck(ctx context.Context, internal string) error {
+	host, port, err := net.SplitHostPort(internal)
+	if err != nil {
+		return fmt.Errorf("-internal-listen %q: %w", internal, err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	u := "http://" + net.JoinHostPort(host, port) + "/readyz"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthcheck: %s answered %s", u, resp.Status)
+	}
+	return nil
+}
