@@ -24,9 +24,9 @@ func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 
 func loadPuzzles(b *testing.B) []string {
 	b.Helper()
-	f, err := os.Open("../../shared/data/test1000")
+	f, err := os.Open("testdata/test1000")
 	if err != nil {
-		return []string{easy}
+		b.Fatal(err)
 	}
 	defer f.Close()
 	var ps []string
@@ -41,24 +41,25 @@ func loadPuzzles(b *testing.B) []string {
 
 // BenchmarkHandler measures the public handler per request, solver
 // included: "easy" isolates the handler's own cost; "test1000" rotates the
-// shared benchmark puzzles when /work/shared/data is reachable.
+// benchmark puzzles of testdata/test1000 (a copy of
+// tests/reliability/testdata/test1000).
 func BenchmarkHandler(b *testing.B) {
-	sets := map[string][]string{"easy": {easy}}
-	if ps := loadPuzzles(b); len(ps) > 1 {
-		sets["test1000"] = ps
-	}
-	for _, name := range []string{"easy", "test1000"} {
-		ps, ok := sets[name]
-		if !ok {
-			continue
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, set := range []struct {
+		name    string
+		puzzles func(*testing.B) []string
+	}{
+		{"easy", func(*testing.B) []string { return []string{easy} }},
+		{"test1000", loadPuzzles},
+	} {
+		b.Run(set.name, func(b *testing.B) {
+			ps := set.puzzles(b)
 			s := New(Config{WorkerID: "bench", AccessLog: false}, nopLog, nil)
 			reqs := make([]*http.Request, len(ps))
 			for i, p := range ps {
 				reqs[i] = &http.Request{Method: "GET", URL: &url.URL{Path: "/sudoku", RawQuery: "puzzle=" + p}, Header: http.Header{}}
 			}
 			b.ReportAllocs()
+			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				w := &discardWriter{h: http.Header{}}
 				i := 0

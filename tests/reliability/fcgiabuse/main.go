@@ -14,9 +14,9 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -25,257 +25,238 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"sudoku-fcgi/cmd/cli"
+	"sudoku-fcgi/fcgi/fcgitest"
 )
 
-const (
-	typeBeginRequest = 1
-	typeAbortRequest = 2
-	typeParams       = 4
-	typeStdin        = 5
-	roleResponder    = 1
-)
+const summary = `Abuses one FastCGI worker address with malformed and resource-hungry
+record streams for -duration, then prints its counts as one JSON line.`
 
-func header(typ uint8, id uint16, contentLen int, padding uint8) []byte {
-	h := make([]byte, 8)
-	h[0] = 1 // version
-	h[1] = typ
-	binary.BigEndian.PutUint16(h[2:], id)
-	binary.BigEndian.PutUint16(h[4:], uint16(contentLen))
-	h[6] = padding
-	return h
-}
+func main() { cli.Main("fcgiabuse", run) }
 
-func record(typ uint8, id uint16, content []byte) []byte {
-	return append(header(typ, id, len(content), 0), content...)
-}
-
-func begin(id uint16, keepConn bool) []byte {
-	body := make([]byte, 8)
-	binary.BigEndian.PutUint16(body, roleResponder)
-	if keepConn {
-		body[2] = 1
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := cli.NewFlagSet("fcgiabuse", summary, stdout)
+	target := fs.String("target", "sudoku:9000", "worker FastCGI `address` (inside the compose network only)")
+	duration := fs.Duration("duration", 20*time.Second, "how long to attack")
+	hold := fs.Int("hold", 300, "connections held open with unterminated params")
+	flood := fs.Int("flood", 1000, "connections in the connection flood")
+	if err := fs.Parse(args, getenv); err != nil {
+		return err
 	}
-	return record(typeBeginRequest, id, body)
-}
-
-// param encodes one name-value pair with 1- or 4-byte lengths.
-func param(name, value string) []byte {
-	var b []byte
-	for _, s := range []string{name, value} {
-		if len(s) < 128 {
-			b = append(b, byte(len(s)))
-		} else {
-			var l [4]byte
-			binary.BigEndian.PutUint32(l[:], uint32(len(s))|1<<31)
-			b = append(b, l[:]...)
-		}
-	}
-	return append(append(b, name...), value...)
-}
-
-type counters struct {
-	Conns       atomic.Int64 `json:"-"`
-	DialErrors  atomic.Int64 `json:"-"`
-	BytesSent   atomic.Int64 `json:"-"`
-	ClosedByPee atomic.Int64 `json:"-"`
-	Begins      atomic.Int64 `json:"-"`
-}
-
-func main() {
-	target := flag.String("target", "sudoku:9000", "worker FastCGI address (inside the compose network only)")
-	duration := flag.Duration("duration", 20*time.Second, "how long to attack")
-	hold := flag.Int("hold", 300, "connections held open with unterminated params")
-	flood := flag.Int("flood", 1000, "connections in the connection flood")
-	flag.Parse()
-
-	var c counters
 	deadline := time.Now().Add(*duration)
-	dial := func() net.Conn {
-		conn, err := net.DialTimeout("tcp", *target, 2*time.Second)
-		if err != nil {
-			c.DialErrors.Add(1)
-			return nil
-		}
-		c.Conns.Add(1)
-		conn.SetDeadline(deadline.Add(time.Second))
-		return conn
-	}
-	write := func(conn net.Conn, b []byte) bool {
-		n, err := conn.Write(b)
-		c.BytesSent.Add(int64(n))
-		if err != nil {
-			c.ClosedByPee.Add(1)
-			return false
-		}
-		return true
-	}
-	var wg sync.WaitGroup
-	var held []net.Conn
-	var heldMu sync.Mutex
-	keep := func(conn net.Conn) {
-		heldMu.Lock()
-		held = append(held, conn)
-		heldMu.Unlock()
-	}
-	// Drain whatever the worker sends, so it never blocks on us.
-	drain := func(conn net.Conn) { go io.Copy(io.Discard, conn) }
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	a := &abuser{target: *target, deadline: deadline}
 
-	attack := func(name string, f func()) {
+	var wg sync.WaitGroup
+	attack := func(f func(context.Context)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			f()
+			f(ctx)
 		}()
-		_ = name
 	}
-
-	// 1. Unterminated params: BEGIN_REQUEST + a PARAMS record that claims
-	// more bytes than it sends, held open.
-	attack("unterminated-params", func() {
-		for i := 0; i < *hold && time.Now().Before(deadline); i++ {
-			conn := dial()
-			if conn == nil {
-				continue
-			}
-			drain(conn)
-			p := param("REQUEST_METHOD", "GET")
-			msg := append(begin(1, true), header(typeParams, 1, 60000, 0)...)
-			msg = append(msg, p...)
-			if write(conn, msg) {
-				keep(conn)
-			}
-		}
-	})
-	// 2. Many BEGIN_REQUESTs (with complete params) and never any STDIN,
-	// over every request id, on a few connections.
-	for k := 0; k < 4; k++ {
-		attack("begin-no-stdin", func() {
-			conn := dial()
-			if conn == nil {
-				return
-			}
-			drain(conn)
-			params := append(param("REQUEST_METHOD", "GET"), param("SCRIPT_NAME", "/sudoku")...)
-			params = append(params, param("QUERY_STRING", "puzzle=1")...)
-			for id := 1; time.Now().Before(deadline); id++ {
-				rid := uint16(id%65535 + 1)
-				msg := append(begin(rid, true), record(typeParams, rid, params)...)
-				msg = append(msg, record(typeParams, rid, nil)...)
-				if !write(conn, msg) {
-					conn = dial()
-					if conn == nil {
-						return
-					}
-					drain(conn)
-				}
-				c.Begins.Add(1)
-			}
-		})
+	attack(func(ctx context.Context) { a.unterminatedParams(ctx, *hold) })
+	for range 4 {
+		attack(a.beginNoStdin)
 	}
-	// 3. Oversize records: a 2 GiB param length, max-size padded records,
-	// endless STDIN for one request.
-	attack("oversize", func() {
-		for time.Now().Before(deadline) {
-			conn := dial()
-			if conn == nil {
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
-			drain(conn)
-			var huge [8]byte
-			binary.BigEndian.PutUint32(huge[0:], 0x7fffffff|1<<31)
-			binary.BigEndian.PutUint32(huge[4:], 0x7fffffff|1<<31)
-			big := make([]byte, 65535)
-			for i := range big {
-				big[i] = 'A'
-			}
-			msg := append(begin(7, true), header(typeParams, 7, 65535, 255)...)
-			msg = append(msg, huge[:]...)
-			msg = append(msg, big[8:]...)
-			msg = append(msg, make([]byte, 255)...)
-			if !write(conn, msg) {
-				conn.Close()
-				continue
-			}
-			// Endless STDIN on another request id.
-			write(conn, append(begin(8, true), record(typeParams, 8, nil)...))
-			for time.Now().Before(deadline) {
-				if !write(conn, record(typeStdin, 8, big)) {
-					break
-				}
-			}
-			conn.Close()
-		}
-	})
-	// 4. Connection flood: many idle connections.
-	attack("flood", func() {
-		for i := 0; i < *flood && time.Now().Before(deadline); i++ {
-			if conn := dial(); conn != nil {
-				drain(conn)
-				keep(conn)
-			}
-		}
-	})
-	// 5. Garbage: random bytes, bad versions, unknown types, aborts for
-	// unknown ids.
-	attack("garbage", func() {
-		r := rand.New(rand.NewPCG(1, 2))
-		for time.Now().Before(deadline) {
-			conn := dial()
-			if conn == nil {
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
-			drain(conn)
-			var msg []byte
-			switch r.IntN(4) {
-			case 0:
-				msg = make([]byte, 1+r.IntN(4096))
-				for i := range msg {
-					msg[i] = byte(r.IntN(256))
-				}
-			case 1:
-				msg = header(typeBeginRequest, 1, 8, 0)
-				msg[0] = 9 // bad version
-				msg = append(msg, make([]byte, 8)...)
-			case 2:
-				msg = record(200, 1, []byte("unknown type"))
-			default:
-				msg = record(typeAbortRequest, uint16(r.IntN(65535)), nil)
-			}
-			write(conn, msg)
-			time.Sleep(5 * time.Millisecond)
-			conn.Close()
-		}
-	})
-
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				heldMu.Lock()
-				h := len(held)
-				heldMu.Unlock()
-				fmt.Fprintf(os.Stderr, "fcgiabuse %s: conns %d (held %d), dial errors %d, sent %d MiB, begins %d, closed by worker %d\n",
-					*target, c.Conns.Load(), h, c.DialErrors.Load(), c.BytesSent.Load()>>20, c.Begins.Load(), c.ClosedByPee.Load())
-			}
-		}
-	}()
+	attack(a.oversize)
+	attack(func(ctx context.Context) { a.flood(ctx, *flood) })
+	attack(a.garbage)
+	go a.progress(ctx)
 	wg.Wait()
-	time.Sleep(time.Until(deadline))
-	close(done)
-	heldMu.Lock()
-	for _, conn := range held {
+	<-ctx.Done()
+	held := a.closeHeld()
+	return json.NewEncoder(stdout).Encode(map[string]int64{
+		"conns": a.conns.Load(), "dial_errors": a.dialErrors.Load(), "bytes_sent": a.bytesSent.Load(),
+		"begins": a.begins.Load(), "closed_by_worker": a.closedByWorker.Load(), "held": int64(held),
+	})
+}
+
+// abuser holds the counts and the connections held open.
+type abuser struct {
+	target   string
+	deadline time.Time
+
+	conns, dialErrors, bytesSent, closedByWorker, begins atomic.Int64
+
+	mu   sync.Mutex
+	held []net.Conn
+}
+
+// dial opens a connection whose answers are read and dropped, so the
+// worker never blocks on it; nil when dialling failed.
+func (a *abuser) dial() net.Conn {
+	conn, err := net.DialTimeout("tcp", a.target, 2*time.Second)
+	if err != nil {
+		a.dialErrors.Add(1)
+		return nil
+	}
+	a.conns.Add(1)
+	conn.SetDeadline(a.deadline.Add(time.Second))
+	go io.Copy(io.Discard, conn)
+	return conn
+}
+
+// redial is dial retried until it succeeds or ctx ends (nil).
+func (a *abuser) redial(ctx context.Context) net.Conn {
+	for ctx.Err() == nil {
+		if conn := a.dial(); conn != nil {
+			return conn
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
+}
+
+// write sends b and reports whether the worker still took it.
+func (a *abuser) write(conn net.Conn, b []byte) bool {
+	n, err := conn.Write(b)
+	a.bytesSent.Add(int64(n))
+	if err != nil {
+		a.closedByWorker.Add(1)
+		return false
+	}
+	return true
+}
+
+func (a *abuser) keep(conn net.Conn) {
+	a.mu.Lock()
+	a.held = append(a.held, conn)
+	a.mu.Unlock()
+}
+
+func (a *abuser) heldCount() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.held)
+}
+
+func (a *abuser) closeHeld() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, conn := range a.held {
 		conn.Close()
 	}
-	heldMu.Unlock()
-	json.NewEncoder(os.Stdout).Encode(map[string]int64{
-		"conns": c.Conns.Load(), "dial_errors": c.DialErrors.Load(), "bytes_sent": c.BytesSent.Load(),
-		"begins": c.Begins.Load(), "closed_by_worker": c.ClosedByPee.Load(), "held": int64(len(held)),
-	})
+	return len(a.held)
+}
+
+// unterminatedParams holds n connections, each with a BEGIN_REQUEST and a
+// PARAMS record that claims more bytes than it sends.
+func (a *abuser) unterminatedParams(ctx context.Context, n int) {
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		conn := a.dial()
+		if conn == nil {
+			continue
+		}
+		msg := append(fcgitest.BeginRequest(1, true), fcgitest.Header(fcgitest.TypeParams, 1, 60000, 0)...)
+		msg = append(msg, fcgitest.Pair("REQUEST_METHOD", "GET")...)
+		if a.write(conn, msg) {
+			a.keep(conn)
+		}
+	}
+}
+
+// beginNoStdin sends BEGIN_REQUESTs with complete params and never any
+// STDIN, over every request id, on one connection (a new one whenever the
+// worker closes it).
+func (a *abuser) beginNoStdin(ctx context.Context) {
+	conn := a.dial()
+	if conn == nil {
+		return
+	}
+	params := append(fcgitest.Pair("REQUEST_METHOD", "GET"), fcgitest.Pair("SCRIPT_NAME", "/sudoku")...)
+	params = append(params, fcgitest.Pair("QUERY_STRING", "puzzle=1")...)
+	for id := 1; ctx.Err() == nil; id++ {
+		rid := uint16(id%65535 + 1)
+		msg := append(fcgitest.BeginRequest(rid, true), fcgitest.Record(fcgitest.TypeParams, rid, params)...)
+		msg = append(msg, fcgitest.Record(fcgitest.TypeParams, rid, nil)...)
+		if !a.write(conn, msg) {
+			if conn = a.dial(); conn == nil {
+				return
+			}
+		}
+		a.begins.Add(1)
+	}
+}
+
+// oversize sends a 2 GiB param length in a maximal padded record, then
+// endless STDIN for another request.
+func (a *abuser) oversize(ctx context.Context) {
+	big := make([]byte, fcgitest.MaxContent)
+	for i := range big {
+		big[i] = 'A'
+	}
+	binary.BigEndian.PutUint32(big[0:], 0x7fffffff|1<<31)
+	binary.BigEndian.PutUint32(big[4:], 0x7fffffff|1<<31)
+	for {
+		conn := a.redial(ctx)
+		if conn == nil {
+			return
+		}
+		msg := append(fcgitest.BeginRequest(7, true), fcgitest.Header(fcgitest.TypeParams, 7, len(big), 255)...)
+		msg = append(msg, big...)
+		msg = append(msg, make([]byte, 255)...)
+		if a.write(conn, msg) {
+			a.write(conn, append(fcgitest.BeginRequest(8, true), fcgitest.Record(fcgitest.TypeParams, 8, nil)...))
+			for ctx.Err() == nil && a.write(conn, fcgitest.Record(fcgitest.TypeStdin, 8, big)) {
+			}
+		}
+		conn.Close()
+	}
+}
+
+// flood opens n idle connections and holds them.
+func (a *abuser) flood(ctx context.Context, n int) {
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		if conn := a.dial(); conn != nil {
+			a.keep(conn)
+		}
+	}
+}
+
+// garbage sends random bytes, bad versions, unknown types and aborts for
+// unknown ids, one short-lived connection each.
+func (a *abuser) garbage(ctx context.Context) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for {
+		conn := a.redial(ctx)
+		if conn == nil {
+			return
+		}
+		var msg []byte
+		switch r.IntN(4) {
+		case 0:
+			msg = make([]byte, 1+r.IntN(4096))
+			for i := range msg {
+				msg[i] = byte(r.IntN(256))
+			}
+		case 1:
+			msg = fcgitest.Record(fcgitest.TypeBeginRequest, 1, make([]byte, 8))
+			msg[0] = 9 // bad version
+		case 2:
+			msg = fcgitest.Record(200, 1, []byte("unknown type"))
+		default:
+			msg = fcgitest.Record(fcgitest.TypeAbortRequest, uint16(r.IntN(65535)), nil)
+		}
+		a.write(conn, msg)
+		time.Sleep(5 * time.Millisecond)
+		conn.Close()
+	}
+}
+
+// progress prints the counts to stderr once a second until ctx ends.
+func (a *abuser) progress(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		fmt.Fprintf(os.Stderr, "fcgiabuse %s: conns %d (held %d), dial errors %d, sent %d MiB, begins %d, closed by worker %d\n",
+			a.target, a.conns.Load(), a.heldCount(), a.dialErrors.Load(), a.bytesSent.Load()>>20, a.begins.Load(), a.closedByWorker.Load())
+	}
 }
