@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -267,8 +266,7 @@ func TestHandlerPanic(t *testing.T) {
 type blockingSolve struct {
 	started chan struct{}
 	release chan struct{}
-	mu      sync.Mutex
-	calls   int
+	calls   atomic.Int64
 }
 
 func newBlockingSolve() *blockingSolve {
@@ -276,9 +274,7 @@ func newBlockingSolve() *blockingSolve {
 }
 
 func (b *blockingSolve) solve(ctx context.Context, g solver.Grid, limit int) (solver.Result, error) {
-	b.mu.Lock()
-	b.calls++
-	b.mu.Unlock()
+	b.calls.Add(1)
 	b.started <- struct{}{}
 	select {
 	case <-b.release:
@@ -349,8 +345,8 @@ func TestQueueDeadlineDropsWork(t *testing.T) {
 	if code := <-first; code != 200 {
 		t.Errorf("first request = %d, want 200", code)
 	}
-	if b.calls != 1 {
-		t.Errorf("solver ran %d times, want 1: expired queued work must be dropped", b.calls)
+	if n := b.calls.Load(); n != 1 {
+		t.Errorf("solver ran %d times, want 1: expired queued work must be dropped", n)
 	}
 }
 
@@ -635,7 +631,7 @@ func TestBatchDoesNotStarveSingles(t *testing.T) {
 
 func TestAccessLog(t *testing.T) {
 	var buf strings.Builder
-	s := New(Config{WorkerID: "w", AccessLog: true}, zerolog.New(&syncWriter{w: &buf}), nil)
+	s := New(Config{WorkerID: "w", AccessLog: true}, zerolog.New(zerolog.SyncWriter(&buf)), nil)
 	serve(s, "GET", "/sudoku?puzzle="+dead, nil, "X-Request-Id", "abc123")
 	var line map[string]any
 	if err := json.Unmarshal([]byte(buf.String()), &line); err != nil {
@@ -654,15 +650,4 @@ func TestAccessLog(t *testing.T) {
 			t.Errorf("access line lacks %s: %v", k, line)
 		}
 	}
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }

@@ -1,7 +1,10 @@
 package fcgi
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -142,4 +145,37 @@ func parseBool(s string) (bool, bool) {
 		return true, true
 	}
 	return false, false
+}
+
+// readBatch reads a POST body within the size limits and returns its
+// puzzle lines, without blank lines and # comments.
+func (s *Service) readBatch(r *http.Request) ([][]byte, error) {
+	limit := s.cfg.MaxBodyBytes
+	if r.ContentLength > limit {
+		return nil, tooLarge(fmt.Sprintf("body is %d bytes, limit %d", r.ContentLength, limit))
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, badRequest("reading body: " + err.Error())
+	}
+	if int64(len(body)) > limit {
+		return nil, tooLarge(fmt.Sprintf("body is over the %d-byte limit", limit))
+	}
+	lines := make([][]byte, 0, bytes.Count(body, []byte{'\n'})+1)
+	for len(body) > 0 {
+		var line []byte
+		line, body, _ = bytes.Cut(body, []byte{'\n'})
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		if len(lines) == s.cfg.MaxBatchLines {
+			return nil, tooLarge(fmt.Sprintf("more than %d puzzle lines", s.cfg.MaxBatchLines))
+		}
+		lines = append(lines, line)
+	}
+	if len(lines) == 0 {
+		return nil, errEmptyBatch
+	}
+	return lines, nil
 }

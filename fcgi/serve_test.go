@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -165,16 +164,9 @@ func TestFastCGIBatchStreams(t *testing.T) {
 		t.Fatalf("first record = %d %q %v, want the 200 header", typ, content, err)
 	}
 	close(b.release)
-	var lines []byte
-	for {
-		typ, _, content, err := c.ReadRecord()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if typ == fcgitest.TypeEndRequest {
-			break
-		}
-		lines = append(lines, content...)
+	lines, err := c.ReadStdout()
+	if err != nil {
+		t.Fatal(err)
 	}
 	if want := "1:" + solution + "\n2:" + solution + "\n"; string(lines) != want &&
 		string(lines) != "2:"+solution+"\n1:"+solution+"\n" {
@@ -288,10 +280,7 @@ func TestFastCGIRecordLimits(t *testing.T) {
 
 func expectClosed(t *testing.T, c *fcgitest.Client) {
 	t.Helper()
-	c.Conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, err := io.Copy(io.Discard, c.Conn)
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	if !c.ClosedByPeer(5 * time.Second) {
 		t.Fatal("connection still open, want the worker to close it")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -238,4 +239,30 @@ func (c *Client) Do(id uint16, method, uri, host string, body []byte) *Response 
 		c.tb.Fatalf("%s %s: %v", method, uri, err)
 	}
 	return resp
+}
+
+// ReadStdout reads records up to the next FCGI_END_REQUEST and returns the
+// STDOUT content among them.
+func (c *Client) ReadStdout() ([]byte, error) {
+	var stdout []byte
+	for {
+		typ, _, content, err := c.ReadRecord()
+		switch {
+		case err != nil:
+			return stdout, err
+		case typ == TypeEndRequest:
+			return stdout, nil
+		case typ == TypeStdout:
+			stdout = append(stdout, content...)
+		}
+	}
+}
+
+// ClosedByPeer reports whether the other side closes the connection
+// within d; what it sends before is discarded.
+func (c *Client) ClosedByPeer(d time.Duration) bool {
+	c.Conn.SetReadDeadline(time.Now().Add(d))
+	_, err := io.Copy(io.Discard, c.r)
+	var ne net.Error
+	return !errors.As(err, &ne) || !ne.Timeout()
 }

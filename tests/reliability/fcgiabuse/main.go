@@ -248,14 +248,8 @@ func (a *abuser) garbage(ctx context.Context) {
 
 // progress prints the counts to stderr once a second until ctx ends.
 func (a *abuser) progress(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	for ctx.Err() == nil {
+		time.Sleep(time.Second)
 		fmt.Fprintf(os.Stderr, "fcgiabuse %s: conns %d (held %d), dial errors %d, sent %d MiB, begins %d, closed by worker %d\n",
 			a.target, a.conns.Load(), a.heldCount(), a.dialErrors.Load(), a.bytesSent.Load()>>20, a.begins.Load(), a.closedByWorker.Load())
 	}
