@@ -27,7 +27,16 @@ import (
 // stops the solves in flight and leaves the lines not yet started
 // unsolved. And BatchTimeout bounds the whole batch: lines not answered by
 // then are answered ServerTooBusy without being solved.
+//
+// With unique=1 in the query every solved line says whether its solution
+// is unique: "[id:]<solution> unique" or "[id:]<solution> not-unique".
 func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
+	var run batchRun
+	var err error
+	if run.unique, err = parseBatchQuery(r.URL.RawQuery); err != nil {
+		s.fail(w, st, err, "")
+		return
+	}
 	lines, err := s.readBatch(r)
 	if err != nil {
 		s.fail(w, st, err, "")
@@ -61,7 +70,6 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 	close(jobs)
 	results := make(chan []byte, len(lines))
 	var wg sync.WaitGroup
-	var waited atomic.Int64
 	for range par {
 		wg.Add(1)
 		go func() {
@@ -74,7 +82,7 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 					results <- s.busyLine(lines[i])
 					continue
 				}
-				results <- s.safeBatchLine(ctx, lines[i], &waited)
+				results <- s.safeBatchLine(ctx, lines[i], &run)
 			}
 		}()
 	}
@@ -105,7 +113,13 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 	}
 	*bp = out
 	s.putBuf(bp)
-	st.queueWait = time.Duration(waited.Load())
+	st.queueWait = time.Duration(run.waited.Load())
+}
+
+// batchRun is what the lines of one batch share.
+type batchRun struct {
+	unique bool         // unique=1: solve each line for two solutions
+	waited atomic.Int64 // queue wait of all lines, in nanoseconds
 }
 
 var (
@@ -149,7 +163,7 @@ func (s *Service) lineError(out []byte, err error) []byte {
 
 // safeBatchLine is batchLine with panic recovery: the line gets an error
 // answer and the process goes on.
-func (s *Service) safeBatchLine(ctx context.Context, line []byte, waited *atomic.Int64) (out []byte) {
+func (s *Service) safeBatchLine(ctx context.Context, line []byte, run *batchRun) (out []byte) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.m.panics.Inc()
@@ -157,33 +171,34 @@ func (s *Service) safeBatchLine(ctx context.Context, line []byte, waited *atomic
 			out = s.lineError(nil, errPanic)
 		}
 	}()
-	return s.batchLine(ctx, line, waited)
+	return s.batchLine(ctx, line, run)
 }
 
 // batchLine solves one line within the batch's ctx and returns the answer
 // line.
-func (s *Service) batchLine(ctx context.Context, line []byte, waited *atomic.Int64) []byte {
+func (s *Service) batchLine(ctx context.Context, line []byte, run *batchRun) []byte {
 	var id, puzzle []byte
 	if i := bytes.LastIndexByte(line, ':'); i >= 0 {
 		id, puzzle = line[:i], line[i+1:]
 	} else {
 		puzzle = line
 	}
-	out := make([]byte, 0, len(id)+1+81+1)
+	out := make([]byte, 0, len(id)+1+81+len(" not-unique")+1)
 	if len(id) > 0 {
 		out = append(out, id...)
 		out = append(out, ':')
 	}
-	res, err := s.solveLine(ctx, id, puzzle, waited)
+	res, err := s.solveLine(ctx, id, puzzle, run)
 	if err != nil {
 		return s.lineError(out, err)
 	}
 	s.recordLine(outcomeSolved)
 	out = appendGrid(out, &res.Solution)
+	out = appendUniqueWord(out, run.unique, res.Count)
 	return append(out, '\n')
 }
 
-func (s *Service) solveLine(ctx context.Context, id, puzzle []byte, waited *atomic.Int64) (solver.Result, error) {
+func (s *Service) solveLine(ctx context.Context, id, puzzle []byte, run *batchRun) (solver.Result, error) {
 	if err := checkID(string(id)); err != nil {
 		return solver.Result{}, err
 	}
@@ -191,8 +206,12 @@ func (s *Service) solveLine(ctx context.Context, id, puzzle []byte, waited *atom
 	if err != nil {
 		return solver.Result{}, err
 	}
-	res, wait, _, err := s.solveOne(ctx, g, 1)
-	waited.Add(int64(wait))
+	limit := 1
+	if run.unique {
+		limit = 2
+	}
+	res, wait, _, err := s.solveOne(ctx, g, limit)
+	run.waited.Add(int64(wait))
 	return res, err
 }
 

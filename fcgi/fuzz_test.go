@@ -19,6 +19,8 @@ func FuzzHandler(f *testing.F) {
 		{"POST", "", "a:" + easy + "\nb:" + dead + "\n\n#x\nc:1\n"},
 		{"POST", "", "\xff:" + easy},
 		{"PUT", "puzzle=1", "x"},
+		{"HEAD", "puzzle=" + easy + "&format=TEXT&unique=Yes", ""},
+		{"POST", "unique=1", "a:" + easy + "\n"},
 	} {
 		f.Add(seed.method, seed.query, seed.body)
 	}
@@ -41,7 +43,10 @@ func FuzzHandler(f *testing.F) {
 		if w.Header().Get("X-Sudoku-Worker") != "fuzz" {
 			t.Fatalf("no X-Sudoku-Worker header")
 		}
-		if w.Header().Get("Content-Type") == "application/json" && !json.Valid(w.Body.Bytes()) {
+		if method == "HEAD" && w.Body.Len() != 0 {
+			t.Fatalf("HEAD ?%q: body %q, want none", query, w.Body)
+		}
+		if method != "HEAD" && w.Header().Get("Content-Type") == "application/json" && !json.Valid(w.Body.Bytes()) {
 			t.Fatalf("%s ?%q: invalid JSON %q", method, query, w.Body)
 		}
 		if method == "POST" && w.Code == 200 {

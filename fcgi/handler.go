@@ -133,8 +133,8 @@ var (
 	hdrNoStore     = []string{"no-store"}
 	hdrRetryAfter  = []string{"1"}
 	hdrNo          = []string{"no"}
-	hdrAllowSudoku = []string{"GET, POST"}
-	hdrAllowStats  = []string{"GET"}
+	hdrAllowSudoku = []string{"GET, HEAD, POST"}
+	hdrAllowStats  = []string{"GET, HEAD"}
 	smallLengths   = func() (t [1024][]string) {
 		for i := range t {
 			t[i] = []string{strconv.Itoa(i)}
@@ -160,6 +160,7 @@ type reqState struct {
 	queueWait time.Duration
 	solve     time.Duration
 	wrote     bool
+	head      bool // a HEAD request: the GET's header without its body
 	errMsg    string
 }
 
@@ -169,7 +170,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	s.inFlight.Add(1)
 	s.m.inFlight.Inc()
-	var st reqState
+	st := reqState{head: r.Method == http.MethodHead}
 	defer s.finish(w, r, &st, start)
 	s.route(w, r, &st, start)
 }
@@ -246,18 +247,18 @@ func (s *Service) route(w http.ResponseWriter, r *http.Request, st *reqState, no
 			return
 		}
 		switch r.Method {
-		case http.MethodGet:
+		case http.MethodGet, http.MethodHead:
 			s.get(w, r, st)
 		case http.MethodPost:
 			s.batch(w, r, st)
 		default:
 			w.Header()["Allow"] = hdrAllowSudoku
-			s.fail(w, st, methodNotAllowed(r.Method, "GET or POST"), "")
+			s.fail(w, st, methodNotAllowed(r.Method, "GET, HEAD or POST"), "")
 		}
 	case "/sudoku/stats":
-		if r.Method != http.MethodGet {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header()["Allow"] = hdrAllowStats
-			s.fail(w, st, methodNotAllowed(r.Method, "GET"), "")
+			s.fail(w, st, methodNotAllowed(r.Method, "GET or HEAD"), "")
 			return
 		}
 		s.serveStats(w, st, now)
@@ -293,7 +294,9 @@ func (s *Service) write(w http.ResponseWriter, st *reqState, status int, ctype [
 	}
 	st.status, st.wrote = status, true
 	w.WriteHeader(status)
-	w.Write(body)
+	if !st.head {
+		w.Write(body)
+	}
 }
 
 // fail answers a request that went wrong with its JSON error: classify
@@ -310,11 +313,23 @@ func (s *Service) fail(w http.ResponseWriter, st *reqState, err error, id string
 // wantsText reports whether a GET is answered in text: format=text, or no
 // format and an Accept header that asks for text/plain.
 func wantsText(r *http.Request, req *getRequest) bool {
-	if req.format {
-		return req.text
+	if req.format != "" {
+		return req.format == "text"
 	}
 	a := r.Header["Accept"]
 	return len(a) > 0 && strings.HasPrefix(a[0], "text/plain")
+}
+
+// appendUniqueWord appends the text answer's " unique" or " not-unique"
+// when the client asked (unique=1), so that text loses nothing JSON says.
+func appendUniqueWord(b []byte, asked bool, count int) []byte {
+	switch {
+	case !asked:
+		return b
+	case count == 1:
+		return append(b, " unique"...)
+	}
+	return append(b, " not-unique"...)
 }
 
 // solveOne runs one puzzle on the pool with its own deadline (net/http/fcgi
@@ -382,6 +397,7 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request, st *reqState) {
 			b = append(b, ':')
 		}
 		b = appendGrid(b, &res.Solution)
+		b = appendUniqueWord(b, req.unique, res.Count)
 		*bp = append(b, '\n')
 		s.write(w, st, http.StatusOK, hdrText, *bp)
 	} else {

@@ -75,6 +75,15 @@ func TestHandlerGET(t *testing.T) {
 		{"not unique", "/sudoku?unique=1&puzzle=" + open, nil, 200, "", ""},
 		{"text format", "/sudoku?puzzle=" + easy + "&id=x&format=text", nil, 200, "x:" + solution + "\n", ""},
 		{"text accept", "/sudoku?puzzle=" + easy, []string{"Accept", "text/plain"}, 200, solution + "\n", ""},
+		{"text unique", "/sudoku?puzzle=" + easy + "&id=u&unique=1&format=text", nil, 200, "u:" + solution + " unique\n", ""},
+		{"text accept unique", "/sudoku?puzzle=" + easy + "&unique=1", []string{"Accept", "text/plain"}, 200, solution + " unique\n", ""},
+		{"format any case", "/sudoku?puzzle=" + easy + "&format=TEXT", nil, 200, solution + "\n", ""},
+		{"json any case", "/sudoku?puzzle=" + easy + "&format=Json", []string{"Accept", "text/plain"}, 200,
+			`{"puzzle":"` + easy + `","solution":"` + solution + `"}` + "\n", ""},
+		{"unique any case", "/sudoku?puzzle=" + easy + "&unique=YES", nil, 200,
+			`{"puzzle":"` + easy + `","solution":"` + solution + `","unique":true}` + "\n", ""},
+		{"unique false any case", "/sudoku?puzzle=" + easy + "&unique=False", nil, 200,
+			`{"puzzle":"` + easy + `","solution":"` + solution + `"}` + "\n", ""},
 		{"escaped id", "/sudoku?puzzle=" + easy + "&id=%22q%22", nil, 200,
 			`{"id":"\"q\"","puzzle":"` + easy + `","solution":"` + solution + `"}` + "\n", ""},
 		{"missing puzzle", "/sudoku", nil, 400, "", "missing query parameter puzzle"},
@@ -115,6 +124,12 @@ func TestHandlerGET(t *testing.T) {
 			}
 		})
 	}
+	t.Run("not unique says so in text", func(t *testing.T) {
+		w := serve(s, "GET", "/sudoku?unique=1&format=text&puzzle="+open, nil)
+		if w.Code != 200 || !strings.HasSuffix(w.Body.String(), " not-unique\n") || len(w.Body.String()) != 81+len(" not-unique\n") {
+			t.Fatalf("GET unique=1 format=text of an open grid = %d %q, want <solution> not-unique", w.Code, w.Body)
+		}
+	})
 	t.Run("not unique says so", func(t *testing.T) {
 		w := serve(s, "GET", "/sudoku?unique=1&puzzle="+open, nil)
 		var m map[string]any
@@ -135,15 +150,41 @@ func itoa(n int) string { return smallLengths[n][0] }
 func TestHandlerMethods(t *testing.T) {
 	s := newTestService(t, Config{})
 	for _, tt := range []struct{ method, path, allow string }{
-		{"PUT", "/sudoku", "GET, POST"},
-		{"DELETE", "/sudoku", "GET, POST"},
-		{"POST", "/sudoku/stats", "GET"},
+		{"PUT", "/sudoku", "GET, HEAD, POST"},
+		{"DELETE", "/sudoku", "GET, HEAD, POST"},
+		{"POST", "/sudoku/stats", "GET, HEAD"},
 	} {
 		w := serve(s, tt.method, tt.path, nil)
 		if w.Code != 405 || w.Header().Get("Allow") != tt.allow {
 			t.Errorf("%s %s = %d Allow %q, want 405 Allow %q", tt.method, tt.path, w.Code, w.Header().Get("Allow"), tt.allow)
 		}
 		decodeError(t, w)
+	}
+}
+
+// HEAD answers exactly as GET would, header and Content-Length included,
+// without the body.
+func TestHandlerHead(t *testing.T) {
+	s := newTestService(t, Config{})
+	for _, target := range []string{
+		"/sudoku?puzzle=" + easy + "&id=h",
+		"/sudoku?puzzle=" + easy + "&format=text",
+		"/sudoku?puzzle=1",
+		"/sudoku?puzzle=" + dead,
+		"/nope",
+	} {
+		get, head := serve(s, "GET", target, nil), serve(s, "HEAD", target, nil)
+		if head.Code != get.Code || head.Body.Len() != 0 {
+			t.Errorf("HEAD %s = %d with %d body bytes, want %d (as GET) and none", target, head.Code, head.Body.Len(), get.Code)
+		}
+		for _, h := range []string{"Content-Length", "Content-Type", "X-Sudoku-Worker", "Cache-Control"} {
+			if head.Header().Get(h) != get.Header().Get(h) {
+				t.Errorf("HEAD %s: %s = %q, GET has %q", target, h, head.Header().Get(h), get.Header().Get(h))
+			}
+		}
+	}
+	if w := serve(s, "HEAD", "/sudoku/stats", nil); w.Code != 200 || w.Body.Len() != 0 || w.Header().Get("Content-Length") == "" {
+		t.Errorf("HEAD /sudoku/stats = %d, %d body bytes, Content-Length %q; want 200, none, a length", w.Code, w.Body.Len(), w.Header().Get("Content-Length"))
 	}
 }
 
@@ -393,6 +434,31 @@ func TestBatch(t *testing.T) {
 		w := serve(s, "POST", "/sudoku", strings.NewReader(tt.body))
 		if w.Code != tt.status {
 			t.Errorf("%s: %d %q, want %d", tt.name, w.Code, w.Body, tt.status)
+		}
+		decodeError(t, w)
+	}
+}
+
+func TestBatchUnique(t *testing.T) {
+	s := newTestService(t, Config{})
+	w := serve(s, "POST", "/sudoku?unique=YES", strings.NewReader("a:"+easy+"\nb:"+open+"\nc:"+dead+"\n"))
+	if w.Code != 200 {
+		t.Fatalf("POST ?unique=YES = %d %q", w.Code, w.Body)
+	}
+	got := strings.Split(strings.TrimSuffix(w.Body.String(), "\n"), "\n")
+	sort.Strings(got)
+	if len(got) != 3 || got[0] != "a:"+solution+" unique" || !strings.HasPrefix(got[1], "b:") ||
+		!strings.HasSuffix(got[1], " not-unique") || got[2] != "c:NoSolution" {
+		t.Errorf("POST ?unique=YES answers = %q, want a unique, b not-unique, c NoSolution", got)
+	}
+	if w := serve(s, "POST", "/sudoku", strings.NewReader("a:"+easy+"\n")); w.Body.String() != "a:"+solution+"\n" {
+		t.Errorf("POST without unique = %q, want the bare solution", w.Body)
+	}
+	for _, q := range []string{"unique=maybe", "format=json", "format=xml"} {
+		w := serve(s, "POST", "/sudoku?"+q, strings.NewReader("a:"+easy+"\n"))
+		if w.Code != 400 {
+			t.Errorf("POST ?%s = %d %q, want 400", q, w.Code, w.Body)
+			continue
 		}
 		decodeError(t, w)
 	}

@@ -89,19 +89,60 @@ func checkID(id string) error {
 	return nil
 }
 
-// getRequest is a checked GET /sudoku.
+// getRequest is a checked GET (or HEAD) /sudoku.
 type getRequest struct {
 	id     string // echoed in every answer once it is known to be valid
 	grid   solver.Grid
 	unique bool
-	text   bool // format=text; false for json or no format
-	format bool // a format was given
+	format string // "json", "text" or "" (none given)
 }
 
 var (
-	errUnique = badRequest("unique must be 0 or 1")
-	errFormat = badRequest("format must be json or text")
+	errUnique    = badRequest("unique must be 0 or 1 (or false/true, no/yes; any case)")
+	errFormat    = badRequest("format must be json or text (any case)")
+	errBatchJSON = badRequest("a batch answers in text lines: format must be text or absent")
 )
+
+// Query values follow one rule: they are read without regard to case, so
+// format=TEXT is format=text and unique=Yes is unique=1.
+
+// parseUnique reads the unique flag; absent is false.
+func parseUnique(s string) (bool, error) {
+	switch strings.ToLower(s) {
+	case "", "0", "false", "no":
+		return false, nil
+	case "1", "true", "yes":
+		return true, nil
+	}
+	return false, errUnique
+}
+
+// parseFormat reads format: "json", "text", or "" when absent.
+func parseFormat(s string) (string, error) {
+	switch f := strings.ToLower(s); f {
+	case "", "json", "text":
+		return f, nil
+	}
+	return "", errFormat
+}
+
+// parseBatchQuery checks the query of a POST /sudoku: unique=1 asks every
+// line whether its solution is unique; only text answers exist.
+func parseBatchQuery(raw string) (unique bool, err error) {
+	q, err := parseQuery(raw)
+	if err != nil {
+		return false, err
+	}
+	if unique, err = parseUnique(q.unique); err != nil {
+		return false, err
+	}
+	if f, err := parseFormat(q.format); err != nil {
+		return false, err
+	} else if f == "json" {
+		return false, errBatchJSON
+	}
+	return unique, nil
+}
 
 // parseGet checks the query of a GET /sudoku.
 func parseGet(raw string) (getRequest, error) {
@@ -117,34 +158,16 @@ func parseGet(raw string) (getRequest, error) {
 	if !q.hasPuzzle {
 		return req, errMissingPuzzle
 	}
-	var ok bool
-	if req.unique, ok = parseBool(q.unique); !ok {
-		return req, errUnique
+	if req.unique, err = parseUnique(q.unique); err != nil {
+		return req, err
 	}
-	switch q.format {
-	case "":
-	case "text":
-		req.text, req.format = true, true
-	case "json":
-		req.format = true
-	default:
-		return req, errFormat
+	if req.format, err = parseFormat(q.format); err != nil {
+		return req, err
 	}
 	if req.grid, err = solver.Parse(q.puzzle); err != nil {
 		return req, fmt.Errorf("puzzle: %w", err)
 	}
 	return req, nil
-}
-
-// parseBool reads the unique flag.
-func parseBool(s string) (bool, bool) {
-	switch s {
-	case "", "0", "false", "no":
-		return false, true
-	case "1", "true", "yes":
-		return true, true
-	}
-	return false, false
 }
 
 // readBatch reads a POST body within the size limits and returns its

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -112,6 +113,17 @@ func TestFastCGIKeepAlive(t *testing.T) {
 		if w := ts.ln.writes.Load() - before; w != 1 {
 			t.Errorf("request %d took %d writes, want 1 (coalesced)", i, w)
 		}
+	}
+}
+
+// HEAD through the FastCGI child: the GET's status and length, no body.
+func TestFastCGIHead(t *testing.T) {
+	ts := startServer(t, newTestService(t, Config{}), ServeOptions{})
+	c := fcgitest.Dial(t, ts.addr)
+	get := c.Do(1, "GET", "/sudoku?puzzle="+easy, "h", nil)
+	head := c.Do(1, "HEAD", "/sudoku?puzzle="+easy, "h", nil)
+	if head.Status != 200 || len(head.Body) != 0 || head.Header.Get("Content-Length") != strconv.Itoa(len(get.Body)) {
+		t.Errorf("HEAD = %d, body %q, Content-Length %q; want 200, none, %d", head.Status, head.Body, head.Header.Get("Content-Length"), len(get.Body))
 	}
 }
 
