@@ -490,8 +490,8 @@ func TestPool(t *testing.T) {
 	for p.Waiting() != 1 {
 		time.Sleep(time.Millisecond)
 	}
-	if _, err := p.acquire(context.Background()); !errors.Is(err, ErrBusy) {
-		t.Errorf("Acquire with a full queue = %v, want ErrBusy", err)
+	if _, err := p.acquire(context.Background()); !errors.Is(err, errBusy) {
+		t.Errorf("Acquire with a full queue = %v, want errBusy", err)
 	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
@@ -537,7 +537,7 @@ func TestPoolRefusesALongExpectedWait(t *testing.T) {
 		start := time.Now()
 		refused := make(chan struct{}, 1)
 		go func() {
-			if _, err := p.acquire(ctx); errors.Is(err, ErrBusy) {
+			if _, err := p.acquire(ctx); errors.Is(err, errBusy) {
 				refused <- struct{}{}
 			}
 		}()

@@ -112,7 +112,7 @@ func (s *Service) classify(err error) (outcome, string) {
 	switch {
 	case errors.As(err, &re):
 		return re.outcome, re.msg
-	case errors.Is(err, ErrBusy), errors.Is(err, errBatchEnded):
+	case errors.Is(err, errBusy), errors.Is(err, errBatchEnded):
 		return outcomeTooBusy, "server too busy, retry"
 	case errors.Is(err, solver.ErrBudget):
 		return outcomeTimeout, "solve took longer than the " + s.cfg.SolveTimeout.String() + " budget"

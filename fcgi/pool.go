@@ -7,12 +7,12 @@ import (
 	"time"
 )
 
-// ErrBusy is returned by pool.acquire when the queue is full, when the
+// errBusy is returned by pool.acquire when the queue is full, when the
 // caller's expected wait is too long, or when no slot frees up in time.
-var ErrBusy = errors.New("fcgi: solver pool busy")
+var errBusy = errors.New("fcgi: solver pool busy")
 
 // pool bounds how many solves run at once. Callers beyond the slots wait in
-// a bounded queue. A caller is refused at once (ErrBusy) when the queue is
+// a bounded queue. A caller is refused at once (errBusy) when the queue is
 // full or when its expected wait (the callers ahead of it times the recent
 // interval between two slots freeing up while callers waited) is more than
 // half the queue timeout; a caller admitted anyway waits at most the
@@ -69,7 +69,7 @@ func (p *pool) acquire(ctx context.Context) (time.Duration, error) {
 	ahead := p.waiting.Add(1)
 	if ahead > p.queue || p.expectedWait(ahead) > p.timeout/2 {
 		p.waiting.Add(-1)
-		return 0, ErrBusy
+		return 0, errBusy
 	}
 	defer p.waiting.Add(-1)
 	start := time.Now()
@@ -79,7 +79,7 @@ func (p *pool) acquire(ctx context.Context) (time.Duration, error) {
 	case p.slots <- struct{}{}:
 		return time.Since(start), nil
 	case <-t.C:
-		return time.Since(start), ErrBusy
+		return time.Since(start), errBusy
 	case <-ctx.Done():
 		return time.Since(start), ctx.Err()
 	}
