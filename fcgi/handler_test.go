@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 
 	"sudoku-fcgi/solver"
@@ -300,6 +301,32 @@ func TestHandlerPanic(t *testing.T) {
 	w = serve(s, "POST", "/sudoku", strings.NewReader("a:"+easy+"\n"))
 	if w.Code != 200 || w.Body.String() != "error: internal error\n" {
 		t.Errorf("batch with panicking solve: %d %q", w.Code, w.Body)
+	}
+}
+
+// An error nobody expects from the solver is a 500 through classify, not a
+// panic: the panic counter stays at zero, and a batch line says so alone.
+func TestHandlerUnexpectedError(t *testing.T) {
+	s := newTestService(t, Config{})
+	s.solve = func(context.Context, solver.Grid, int) (solver.Result, error) {
+		return solver.Result{}, errors.New("disk on fire")
+	}
+	w := serve(s, "GET", "/sudoku?puzzle="+easy+"&id=e", nil)
+	if w.Code != 500 {
+		t.Fatalf("GET with a failing solve = %d %q, want 500", w.Code, w.Body)
+	}
+	if m := decodeError(t, w); m["error"] != "internal error" || m["id"] != "e" {
+		t.Errorf("500 body = %v, want the generic error and the id", m)
+	}
+	w = serve(s, "POST", "/sudoku", strings.NewReader("a:"+easy+"\n"))
+	if w.Code != 200 || w.Body.String() != "a:error: internal error\n" {
+		t.Errorf("batch with a failing solve = %d %q, want a:error: internal error", w.Code, w.Body)
+	}
+	if n := testutil.ToFloat64(s.m.panics); n != 0 {
+		t.Errorf("handler_panics_total = %v, want 0 (no panic on the way)", n)
+	}
+	if got := s.stats.snapshot(time.Now()).Totals["internal_error"]; got != 1 {
+		t.Errorf("internal_error total = %d, want 1", got)
 	}
 }
 
