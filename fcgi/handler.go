@@ -157,6 +157,7 @@ func (s *Service) dateHeader(now time.Time) []string {
 type reqState struct {
 	status    int
 	outcome   outcome
+	route     route
 	queueWait time.Duration
 	solve     time.Duration
 	wrote     bool
@@ -198,7 +199,7 @@ func (s *Service) finish(w http.ResponseWriter, r *http.Request, st *reqState, s
 // its access line; r is nil for a request net/http/fcgi could not parse.
 func (s *Service) account(r *http.Request, st *reqState, end time.Time, d time.Duration) {
 	s.stats.record(st.outcome, end, d)
-	s.m.byOutcome[st.outcome].Inc()
+	s.m.byOutcome[st.route][st.outcome].Inc()
 	if !s.cfg.AccessLog {
 		return
 	}
@@ -248,14 +249,17 @@ func (s *Service) route(w http.ResponseWriter, r *http.Request, st *reqState, no
 		}
 		switch r.Method {
 		case http.MethodGet, http.MethodHead:
+			st.route = routeGet
 			s.get(w, r, st)
 		case http.MethodPost:
+			st.route = routeBatch
 			s.batch(w, r, st)
 		default:
 			w.Header()["Allow"] = hdrAllowSudoku
 			s.fail(w, st, methodNotAllowed(r.Method, "GET, HEAD or POST"), "")
 		}
 	case "/sudoku/stats":
+		st.route = routeStats
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header()["Allow"] = hdrAllowStats
 			s.fail(w, st, methodNotAllowed(r.Method, "GET or HEAD"), "")

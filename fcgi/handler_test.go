@@ -640,11 +640,18 @@ func TestInternalHandler(t *testing.T) {
 		t.Errorf("/readyz = %d, want 200", w.Code)
 	}
 	serve(s, "GET", "/sudoku?puzzle="+easy, nil)
+	serve(s, "POST", "/sudoku", strings.NewReader(easy+"\n"))
+	serve(s, "GET", "/sudoku/stats", nil)
+	serve(s, "GET", "/nope", nil)
 	w := get("GET", "/metrics")
 	for _, want := range []string{
-		`sudoku_requests_total{outcome="solved"} 1`,
-		"sudoku_solve_duration_seconds_count 1",
-		"sudoku_queue_wait_seconds_count 1",
+		`sudoku_requests_total{outcome="solved",route="get"} 1`,
+		`sudoku_requests_total{outcome="ok",route="batch"} 1`,
+		`sudoku_requests_total{outcome="ok",route="stats"} 1`,
+		`sudoku_requests_total{outcome="not_found",route="other"} 1`,
+		`sudoku_batch_lines_total{outcome="solved"} 1`,
+		"sudoku_solve_duration_seconds_count 2",
+		"sudoku_queue_wait_seconds_count 2",
 		"sudoku_pool_slots ",
 		"sudoku_draining 0",
 	} {

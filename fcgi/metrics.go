@@ -24,7 +24,7 @@ type Metrics struct {
 	panics         prometheus.Counter
 
 	// Children resolved once, so the hot path does no label lookups.
-	byOutcome     [numOutcomes]prometheus.Counter
+	byOutcome     [numRoutes][numOutcomes]prometheus.Counter
 	linesByResult [numOutcomes]prometheus.Counter
 	closedLimit   prometheus.Counter
 	closedPeer    prometheus.Counter
@@ -36,8 +36,8 @@ var latencyBuckets = prometheus.ExponentialBuckets(50e-6, 2, 17)
 
 // NewMetrics builds the collectors.
 func NewMetrics() *Metrics {
-	counters := func(name, help, label string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, []string{label})
+	counters := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
 	}
 	counter := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help})
@@ -49,7 +49,9 @@ func NewMetrics() *Metrics {
 		return prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, Buckets: latencyBuckets})
 	}
 	m := &Metrics{
-		requests:       counters("requests_total", "Requests answered by the public handler, by outcome.", "outcome"),
+		requests: counters("requests_total",
+			"Requests answered by the public handler, by route (get, batch, stats, other) and outcome (ok for an answered batch or stats request).",
+			"route", "outcome"),
 		lines:          counters("batch_lines_total", "Puzzles answered in POST batches, by outcome.", "outcome"),
 		requestSeconds: latency("request_duration_seconds", "Time from the handler's start to its last byte, including queue wait."),
 		solveSeconds:   latency("solve_duration_seconds", "Time spent in the solver per puzzle."),
@@ -65,7 +67,9 @@ func NewMetrics() *Metrics {
 		panics: counter("handler_panics_total", "Panics recovered in the handler (answered 500)."),
 	}
 	for o := outcome(0); o < numOutcomes; o++ {
-		m.byOutcome[o] = m.requests.WithLabelValues(o.String())
+		for r := route(0); r < numRoutes; r++ {
+			m.byOutcome[r][o] = m.requests.WithLabelValues(routeNames[r], o.metricOutcome())
+		}
 		m.linesByResult[o] = m.lines.WithLabelValues(o.String())
 	}
 	m.closedLimit = m.connsClosed.WithLabelValues("limit")

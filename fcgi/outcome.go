@@ -33,6 +33,30 @@ var outcomeNames = [numOutcomes]string{
 	"not_found", "method_not_allowed", "too_large", "stats", "batch", "internal_error",
 }
 
+// metricOutcome is the outcome as the requests_total metric names it: the
+// route is a label of its own there, so a batch or stats request that was
+// answered is "ok".
+func (o outcome) metricOutcome() string {
+	if o == outcomeStats || o == outcomeBatch {
+		return "ok"
+	}
+	return o.String()
+}
+
+// route is the part of the API a request asked for, the route label of
+// requests_total.
+type route uint8
+
+const (
+	routeOther route = iota // any other path, and requests nginx-side parsing failed
+	routeGet
+	routeBatch
+	routeStats
+	numRoutes
+)
+
+var routeNames = [numRoutes]string{"other", "get", "batch", "stats"}
+
 func (o outcome) String() string {
 	if o < numOutcomes {
 		return outcomeNames[o]

@@ -39,8 +39,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		host = "sudoku"
 	}
 	fs := cli.NewFlagSet("sudoku-fcgi", summary, out)
-	fs.StringVar(&c.listen, "listen", ":9000", "FastCGI `address`: host:port, or a unix socket path (contains a /)")
-	fs.StringVar(&c.internalListen, "internal-listen", ":9001", "internal HTTP `address` for /metrics, /healthz, /readyz, /debug/pprof/")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:9000", "FastCGI `address`: host:port (loopback by default; the image listens on :9000), or a unix socket path (contains a /)")
+	fs.StringVar(&c.internalListen, "internal-listen", "127.0.0.1:9001", "internal HTTP `address` for /metrics, /healthz, /readyz, /debug/pprof/ (loopback by default; the image listens on :9001)")
 	fs.StringVar(&c.svc.WorkerID, "id", host, "worker id sent as X-Sudoku-Worker")
 	fs.IntVar(&c.svc.PoolSize, "pool", 0, "solver slots (0: GOMAXPROCS)")
 	fs.IntVar(&c.queue, "queue", 1024, "puzzles that may wait for a solver slot (0: none)")

@@ -33,7 +33,7 @@ func TestHelpShowsEnvTwins(t *testing.T) {
 	for _, want := range []string{
 		"$SUDOKU_FCGI_LISTEN", "$SUDOKU_FCGI_INTERNAL_LISTEN", "$SUDOKU_FCGI_ID", "$SUDOKU_FCGI_POOL", "$SUDOKU_FCGI_QUEUE",
 		"$SUDOKU_FCGI_QUEUE_TIMEOUT", "$SUDOKU_FCGI_SOLVE_TIMEOUT", "$SUDOKU_FCGI_BATCH_TIMEOUT", "$SUDOKU_FCGI_MAX_CONNS",
-		"$SUDOKU_FCGI_DRAIN_TIMEOUT", "$SUDOKU_FCGI_LOG_LEVEL", "-healthcheck", "-version", `(default ":9000")`,
+		"$SUDOKU_FCGI_DRAIN_TIMEOUT", "$SUDOKU_FCGI_LOG_LEVEL", "-healthcheck", "-version", `(default "127.0.0.1:9000")`,
 		"-solve-timeout duration", "(default 1s)",
 	} {
 		if !strings.Contains(out.String(), want) {
