@@ -176,17 +176,6 @@ func TestRunTLSWithPebble(t *testing.T) {
 	}
 }
 
-func TestDialAddr(t *testing.T) {
-	for in, want := range map[string]string{
-		"8080": "127.0.0.1:8080", "*:8080": "127.0.0.1:8080", "0.0.0.0:8080": "127.0.0.1:8080",
-		"127.0.0.1:28080": "127.0.0.1:28080", "[::]:8080": "[::1]:8080",
-	} {
-		if got := dialAddr(in); got != want {
-			t.Errorf("dialAddr(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestTLSFlags checks validation of the TLS flags.
 func TestTLSFlags(t *testing.T) {
 	bad := map[string][]string{
@@ -204,10 +193,14 @@ func TestTLSFlags(t *testing.T) {
 		})
 	}
 	c, err := parseConfig(nil, env(map[string]string{"SUDOKU_EDGE_TLS_DOMAINS": " a.example.com, b.example.com "}), io.Discard)
-	if err != nil || !c.tls.on() || c.tls.ca != "https://acme-v02.api.letsencrypt.org/directory" || c.tls.storage != "/var/lib/sudoku-edge/acme" {
-		t.Errorf("parseConfig with domains = %+v, %v", c.tls, err)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if c, _ := parseConfig(nil, env(nil), io.Discard); c.tls.on() {
+	if o := c.sup.TLS; o == nil || !c.tls.on() || o.CA != "https://acme-v02.api.letsencrypt.org/directory" || o.StoragePath != "/var/lib/sudoku-edge/acme" ||
+		strings.Join(o.Domains, ",") != "a.example.com,b.example.com" {
+		t.Errorf("parseConfig with domains = %+v", o)
+	}
+	if c, _ := parseConfig(nil, env(nil), io.Discard); c.tls.on() || c.sup.TLS != nil {
 		t.Error("TLS is on without domains")
 	}
 }
