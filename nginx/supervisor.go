@@ -333,13 +333,12 @@ func (s *Supervisor) serve(what, addr string, h http.Handler) (stop func(), err 
 func every(ctx context.Context, interval time.Duration, f func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	for {
+	for ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
-			return
 		case <-t.C:
+			f()
 		}
-		f()
 	}
 }
 

@@ -84,19 +84,14 @@ func TestSupervisorServesAndStopsGracefully(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- sup.Run(ctx) }()
+	done := nginxtest.Background(func() error { return sup.Run(ctx) })
 
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	seen := map[string]bool{}
 	trustedHeader := ""
 	deadline := time.Now().Add(10 * time.Second)
 	for len(seen) < 2 && time.Now().Before(deadline) {
-		select {
-		case err := <-done:
-			t.Fatalf("Run returned early: %v", err)
-		default:
-		}
+		nginxtest.Running(t, done, "Run")
 		if resp, err := http.Get(url); err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -179,13 +174,8 @@ func TestSupervisorServesAndStopsGracefully(t *testing.T) {
 	}
 
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Run after cancel = %v, want nil (nginx status 0)", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return within 10s of cancel")
+	if err := nginxtest.Returned(t, done, 10*time.Second, "Run after cancel"); err != nil {
+		t.Errorf("Run after cancel = %v, want nil (nginx status 0)", err)
 	}
 	if _, err := http.Get(url); err == nil {
 		t.Error("nginx still answers after Run returned")

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddyserver/certmagic"
 	"github.com/rs/zerolog"
 
 	"sudoku-fcgi/cmd/cli"
@@ -43,7 +44,20 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	fs.StringVar(&s.ChallengeListen, "challenge-listen", "127.0.0.1:8081", "`address` of the ACME HTTP-01 challenge responder (nginx proxies /.well-known/acme-challenge/ here)")
 	fs.StringVar(&s.MetricsListen, "metrics-listen", ":9145", "internal `address` serving /metrics (build info, discovery, reloads); empty turns it off")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
-	c.tls.register(fs)
+	o := &c.tls.o
+	fs.StringVar(&c.tls.domains, "tls-domains", "", "comma-separated `names` to serve over HTTPS with ACME certificates; empty turns TLS off")
+	fs.StringVar(&o.Email, "tls-email", "", "ACME account contact `address` (expiry notices)")
+	fs.StringVar(&o.CA, "tls-ca", certmagic.LetsEncryptProductionCA, "ACME directory `URL` (Let's Encrypt staging: "+certmagic.LetsEncryptStagingCA+")")
+	fs.StringVar(&c.tls.caRoot, "tls-ca-root", "", "PEM `file` with an extra root to trust for the ACME server's own TLS (test CAs such as Pebble)")
+	fs.StringVar(&o.StoragePath, "tls-storage", "/var/lib/sudoku-edge/acme", "certmagic storage `directory` (accounts, keys, certificates); put it on a volume")
+	fs.StringVar(&o.CertDir, "tls-cert-dir", "", "`directory` for the PEM pairs nginx reads (versioned, with a live symlink); empty means <run-dir>/certs")
+	fs.StringVar(&o.HTTPSListen, "tls-listen", "8443", "nginx listen `address` of the HTTPS server")
+	fs.StringVar(&o.HTTPListen, "http-listen", "8080", "nginx listen `address` of the plain HTTP server (for -tls-redirect)")
+	fs.StringVar(&o.Locations, "tls-locations", "/etc/nginx/sudoku-locations.conf", "nginx `file` with the public locations, included by the HTTPS server")
+	fs.BoolVar(&o.Redirect, "tls-redirect", false, "redirect plain HTTP for the TLS names to HTTPS (308), ACME challenges excepted")
+	fs.IntVar(&o.RedirectPort, "tls-redirect-port", 443, "public HTTPS `port` used in redirects")
+	fs.BoolVar(&o.HSTS, "tls-hsts", false, "send Strict-Transport-Security over HTTPS")
+	fs.IntVar(&o.HSTSMaxAge, "tls-hsts-max-age", 63072000, "HSTS max-age in `seconds`")
 	if err := fs.Parse(args, getenv); err != nil {
 		return nil, err
 	}

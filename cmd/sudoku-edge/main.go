@@ -14,7 +14,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"os"
 	"os/signal"
@@ -46,8 +45,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	s.Stdout, s.Stderr = os.Stdout, os.Stderr
 
 	reg := prometheus.NewRegistry()
+	reg.MustRegister(version.NewCollector("sudoku")) // a fresh registry cannot refuse it
 	s.Metrics = nginx.NewMetrics()
-	if err := errors.Join(reg.Register(version.NewCollector("sudoku")), s.Metrics.Register(reg)); err != nil {
+	if err := s.Metrics.Register(reg); err != nil {
 		return err
 	}
 	s.MetricsHandler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})

@@ -129,9 +129,8 @@ func TestRunServesMetricsAndStops(t *testing.T) {
 	conf := renderHostConf(t, dir, httpPort, statusPort, acmePort)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{
+	done := nginxtest.Background(func() error {
+		return run(ctx, []string{
 			"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", filepath.Join(dir, "run"),
 			"-workers", fcgiWorker(t, "w1"), "-upstream-params", "max_fails=0",
 			"-challenge-listen", fmt.Sprintf("127.0.0.1:%d", acmePort), "-resolve-interval", "100ms",
@@ -139,13 +138,9 @@ func TestRunServesMetricsAndStops(t *testing.T) {
 			"SUDOKU_EDGE_METRICS_LISTEN": fmt.Sprintf("127.0.0.1:%d", metricsPort),
 			"SUDOKU_EDGE_LOG_LEVEL":      "warn",
 		}), io.Discard)
-	}()
+	})
 	get := func(url string) (int, string, error) {
-		select {
-		case err := <-done:
-			t.Fatalf("run returned early: %v", err)
-		default:
-		}
+		nginxtest.Running(t, done, "run")
 		resp, err := http.Get(url)
 		if err != nil {
 			return 0, "", err
@@ -175,13 +170,8 @@ func TestRunServesMetricsAndStops(t *testing.T) {
 	}
 
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("run after cancel = %v, want nil (nginx status 0)", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("run did not return within 10s of cancel")
+	if err := nginxtest.Returned(t, done, 10*time.Second, "run after cancel"); err != nil {
+		t.Errorf("run after cancel = %v, want nil (nginx status 0)", err)
 	}
 	if _, err := http.Get(public + "/sudoku/stats"); err == nil {
 		t.Error("nginx still answers after run returned")

@@ -64,9 +64,8 @@ func TestRunTLSWithPebble(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{
+	done := nginxtest.Background(func() error {
+		return run(ctx, []string{
 			"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", filepath.Join(dir, "run"),
 			"-workers", worker, "-upstream-params", "max_fails=0",
 			"-challenge-listen", fmt.Sprintf("127.0.0.1:%d", acmePort),
@@ -84,15 +83,11 @@ func TestRunTLSWithPebble(t *testing.T) {
 			"SUDOKU_EDGE_TLS_HSTS":          "true",
 			"SUDOKU_EDGE_LOG_LEVEL":         "warn",
 		}), io.Discard)
-	}()
+	})
 
 	httpsAddr := fmt.Sprintf("127.0.0.1:%d", httpsPort)
 	serial := func() (string, error) {
-		select {
-		case err := <-done:
-			t.Fatalf("run returned early: %v", err)
-		default:
-		}
+		nginxtest.Running(t, done, "run")
 		cert, err := nginxtest.ServedCert(httpsAddr, domain, ca.Roots)
 		if err != nil {
 			return "", err
@@ -166,13 +161,8 @@ func TestRunTLSWithPebble(t *testing.T) {
 	})
 
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("run after cancel = %v, want nil", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("run did not return within 15s of cancel")
+	if err := nginxtest.Returned(t, done, 15*time.Second, "run after cancel"); err != nil {
+		t.Errorf("run after cancel = %v, want nil", err)
 	}
 }
 

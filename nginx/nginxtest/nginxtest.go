@@ -116,3 +116,34 @@ func RequireEnv(t testing.TB, name, script, makeTarget string) string {
 	}
 	return v
 }
+
+// Background runs f, such as a command's run or a supervisor's Run, in its
+// own goroutine; the channel receives its error.
+func Background(f func() error) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	return done
+}
+
+// Running fails the test at once when the run behind done has returned.
+func Running(t testing.TB, done <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		t.Fatalf("%s returned early: %v", what, err)
+	default:
+	}
+}
+
+// Returned waits up to timeout for the run behind done to return and
+// gives its error; it fails the test when the run does not return.
+func Returned(t testing.TB, done <-chan error, timeout time.Duration, what string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(timeout):
+		t.Fatalf("%s did not return within %v", what, timeout)
+		return nil
+	}
+}
