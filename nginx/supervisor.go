@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -126,20 +125,11 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if err := s.tls.prepare(ctx); err != nil {
 		return err
 	}
-	stopChallenge, err := s.serve("challenge responder", s.ChallengeListen, s.tls.challengeHandler())
+	stopListeners, err := s.listen()
 	if err != nil {
 		return err
 	}
-	defer stopChallenge()
-	if s.MetricsListen != "" && s.MetricsHandler != nil {
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", s.MetricsHandler)
-		stopMetrics, err := s.serve("metrics listener", s.MetricsListen, mux)
-		if err != nil {
-			return err
-		}
-		defer stopMetrics()
-	}
+	defer stopListeners()
 
 	err = s.proc.Start()
 	errW.Close() // nginx and its workers hold the write end now
@@ -312,21 +302,6 @@ func (s *Supervisor) upstreamFiles(addrs []netip.AddrPort, budget int) ([]Change
 		FileChange{Path: s.path("servers.conf"), Data: servers},
 		FileChange{Path: s.path("admission.conf"), Data: admission},
 	}, nil
-}
-
-// serve serves h on addr until the returned stop is called.
-func (s *Supervisor) serve(what, addr string, h http.Handler) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.Log.Error().Err(err).Str("listener", what).Msg("listener stopped")
-		}
-	}()
-	return func() { srv.Close() }, nil
 }
 
 // every calls f every interval until ctx ends.

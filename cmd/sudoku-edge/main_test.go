@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -19,13 +18,14 @@ import (
 	"sudoku-fcgi/nginx/nginxtest"
 )
 
-func env(m map[string]string) func(string) string {
-	return func(k string) string { return m[k] }
-}
+// env is the environment a test runs the command with.
+type env map[string]string
+
+func (e env) get(name string) string { return e[name] }
 
 func TestParseConfig(t *testing.T) {
 	t.Run("defaults", func(t *testing.T) {
-		c, err := parseConfig(nil, env(nil), io.Discard)
+		c, err := parseConfig(nil, env{}.get, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,13 +36,13 @@ func TestParseConfig(t *testing.T) {
 		}
 	})
 	t.Run("env twins, flags win", func(t *testing.T) {
-		c, err := parseConfig([]string{"-workers", "w:1"}, env(map[string]string{
+		c, err := parseConfig([]string{"-workers", "w:1"}, env{
 			"SUDOKU_EDGE_WORKERS":          "ignored:2",
 			"SUDOKU_EDGE_RESOLVE_INTERVAL": "500ms",
 			"SUDOKU_EDGE_UPSTREAM_PARAMS":  "max_fails=0",
 			"SUDOKU_EDGE_BUDGET_HOLD":      "5m",
 			"SUDOKU_EDGE_METRICS_LISTEN":   "127.0.0.1:19145",
-		}), io.Discard)
+		}.get, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestParseConfig(t *testing.T) {
 	}
 	for _, tt := range bad {
 		t.Run(strings.Join(tt.args, " ")+fmt.Sprint(tt.env), func(t *testing.T) {
-			_, err := parseConfig(tt.args, env(tt.env), io.Discard)
+			_, err := parseConfig(tt.args, env(tt.env).get, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("parseConfig(%q, %v) error = %v, want one mentioning %q", tt.args, tt.env, err, tt.want)
 			}
@@ -84,8 +84,8 @@ func TestParseConfig(t *testing.T) {
 // backquoted word in a usage text names the value, so it must be the
 // value's name; and a flag without a default shows none.
 func TestHelp(t *testing.T) {
-	var out bytes.Buffer
-	err := run(context.Background(), []string{"-help"}, env(nil), &out)
+	var out strings.Builder
+	err := run(context.Background(), []string{"-help"}, env{}.get, &out)
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("run(-help) = %v, want flag.ErrHelp (exit 0)", err)
 	}
@@ -110,8 +110,8 @@ func TestHelp(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	var out bytes.Buffer
-	err := run(context.Background(), []string{"-version"}, env(nil), &out)
+	var out strings.Builder
+	err := run(context.Background(), []string{"-version"}, env{}.get, &out)
 	if !errors.Is(err, flag.ErrHelp) || !strings.HasPrefix(out.String(), "sudoku-edge, version ") {
 		t.Errorf("run(-version) = %v, printed %q; want flag.ErrHelp and the version", err, out.String())
 	}
@@ -134,10 +134,10 @@ func TestRunServesMetricsAndStops(t *testing.T) {
 			"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", filepath.Join(dir, "run"),
 			"-workers", fcgiWorker(t, "w1"), "-upstream-params", "max_fails=0",
 			"-challenge-listen", fmt.Sprintf("127.0.0.1:%d", acmePort), "-resolve-interval", "100ms",
-		}, env(map[string]string{
+		}, env{
 			"SUDOKU_EDGE_METRICS_LISTEN": fmt.Sprintf("127.0.0.1:%d", metricsPort),
 			"SUDOKU_EDGE_LOG_LEVEL":      "warn",
-		}), io.Discard)
+		}.get, io.Discard)
 	})
 	get := func(url string) (int, string, error) {
 		nginxtest.Running(t, done, "run")
@@ -188,7 +188,7 @@ func TestRunExitsWithNginxStatus(t *testing.T) {
 	err := run(context.Background(), []string{
 		"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", filepath.Join(dir, "run"),
 		"-workers", "127.0.0.1:1", "-challenge-listen", fmt.Sprintf("127.0.0.1:%d", nginxtest.FreePort(t)), "-metrics-listen", "",
-	}, env(nil), io.Discard)
+	}, env{}.get, io.Discard)
 	ee, ok := errors.AsType[*nginx.ExitError](err)
 	if !ok || ee.ExitCode() != 1 {
 		t.Errorf("run with a broken nginx.conf: %v, want nginx's exit status 1 as an *nginx.ExitError", err)

@@ -69,7 +69,7 @@ func TestRunTLSWithPebble(t *testing.T) {
 			"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", filepath.Join(dir, "run"),
 			"-workers", worker, "-upstream-params", "max_fails=0",
 			"-challenge-listen", fmt.Sprintf("127.0.0.1:%d", acmePort),
-		}, env(map[string]string{
+		}, env{
 			"SUDOKU_EDGE_TLS_DOMAINS":       domain,
 			"SUDOKU_EDGE_TLS_EMAIL":         "ops@sudoku.test",
 			"SUDOKU_EDGE_TLS_CA":            ca.URL,
@@ -82,7 +82,7 @@ func TestRunTLSWithPebble(t *testing.T) {
 			"SUDOKU_EDGE_TLS_REDIRECT_PORT": fmt.Sprint(httpsPort),
 			"SUDOKU_EDGE_TLS_HSTS":          "true",
 			"SUDOKU_EDGE_LOG_LEVEL":         "warn",
-		}), io.Discard)
+		}.get, io.Discard)
 	})
 
 	httpsAddr := fmt.Sprintf("127.0.0.1:%d", httpsPort)
@@ -177,12 +177,12 @@ func TestTLSFlags(t *testing.T) {
 	}
 	for name, args := range bad {
 		t.Run(name, func(t *testing.T) {
-			if _, err := parseConfig(args, env(nil), io.Discard); err == nil {
+			if _, err := parseConfig(args, env{}.get, io.Discard); err == nil {
 				t.Errorf("parseConfig(%q) accepted it", args)
 			}
 		})
 	}
-	c, err := parseConfig(nil, env(map[string]string{"SUDOKU_EDGE_TLS_DOMAINS": " a.example.com, b.example.com "}), io.Discard)
+	c, err := parseConfig(nil, env{"SUDOKU_EDGE_TLS_DOMAINS": " a.example.com, b.example.com "}.get, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestTLSFlags(t *testing.T) {
 		strings.Join(o.Domains, ",") != "a.example.com,b.example.com" {
 		t.Errorf("parseConfig with domains = %+v", o)
 	}
-	if c, _ := parseConfig(nil, env(nil), io.Discard); c.tls.on() || c.sup.TLS != nil {
+	if c, _ := parseConfig(nil, env{}.get, io.Discard); c.tls.on() || c.sup.TLS != nil {
 		t.Error("TLS is on without domains")
 	}
 }
