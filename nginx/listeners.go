@@ -6,12 +6,14 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // listen starts the supervisor's own HTTP listeners: the challenge
 // responder and, when configured, the metrics listener. stop closes both.
 func (s *Supervisor) listen() (stop func(), err error) {
-	challenge, err := s.serve("challenge responder", s.ChallengeListen, s.tls.challengeHandler())
+	challenge, err := serveHTTP(s.Log, "challenge responder", s.ChallengeListen, s.tls.challengeHandler())
 	if err != nil {
 		return nil, err
 	}
@@ -20,7 +22,7 @@ func (s *Supervisor) listen() (stop func(), err error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", s.MetricsHandler)
-	metrics, err := s.serve("metrics listener", s.MetricsListen, mux)
+	metrics, err := serveHTTP(s.Log, "metrics listener", s.MetricsListen, mux)
 	if err != nil {
 		challenge.Close()
 		return nil, err
@@ -28,8 +30,9 @@ func (s *Supervisor) listen() (stop func(), err error) {
 	return func() { challenge.Close(); metrics.Close() }, nil
 }
 
-// serve serves h on addr until the returned server is closed.
-func (s *Supervisor) serve(what, addr string, h http.Handler) (*http.Server, error) {
+// serveHTTP serves h on addr until the returned server is closed; what
+// names the listener in errors and in log, where its failures go.
+func serveHTTP(log zerolog.Logger, what, addr string, h http.Handler) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -37,7 +40,7 @@ func (s *Supervisor) serve(what, addr string, h http.Handler) (*http.Server, err
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.Log.Error().Err(err).Str("listener", what).Msg("listener stopped")
+			log.Error().Err(err).Str("listener", what).Msg("listener stopped")
 		}
 	}()
 	return srv, nil

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"sudoku-fcgi/nginx/nginxtest"
 )
 
@@ -86,7 +84,7 @@ func TestProcessReload(t *testing.T) {
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	waitFor(t, url, "a")
 
-	ap := &Applier{Checker: p, Reloader: p, Log: zerolog.Nop()}
+	ap := &Applier{Checker: p, Reloader: p, Log: nginxtest.Logger(t)}
 	if got, err := ap.Apply(ctx, FileChange{Path: servers, Data: write(b)}); got != Reloaded || err != nil {
 		t.Fatalf("Apply(b) = %v, %v; want reloaded", got, err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/rs/zerolog"
 
 	"sudoku-fcgi/nginx/nginxtest"
 )
@@ -80,7 +79,7 @@ func TestSupervisorServesAndStopsGracefully(t *testing.T) {
 		ChallengeListen: fmt.Sprintf("127.0.0.1:%d", chPort),
 		MetricsListen:   fmt.Sprintf("127.0.0.1:%d", metricsPort), Metrics: metrics,
 		MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-		Stdout:         io.Discard, Stderr: io.Discard, Log: zerolog.Nop(),
+		Stdout:         io.Discard, Stderr: io.Discard, Log: nginxtest.Logger(t),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -183,8 +182,7 @@ func TestRunServesMetricsAndStops(t *testing.T) {
 func TestRunExitsWithNginxStatus(t *testing.T) {
 	bin := nginxtest.NeedNginx(t)
 	dir := t.TempDir()
-	conf := filepath.Join(dir, "nginx.conf")
-	os.WriteFile(conf, []byte("events {}\nhttp { no_such_directive; }\n"), 0o644)
+	conf := nginxtest.WriteConf(t, dir, 1, 16, "\n    no_such_directive;\n")
 	err := run(context.Background(), []string{
 		"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", filepath.Join(dir, "run"),
 		"-workers", "127.0.0.1:1", "-challenge-listen", fmt.Sprintf("127.0.0.1:%d", nginxtest.FreePort(t)), "-metrics-listen", "",

@@ -1,7 +1,8 @@
 // Package nginxtest holds support code shared by the tests of nginx,
 // cmd/sudoku-edge and tests/*: finding the host's nginx, picking free
 // loopback ports, writing host nginx.conf files, reading the certificate
-// nginx serves and requiring the environment an end-to-end run sets.
+// nginx serves, running a command in the background, logging to the test
+// and requiring the environment an end-to-end run sets.
 //
 // It is for tests only; no production code may import it.
 package nginxtest
@@ -17,6 +18,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // NeedNginx returns the host's nginx binary. Without one the test is
@@ -115,6 +118,15 @@ func RequireEnv(t testing.TB, name, script, makeTarget string) string {
 		t.Skipf("%s not set: run this through %s (make %s)", name, script, makeTarget)
 	}
 	return v
+}
+
+// Logger returns a logger that writes to the test's output under -v and
+// nowhere otherwise.
+func Logger(t testing.TB) zerolog.Logger {
+	if testing.Verbose() {
+		return zerolog.New(t.Output())
+	}
+	return zerolog.Nop()
 }
 
 // Background runs f, such as a command's run or a supervisor's Run, in its
