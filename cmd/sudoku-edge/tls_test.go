@@ -82,6 +82,7 @@ func TestRunTLSWithPebble(t *testing.T) {
 			"SUDOKU_EDGE_TLS_REDIRECT_PORT": fmt.Sprint(httpsPort),
 			"SUDOKU_EDGE_TLS_HSTS":          "true",
 			"SUDOKU_EDGE_LOG_LEVEL":         "warn",
+			"SUDOKU_EDGE_METRICS_LISTEN":    fmt.Sprintf("127.0.0.1:%d", nginxtest.FreePort(t)),
 		}.get, io.Discard)
 	})
 
