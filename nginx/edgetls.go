@@ -61,6 +61,7 @@ func newEdgeTLS(s *Supervisor) (*edgeTLS, error) {
 	m.certs, err = NewCertManager(CertOptions{
 		Domains: o.Domains, Email: o.Email, CA: o.CA, TrustedRoots: o.TrustedRoots,
 		StoragePath: o.StoragePath, ExportDir: certDir, ChallengePort: chPort, Apply: s.apply,
+		OnLive: s.Metrics.certLive,
 	}, s.Log)
 	if err != nil {
 		return nil, err

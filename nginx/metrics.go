@@ -2,6 +2,7 @@ package nginx
 
 import (
 	"errors"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -13,6 +14,7 @@ type Metrics struct {
 	workers       prometheus.Gauge
 	budget        prometheus.Gauge
 	configApplies *prometheus.CounterVec
+	certExpiry    *prometheus.GaugeVec
 }
 
 // NewMetrics returns unregistered metrics in the sudoku_edge namespace.
@@ -30,6 +32,9 @@ func NewMetrics() *Metrics {
 		configApplies: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("nginx_reloads_total"),
 			Help: "Changed configurations by outcome: reloaded, rejected by nginx -t (old files kept), failed."},
 			[]string{"outcome"}),
+		certExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name("certificate_expiry_timestamp_seconds"),
+			Help: "When the certificate nginx serves for a TLS domain expires (Unix time); the placeholder's until the first is issued."},
+			[]string{"domain"}),
 	}
 	for _, o := range []Outcome{Reloaded, Rejected, Failed} {
 		m.configApplies.WithLabelValues(o.String())
@@ -40,7 +45,7 @@ func NewMetrics() *Metrics {
 // Register registers every metric with r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
 	var errs []error
-	for _, c := range []prometheus.Collector{m.rounds, m.lookupErrors, m.workers, m.budget, m.configApplies} {
+	for _, c := range []prometheus.Collector{m.rounds, m.lookupErrors, m.workers, m.budget, m.configApplies, m.certExpiry} {
 		errs = append(errs, r.Register(c))
 	}
 	return errors.Join(errs...)
@@ -69,4 +74,11 @@ func (m *Metrics) applied(o Outcome) {
 		return
 	}
 	m.configApplies.WithLabelValues(o.String()).Inc()
+}
+
+func (m *Metrics) certLive(domain string, notAfter time.Time) {
+	if m == nil {
+		return
+	}
+	m.certExpiry.WithLabelValues(domain).Set(float64(notAfter.Unix()))
 }

@@ -57,6 +57,7 @@ func TestRunTLSWithPebble(t *testing.T) {
 	bin := nginxtest.NeedNginx(t)
 	dir := t.TempDir()
 	httpPort, statusPort, acmePort, httpsPort := nginxtest.FreePort(t), nginxtest.FreePort(t), nginxtest.FreePort(t), nginxtest.FreePort(t)
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", nginxtest.FreePort(t))
 	conf := renderHostConf(t, dir, httpPort, statusPort, acmePort)
 	ca := acmetest.Start(t, httpPort)
 	worker := fcgiWorker(t, "w1")
@@ -82,7 +83,7 @@ func TestRunTLSWithPebble(t *testing.T) {
 			"SUDOKU_EDGE_TLS_REDIRECT_PORT": fmt.Sprint(httpsPort),
 			"SUDOKU_EDGE_TLS_HSTS":          "true",
 			"SUDOKU_EDGE_LOG_LEVEL":         "warn",
-			"SUDOKU_EDGE_METRICS_LISTEN":    fmt.Sprintf("127.0.0.1:%d", nginxtest.FreePort(t)),
+			"SUDOKU_EDGE_METRICS_LISTEN":    metricsAddr,
 		}.get, io.Discard)
 	})
 
@@ -127,6 +128,24 @@ func TestRunTLSWithPebble(t *testing.T) {
 	if resp.TLS.Version != tls.VersionTLS13 {
 		t.Errorf("negotiated TLS version %x, want TLS 1.3", resp.TLS.Version)
 	}
+	// The metrics listener reports when the served certificate expires.
+	cert, err := nginxtest.ServedCert(httpsAddr, domain, ca.Roots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("sudoku_edge_certificate_expiry_timestamp_seconds{domain=%q} %g\n", domain, float64(cert.NotAfter.Unix()))
+	nginxtest.WaitUntil(t, 10*time.Second, "the expiry of the issued certificate on /metrics", func() error {
+		resp, err := http.Get("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), want) {
+			return fmt.Errorf("/metrics lacks %q", want)
+		}
+		return nil
+	})
 	// TLS 1.1 is refused.
 	if c, err := tls.Dial("tcp", httpsAddr, &tls.Config{ServerName: domain, RootCAs: ca.Roots, MaxVersion: tls.VersionTLS11}); err == nil {
 		c.Close()
