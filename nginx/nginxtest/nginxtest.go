@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,18 +37,38 @@ func NeedNginx(t testing.TB) string {
 	return bin
 }
 
-// FreePort finds a free loopback port in 40000-47999.
+// Ports for FreePort: below Linux's ephemeral range (32768 and up), where
+// outgoing connections would take them, and above the fixed ports of the
+// project's scripts.
+const (
+	firstPort = 31000
+	lastPort  = 32767
+)
+
+var (
+	portsMu sync.Mutex
+	given   = map[int]bool{} // ports FreePort returned: never twice in a process
+)
+
+// FreePort finds a free loopback port in 31000-32767 that it has not
+// returned before.
 func FreePort(t testing.TB) int {
 	t.Helper()
+	portsMu.Lock()
+	defer portsMu.Unlock()
 	for range 100 {
-		p := 40000 + rand.IntN(8000)
+		p := firstPort + rand.IntN(lastPort-firstPort+1)
+		if given[p] {
+			continue
+		}
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err == nil {
 			ln.Close()
+			given[p] = true
 			return p
 		}
 	}
-	t.Fatal("no free port in 40000-47999")
+	t.Fatalf("no free port in %d-%d", firstPort, lastPort)
 	return 0
 }
 
