@@ -50,6 +50,10 @@ type CertOptions struct {
 	Apply func(ctx context.Context, changes ...Change) (Outcome, error)
 	// Also are changes applied together with every export, e.g. tls.conf.
 	Also []Change
+	// OnLive, when set, learns each domain's certificate expiry once its
+	// pair is the one nginx reads: after Prepare and after every export
+	// that nginx accepted or that changed nothing.
+	OnLive func(domain string, notAfter time.Time)
 }
 
 // CertManager keeps one certificate per domain with certmagic (ACME,
@@ -163,7 +167,17 @@ func (m *CertManager) Prepare(ctx context.Context) error {
 		}
 	}
 	m.prune(ch.current())
+	m.live(ch)
 	return nil
+}
+
+func (m *CertManager) live(ch *pairsChange) {
+	if m.opts.OnLive == nil {
+		return
+	}
+	for _, p := range ch.pairs {
+		m.opts.OnLive(p.name, p.notAfter)
+	}
 }
 
 // Run manages the certificates until ctx ends: certmagic obtains and
@@ -219,6 +233,7 @@ func (m *CertManager) Export(ctx context.Context) (Outcome, error) {
 	outcome, err := m.opts.Apply(ctx, append(slices.Clone(m.opts.Also), ch)...)
 	if err == nil {
 		m.prune(ch.current())
+		m.live(ch)
 	}
 	if outcome == Reloaded {
 		for _, p := range ch.pairs {

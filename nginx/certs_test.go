@@ -6,17 +6,12 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/rs/zerolog"
 
 	"sudoku-fcgi/nginx/acmetest"
 	"sudoku-fcgi/nginx/nginxtest"
@@ -66,10 +61,7 @@ func TestCertManagerPebble(t *testing.T) {
 	httpPort, httpsPort, chPort := nginxtest.FreePort(t), nginxtest.FreePort(t), nginxtest.FreePort(t)
 	pebble := acmetest.Start(t, httpPort)
 	conf, locations := tlsNginxConf(t, dir, httpPort, chPort)
-	logger := zerolog.New(io.Discard)
-	if testing.Verbose() {
-		logger = zerolog.New(t.Output())
-	}
+	logger := nginxtest.Logger(t)
 
 	back := backend(t, "hello")
 	servers, _ := RenderServers("test", aps(back.String()), "")
@@ -103,12 +95,10 @@ func TestCertManagerPebble(t *testing.T) {
 	if err := m.Prepare(ctx); err != nil {
 		t.Fatalf("Prepare: %v", err)
 	}
-	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", chPort))
+	chSrv, err := serveHTTP(logger, "challenge responder", fmt.Sprintf("127.0.0.1:%d", chPort), m.HTTPChallengeHandler(http.NotFoundHandler()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	chSrv := &http.Server{Handler: m.HTTPChallengeHandler(http.NotFoundHandler())}
-	go chSrv.Serve(ln)
 	defer chSrv.Close()
 	if err := proc.Start(); err != nil {
 		t.Fatal(err)
@@ -149,14 +139,19 @@ func TestCertManagerPebble(t *testing.T) {
 	}
 
 	// Forced renewal under steady load: every request must succeed.
-	var ok, failed atomic.Int64
-	var firstErr atomic.Value
+	// Each client tallies its own requests and hands the tally over when
+	// the load stops.
+	type tally struct {
+		ok, failed int
+		firstErr   error
+	}
+	const clients = 4
+	tallies := make(chan tally, clients)
 	loadCtx, stopLoad := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Add(1)
+	for i := range clients {
 		go func() {
-			defer wg.Done()
+			var r tally
+			defer func() { tallies <- r }()
 			tr := &http.Transport{
 				TLSClientConfig:   &tls.Config{RootCAs: pebble.Roots, ServerName: testDomain},
 				DisableKeepAlives: i%2 == 0, // half the clients handshake on every request
@@ -172,11 +167,14 @@ func TestCertManagerPebble(t *testing.T) {
 						err = fmt.Errorf("status %d body %q", resp.StatusCode, b)
 					}
 				}
-				if err != nil {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
-				} else {
-					ok.Add(1)
+				switch {
+				case err == nil:
+					r.ok++
+				case r.firstErr == nil:
+					r.firstErr = err
+					fallthrough
+				default:
+					r.failed++
 				}
 			}
 		}()
@@ -195,10 +193,17 @@ func TestCertManagerPebble(t *testing.T) {
 	})
 	time.Sleep(300 * time.Millisecond)
 	stopLoad()
-	wg.Wait()
-	t.Logf("renewed: serial %x; load during renewal: %d ok, %d failed", second.SerialNumber, ok.Load(), failed.Load())
-	if failed.Load() > 0 || ok.Load() == 0 {
-		t.Errorf("requests during renewal: %d ok, %d failed (first error: %v), want all ok", ok.Load(), failed.Load(), firstErr.Load())
+	var sum tally
+	for range clients {
+		r := <-tallies
+		sum.ok, sum.failed = sum.ok+r.ok, sum.failed+r.failed
+		if sum.firstErr == nil {
+			sum.firstErr = r.firstErr
+		}
+	}
+	t.Logf("renewed: serial %x; load during renewal: %d ok, %d failed", second.SerialNumber, sum.ok, sum.failed)
+	if sum.failed > 0 || sum.ok == 0 {
+		t.Errorf("requests during renewal: %d ok, %d failed (first error: %v), want all ok", sum.ok, sum.failed, sum.firstErr)
 	}
 
 	versions, _ := filepath.Glob(filepath.Join(dir, "certs", "v*"))

@@ -202,25 +202,17 @@ func Diff(prev, next []netip.AddrPort) (added, removed []netip.AddrPort) {
 // compares against last). Lookup errors go to onError and keep the set.
 func (d *Discovery) Watch(ctx context.Context, interval time.Duration, last []netip.AddrPort,
 	onChange func(ctx context.Context, addrs []netip.AddrPort), onError func(error)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, interval, func() {
 		addrs, err := d.Resolve(ctx)
 		if err != nil {
 			if ctx.Err() == nil && onError != nil {
 				onError(err)
 			}
-			continue
+			return
 		}
-		if slices.Equal(addrs, last) {
-			continue
+		if !slices.Equal(addrs, last) {
+			onChange(ctx, addrs)
+			last = addrs
 		}
-		onChange(ctx, addrs)
-		last = addrs
-	}
+	})
 }

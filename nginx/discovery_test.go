@@ -261,11 +261,3 @@ func TestResolveRefusedStaysOutUntilAccepted(t *testing.T) {
 		}
 	}
 }
-
-func addrStrings(addrs []netip.AddrPort) []string {
-	var out []string
-	for _, a := range addrs {
-		out = append(out, a.String())
-	}
-	return out
-}

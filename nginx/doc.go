@@ -3,6 +3,10 @@
 // nginx 1.22 cannot re-resolve upstream names and cannot fetch certificates,
 // so this package does both on its behalf and tells nginx about the result:
 //
+//   - [Supervisor] is the whole edge: it runs nginx with the pieces below,
+//     keeps the upstream and the certificates in step, serves the ACME
+//     challenge responder and an internal metrics listener ([Metrics]), and
+//     stops nginx gracefully.
 //   - [Process] runs nginx in the foreground, checks configurations with
 //     `nginx -t`, reloads (SIGHUP) and stops it gracefully (SIGQUIT).
 //   - [Discovery] resolves the worker service name again and again and
@@ -20,6 +24,7 @@
 //
 // The files this package writes are included by nginx.conf:
 // servers.conf inside `upstream sudoku_workers { ... }` and tls.conf at http
-// level. The package never reads environment variables; cmd/sudoku-edge
-// wires it from flags.
+// level, admission.conf inside the /sudoku location and trusted-clients.conf
+// in a geo block. The package never reads environment variables or flags;
+// cmd/sudoku-edge wires a Supervisor from them.
 package nginx

@@ -14,8 +14,8 @@ import (
 // ErrorLog relays nginx's error log (its stderr, through a pipe) to Out and
 // holds back floods. nginx writes one line per event, unbuffered: in an
 // overload, one "no live upstreams" line per request it turns away, each a
-// write the container runtime has to carry (dockerd and containerd-shim
-// took up to a third of a core at 2,500 lines/s, and nginx stalled on the pipe).
+// write that the container runtime has to carry and that stalls nginx when
+// the pipe is full.
 // Lines of one kind (level and message, without the connection, client and
 // request that vary) pass until Burst of them in a Window; the rest of that
 // window are counted, and one summary per kind goes to Log when the window

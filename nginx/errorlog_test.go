@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -95,8 +94,9 @@ func TestErrorLogHoldsBackAFloodOfOneKind(t *testing.T) {
 
 func TestErrorLogStartsAWindowAfterTheLast(t *testing.T) {
 	r, w := io.Pipe()
-	var out, log syncBuffer
-	e := &ErrorLog{Out: &out, Log: zerolog.New(&log), Burst: 2, Window: 200 * time.Millisecond}
+	var out bytes.Buffer // read once Relay has returned
+	logs := make(lineWriter, 16)
+	e := &ErrorLog{Out: &out, Log: zerolog.New(logs), Burst: 2, Window: 200 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- e.Relay(r) }()
 	// One write: the window starts at the first line and the other four
@@ -107,12 +107,13 @@ func TestErrorLogStartsAWindowAfterTheLast(t *testing.T) {
 	}
 	w.Write([]byte(flood.String()))
 	// The ticker ends the window without another line.
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(log.String(), `"held_back":3`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no summary after the window; log %q", log.String())
+	timeout := time.After(5 * time.Second)
+	for summary := ""; !strings.Contains(summary, `"held_back":3`); {
+		select {
+		case summary = <-logs:
+		case <-timeout:
+			t.Fatalf("no summary after the window; last log record %q", summary)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	w.Write([]byte(noLiveUpstreams(5)))
 	w.Close()
@@ -124,21 +125,11 @@ func TestErrorLogStartsAWindowAfterTheLast(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the relay's two goroutines and the
-// test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// lineWriter sends every write, one zerolog record, to its channel: the
+// relay's ticker writes summaries while the test waits for them.
+type lineWriter chan string
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+func (w lineWriter) Write(p []byte) (int, error) {
+	w <- string(p)
+	return len(p), nil
 }

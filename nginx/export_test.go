@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/certmagic"
 	"github.com/rs/zerolog"
@@ -14,15 +15,23 @@ import (
 // TestExportRevertsRejectedPair: a new pair that nginx -t rejects must not
 // stay live; the live symlink goes back to the previous version and the
 // rejected version directory is removed. An accepted pair goes live and old
-// versions are pruned.
+// versions are pruned. OnLive hears of every pair that nginx reads, and of
+// no other.
 func TestExportRevertsRejectedPair(t *testing.T) {
 	dir := t.TempDir()
+	var liveExpiries []time.Time
+	onLive := func(domain string, notAfter time.Time) {
+		if domain != "a.example.com" {
+			t.Errorf("OnLive(%q, %v), want a.example.com only", domain, notAfter)
+		}
+		liveExpiries = append(liveExpiries, notAfter)
+	}
 	fake := &fakeNginx{}
 	applier := &Applier{Checker: fake, Reloader: fake, Log: zerolog.Nop()}
 	m, err := NewCertManager(CertOptions{
 		Domains: []string{"a.example.com"}, CA: "https://127.0.0.1:1/dir", // never contacted: Run is not called
 		StoragePath: filepath.Join(dir, "acme"), ExportDir: filepath.Join(dir, "certs"),
-		ChallengePort: 1, Apply: applier.Apply,
+		ChallengePort: 1, Apply: applier.Apply, OnLive: onLive,
 	}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +46,9 @@ func TestExportRevertsRejectedPair(t *testing.T) {
 	placeholder := m.exportedPair("a.example.com")
 	if first == "" || placeholder == nil || placeholder.source != "exported" {
 		t.Fatalf("after Prepare: live -> %q, pair %+v; want a placeholder version", first, placeholder)
+	}
+	if len(liveExpiries) != 1 || !liveExpiries[0].Equal(placeholder.notAfter) {
+		t.Errorf("after Prepare OnLive heard %v, want the placeholder's %v", liveExpiries, placeholder.notAfter)
 	}
 
 	// Nothing new in storage: nothing to do, no check.
@@ -75,6 +87,10 @@ func TestExportRevertsRejectedPair(t *testing.T) {
 	if len(versions) != 1 {
 		t.Errorf("after a rejected export: version dirs %v, want only the previous one", versions)
 	}
+	// Prepare and the export that changed nothing; not the rejected pair.
+	if len(liveExpiries) != 2 {
+		t.Errorf("after a rejected export OnLive heard %v, want the placeholder twice", liveExpiries)
+	}
 
 	// Accepted: the new pair goes live; repeated renewals keep two versions.
 	applier.Checker = fake
@@ -87,6 +103,9 @@ func TestExportRevertsRejectedPair(t *testing.T) {
 	}
 	if p := m.exportedPair("a.example.com"); p == nil || p.serial != last.serial || p.source != "exported" {
 		t.Errorf("live pair %+v, want serial %s", p, last.serial)
+	}
+	if n := len(liveExpiries); n != 5 || !liveExpiries[n-1].Equal(last.notAfter) {
+		t.Errorf("after three accepted exports OnLive heard %v, want 5 with the last pair's %v last", liveExpiries, last.notAfter)
 	}
 	if info, err := os.Stat(filepath.Join(live, "a.example.com.key")); err != nil || info.Mode().Perm() != 0o600 {
 		t.Errorf("exported key: %v, %v; want mode 0600", info, err)

@@ -14,14 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"sudoku-fcgi/nginx/nginxtest"
 )
 
 // testNginx writes a minimal host nginx.conf whose upstream includes
-// dir/servers.conf and which proxies every request to it.
-func testNginx(t *testing.T, dir string, port int) string {
+// runDir/servers.conf and whose server on port proxies every request to it;
+// http and server are further directives for the http and server blocks.
+func testNginx(t *testing.T, dir, runDir string, port int, http, server string) string {
 	t.Helper()
 	return nginxtest.WriteConf(t, dir, 2, 256, fmt.Sprintf(`
     upstream backends {
@@ -29,16 +28,16 @@ func testNginx(t *testing.T, dir string, port int) string {
         random two least_conn;
         include %[1]s/servers.conf;
         keepalive 8;
-    }
+    }%[3]s
     server {
-        listen 127.0.0.1:%[2]d;
+        listen 127.0.0.1:%[2]d;%[4]s
         location / {
             proxy_pass http://backends;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
         }
     }
-`, dir, port))
+`, runDir, port, http, server))
 }
 
 func backend(t *testing.T, id string) netip.AddrPort {
@@ -56,7 +55,7 @@ func TestProcessReload(t *testing.T) {
 	bin := nginxtest.NeedNginx(t)
 	dir := t.TempDir()
 	port := nginxtest.FreePort(t)
-	conf := testNginx(t, dir, port)
+	conf := testNginx(t, dir, dir, port, "", "")
 	a, b := backend(t, "a"), backend(t, "b")
 	servers := filepath.Join(dir, "servers.conf")
 	write := func(addrs ...netip.AddrPort) []byte {
@@ -85,7 +84,7 @@ func TestProcessReload(t *testing.T) {
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	waitFor(t, url, "a")
 
-	ap := &Applier{Checker: p, Reloader: p, Log: zerolog.Nop()}
+	ap := &Applier{Checker: p, Reloader: p, Log: nginxtest.Logger(t)}
 	if got, err := ap.Apply(ctx, FileChange{Path: servers, Data: write(b)}); got != Reloaded || err != nil {
 		t.Fatalf("Apply(b) = %v, %v; want reloaded", got, err)
 	}
@@ -133,7 +132,7 @@ func TestProcessReload(t *testing.T) {
 func TestProcessCheckReportsReason(t *testing.T) {
 	bin := nginxtest.NeedNginx(t)
 	dir := t.TempDir()
-	conf := testNginx(t, dir, nginxtest.FreePort(t))
+	conf := testNginx(t, dir, dir, nginxtest.FreePort(t), "", "")
 	// servers.conf is missing: nginx -t must fail and say which file.
 	err := (&Process{Bin: bin, Prefix: dir, Conf: conf}).Check(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "servers.conf") {

@@ -57,6 +57,7 @@ func TestRunTLSWithPebble(t *testing.T) {
 	bin := nginxtest.NeedNginx(t)
 	dir := t.TempDir()
 	httpPort, statusPort, acmePort, httpsPort := nginxtest.FreePort(t), nginxtest.FreePort(t), nginxtest.FreePort(t), nginxtest.FreePort(t)
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", nginxtest.FreePort(t))
 	conf := renderHostConf(t, dir, httpPort, statusPort, acmePort)
 	ca := acmetest.Start(t, httpPort)
 	worker := fcgiWorker(t, "w1")
@@ -64,13 +65,12 @@ func TestRunTLSWithPebble(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{
+	done := nginxtest.Background(func() error {
+		return run(ctx, []string{
 			"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", filepath.Join(dir, "run"),
 			"-workers", worker, "-upstream-params", "max_fails=0",
 			"-challenge-listen", fmt.Sprintf("127.0.0.1:%d", acmePort),
-		}, env(map[string]string{
+		}, env{
 			"SUDOKU_EDGE_TLS_DOMAINS":       domain,
 			"SUDOKU_EDGE_TLS_EMAIL":         "ops@sudoku.test",
 			"SUDOKU_EDGE_TLS_CA":            ca.URL,
@@ -83,16 +83,13 @@ func TestRunTLSWithPebble(t *testing.T) {
 			"SUDOKU_EDGE_TLS_REDIRECT_PORT": fmt.Sprint(httpsPort),
 			"SUDOKU_EDGE_TLS_HSTS":          "true",
 			"SUDOKU_EDGE_LOG_LEVEL":         "warn",
-		}), io.Discard)
-	}()
+			"SUDOKU_EDGE_METRICS_LISTEN":    metricsAddr,
+		}.get, io.Discard)
+	})
 
 	httpsAddr := fmt.Sprintf("127.0.0.1:%d", httpsPort)
 	serial := func() (string, error) {
-		select {
-		case err := <-done:
-			t.Fatalf("run returned early: %v", err)
-		default:
-		}
+		nginxtest.Running(t, done, "run")
 		cert, err := nginxtest.ServedCert(httpsAddr, domain, ca.Roots)
 		if err != nil {
 			return "", err
@@ -131,6 +128,24 @@ func TestRunTLSWithPebble(t *testing.T) {
 	if resp.TLS.Version != tls.VersionTLS13 {
 		t.Errorf("negotiated TLS version %x, want TLS 1.3", resp.TLS.Version)
 	}
+	// The metrics listener reports when the served certificate expires.
+	cert, err := nginxtest.ServedCert(httpsAddr, domain, ca.Roots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("sudoku_edge_certificate_expiry_timestamp_seconds{domain=%q} %g\n", domain, float64(cert.NotAfter.Unix()))
+	nginxtest.WaitUntil(t, 10*time.Second, "the expiry of the issued certificate on /metrics", func() error {
+		resp, err := http.Get("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), want) {
+			return fmt.Errorf("/metrics lacks %q", want)
+		}
+		return nil
+	})
 	// TLS 1.1 is refused.
 	if c, err := tls.Dial("tcp", httpsAddr, &tls.Config{ServerName: domain, RootCAs: ca.Roots, MaxVersion: tls.VersionTLS11}); err == nil {
 		c.Close()
@@ -166,24 +181,8 @@ func TestRunTLSWithPebble(t *testing.T) {
 	})
 
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("run after cancel = %v, want nil", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("run did not return within 15s of cancel")
-	}
-}
-
-func TestDialAddr(t *testing.T) {
-	for in, want := range map[string]string{
-		"8080": "127.0.0.1:8080", "*:8080": "127.0.0.1:8080", "0.0.0.0:8080": "127.0.0.1:8080",
-		"127.0.0.1:28080": "127.0.0.1:28080", "[::]:8080": "[::1]:8080",
-	} {
-		if got := dialAddr(in); got != want {
-			t.Errorf("dialAddr(%q) = %q, want %q", in, got, want)
-		}
+	if err := nginxtest.Returned(t, done, 15*time.Second, "run after cancel"); err != nil {
+		t.Errorf("run after cancel = %v, want nil", err)
 	}
 }
 
@@ -198,16 +197,20 @@ func TestTLSFlags(t *testing.T) {
 	}
 	for name, args := range bad {
 		t.Run(name, func(t *testing.T) {
-			if _, err := parseConfig(args, env(nil), io.Discard); err == nil {
+			if _, err := parseConfig(args, env{}.get, io.Discard); err == nil {
 				t.Errorf("parseConfig(%q) accepted it", args)
 			}
 		})
 	}
-	c, err := parseConfig(nil, env(map[string]string{"SUDOKU_EDGE_TLS_DOMAINS": " a.example.com, b.example.com "}), io.Discard)
-	if err != nil || !c.tls.on() || c.tls.ca != "https://acme-v02.api.letsencrypt.org/directory" || c.tls.storage != "/var/lib/sudoku-edge/acme" {
-		t.Errorf("parseConfig with domains = %+v, %v", c.tls, err)
+	c, err := parseConfig(nil, env{"SUDOKU_EDGE_TLS_DOMAINS": " a.example.com, b.example.com "}.get, io.Discard)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if c, _ := parseConfig(nil, env(nil), io.Discard); c.tls.on() {
+	if o := c.sup.TLS; o == nil || !c.tls.on() || o.CA != "https://acme-v02.api.letsencrypt.org/directory" || o.StoragePath != "/var/lib/sudoku-edge/acme" ||
+		strings.Join(o.Domains, ",") != "a.example.com,b.example.com" {
+		t.Errorf("parseConfig with domains = %+v", o)
+	}
+	if c, _ := parseConfig(nil, env{}.get, io.Discard); c.tls.on() || c.sup.TLS != nil {
 		t.Error("TLS is on without domains")
 	}
 }

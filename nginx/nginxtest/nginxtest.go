@@ -1,7 +1,8 @@
 // Package nginxtest holds support code shared by the tests of nginx,
 // cmd/sudoku-edge and tests/*: finding the host's nginx, picking free
 // loopback ports, writing host nginx.conf files, reading the certificate
-// nginx serves and requiring the environment an end-to-end run sets.
+// nginx serves, running a command in the background, logging to the test
+// and requiring the environment an end-to-end run sets.
 //
 // It is for tests only; no production code may import it.
 package nginxtest
@@ -15,8 +16,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // NeedNginx returns the host's nginx binary. Without one the test is
@@ -33,18 +37,38 @@ func NeedNginx(t testing.TB) string {
 	return bin
 }
 
-// FreePort finds a free loopback port in 40000-47999.
+// Ports for FreePort: below Linux's ephemeral range (32768 and up), where
+// outgoing connections would take them, and above the fixed ports of the
+// project's scripts.
+const (
+	firstPort = 31000
+	lastPort  = 32767
+)
+
+var (
+	portsMu sync.Mutex
+	given   = map[int]bool{} // ports FreePort returned: never twice in a process
+)
+
+// FreePort finds a free loopback port in 31000-32767 that it has not
+// returned before.
 func FreePort(t testing.TB) int {
 	t.Helper()
+	portsMu.Lock()
+	defer portsMu.Unlock()
 	for range 100 {
-		p := 40000 + rand.IntN(8000)
+		p := firstPort + rand.IntN(lastPort-firstPort+1)
+		if given[p] {
+			continue
+		}
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err == nil {
 			ln.Close()
+			given[p] = true
 			return p
 		}
 	}
-	t.Fatal("no free port in 40000-47999")
+	t.Fatalf("no free port in %d-%d", firstPort, lastPort)
 	return 0
 }
 
@@ -115,4 +139,44 @@ func RequireEnv(t testing.TB, name, script, makeTarget string) string {
 		t.Skipf("%s not set: run this through %s (make %s)", name, script, makeTarget)
 	}
 	return v
+}
+
+// Logger returns a logger that writes to the test's output under -v and
+// nowhere otherwise.
+func Logger(t testing.TB) zerolog.Logger {
+	if testing.Verbose() {
+		return zerolog.New(t.Output())
+	}
+	return zerolog.Nop()
+}
+
+// Background runs f, such as a command's run or a supervisor's Run, in its
+// own goroutine; the channel receives its error.
+func Background(f func() error) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	return done
+}
+
+// Running fails the test at once when the run behind done has returned.
+func Running(t testing.TB, done <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		t.Fatalf("%s returned early: %v", what, err)
+	default:
+	}
+}
+
+// Returned waits up to timeout for the run behind done to return and
+// gives its error; it fails the test when the run does not return.
+func Returned(t testing.TB, done <-chan error, timeout time.Duration, what string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(timeout):
+		t.Fatalf("%s did not return within %v", what, timeout)
+		return nil
+	}
 }

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+	"github.com/rs/zerolog"
+
+	"sudoku-fcgi/cmd/cli"
+	"sudoku-fcgi/nginx"
+)
+
+const summary = `Runs nginx in the foreground, keeps its upstream in step with the worker
+addresses and, when domains are given, its TLS certificates with ACME. It
+serves its own metrics on -metrics-listen, which nginx never exposes.`
+
+// config is the command line: the supervisor's fields, set by the flags,
+// and what run wires around it.
+type config struct {
+	sup      nginx.Supervisor
+	logLevel string
+	tls      tlsFlags
+}
+
+func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*config, error) {
+	c := &config{}
+	s := &c.sup
+	fs := cli.NewFlagSet(name, summary, stdout)
+	fs.StringVar(&s.Workers, "workers", "sudoku:9000", "worker `host:port` to resolve; a comma-separated list is allowed")
+	s.ResolveInterval, s.BudgetHold = 2*time.Second, time.Minute
+	fs.Var(positiveDuration{&s.ResolveInterval}, "resolve-interval", "`duration` between two lookups of the workers")
+	fs.Var(positiveDuration{&s.BudgetHold}, "budget-hold", "`duration` for which the workers left take a missing worker's share of the requests in flight before it counts as gone (a restart or crash is shorter, a scale-down longer)")
+	fs.StringVar(&s.UpstreamParams, "upstream-params", "", "nginx `parameters` after each upstream server address, e.g. max_fails=0")
+	var trusted string
+	fs.StringVar(&trusted, "trusted-clients", "", "comma-separated client `addresses or prefixes` exempt from the per-client limits (a load balancer in front, a load-test host)")
+	fs.StringVar(&s.RunDir, "run-dir", "/run/sudoku-edge", "`directory` for servers.conf, admission.conf, tls.conf, trusted-clients.conf and exported certificates")
+	fs.StringVar(&s.Bin, "nginx", "nginx", "nginx `binary`")
+	fs.StringVar(&s.Conf, "nginx-conf", "/etc/nginx/nginx.conf", "nginx configuration `file` (-c)")
+	fs.StringVar(&s.Prefix, "nginx-prefix", "", "nginx prefix `directory` (-p); empty keeps nginx's default")
+	fs.StringVar(&s.ChallengeListen, "challenge-listen", "127.0.0.1:8081", "`address` of the ACME HTTP-01 challenge responder (nginx proxies /.well-known/acme-challenge/ here)")
+	fs.StringVar(&s.MetricsListen, "metrics-listen", ":9145", "internal `address` serving /metrics (build info, discovery, reloads); empty turns it off")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
+	o := &c.tls.o
+	fs.StringVar(&c.tls.domains, "tls-domains", "", "comma-separated `names` to serve over HTTPS with ACME certificates; empty turns TLS off")
+	fs.StringVar(&o.Email, "tls-email", "", "ACME account contact `address` (expiry notices)")
+	fs.StringVar(&o.CA, "tls-ca", certmagic.LetsEncryptProductionCA, "ACME directory `URL` (Let's Encrypt staging: "+certmagic.LetsEncryptStagingCA+")")
+	fs.StringVar(&c.tls.caRoot, "tls-ca-root", "", "PEM `file` with an extra root to trust for the ACME server's own TLS (test CAs such as Pebble)")
+	fs.StringVar(&o.StoragePath, "tls-storage", "/var/lib/sudoku-edge/acme", "certmagic storage `directory` (accounts, keys, certificates); put it on a volume")
+	fs.StringVar(&o.CertDir, "tls-cert-dir", "", "`directory` for the PEM pairs nginx reads (versioned, with a live symlink); empty means <run-dir>/certs")
+	fs.StringVar(&o.HTTPSListen, "tls-listen", "8443", "nginx listen `address` of the HTTPS server")
+	fs.StringVar(&o.HTTPListen, "http-listen", "8080", "nginx listen `address` of the plain HTTP server (for -tls-redirect)")
+	fs.StringVar(&o.Locations, "tls-locations", "/etc/nginx/sudoku-locations.conf", "nginx `file` with the public locations, included by the HTTPS server")
+	fs.BoolVar(&o.Redirect, "tls-redirect", false, "redirect plain HTTP for the TLS names to HTTPS (308), ACME challenges excepted")
+	fs.IntVar(&o.RedirectPort, "tls-redirect-port", 443, "public HTTPS `port` used in redirects")
+	fs.BoolVar(&o.HSTS, "tls-hsts", false, "send Strict-Transport-Security over HTTPS")
+	fs.IntVar(&o.HSTSMaxAge, "tls-hsts-max-age", 63072000, "HSTS max-age in `seconds`")
+	if err := fs.Parse(args, getenv); err != nil {
+		return nil, err
+	}
+	var err error
+	if c.sup.TrustedClients, err = nginx.ParseTrustedClients(trusted); err != nil {
+		err = fmt.Errorf("-trusted-clients: %w", err)
+	} else {
+		err = c.check()
+	}
+	if err == nil {
+		c.sup.TLS, err = c.tls.options()
+	}
+	if err != nil {
+		return nil, &cli.UsageError{Err: err}
+	}
+	return c, nil
+}
+
+// check validates the values that no flag.Value checks.
+func (c *config) check() error {
+	if err := nginx.CheckParams(c.sup.UpstreamParams); err != nil {
+		return err
+	}
+	if _, err := nginx.ParseTargets(c.sup.Workers); err != nil {
+		return err
+	}
+	if _, _, err := net.SplitHostPort(c.sup.ChallengeListen); err != nil {
+		return fmt.Errorf("-challenge-listen: %w", err)
+	}
+	if _, _, err := net.SplitHostPort(c.sup.MetricsListen); err != nil && c.sup.MetricsListen != "" {
+		return fmt.Errorf("-metrics-listen: %w", err)
+	}
+	if _, err := zerolog.ParseLevel(c.logLevel); err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	return c.tls.validate()
+}
+
+// positiveDuration is a flag.Value that accepts durations > 0 only.
+type positiveDuration struct{ d *time.Duration }
+
+func (p positiveDuration) String() string {
+	if p.d == nil {
+		return ""
+	}
+	return p.d.String()
+}
+
+func (p positiveDuration) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if d <= 0 {
+		return fmt.Errorf("%s is not positive", s)
+	}
+	*p.d = d
+	return nil
+}
+
+// splitList splits a comma-separated list and drops empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,84 @@
+package nginx
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics counts what a Supervisor does. A nil *Metrics counts nothing.
+type Metrics struct {
+	rounds        prometheus.Counter
+	lookupErrors  prometheus.Counter
+	workers       prometheus.Gauge
+	budget        prometheus.Gauge
+	configApplies *prometheus.CounterVec
+	certExpiry    *prometheus.GaugeVec
+}
+
+// NewMetrics returns unregistered metrics in the sudoku_edge namespace.
+func NewMetrics() *Metrics {
+	name := func(n string) string { return prometheus.BuildFQName("sudoku", "edge", n) }
+	m := &Metrics{
+		rounds: prometheus.NewCounter(prometheus.CounterOpts{Name: name("discovery_rounds_total"),
+			Help: "Worker lookups, the one before nginx starts included."}),
+		lookupErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: name("discovery_errors_total"),
+			Help: "Worker lookups that failed; the upstream kept its servers."}),
+		workers: prometheus.NewGauge(prometheus.GaugeOpts{Name: name("workers"),
+			Help: "Worker addresses in nginx's upstream."}),
+		budget: prometheus.NewGauge(prometheus.GaugeOpts{Name: name("worker_budget"),
+			Help: "Workers whose share of requests nginx admits (the most seen within the hold)."}),
+		configApplies: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("nginx_reloads_total"),
+			Help: "Changed configurations by outcome: reloaded, rejected by nginx -t (old files kept), failed."},
+			[]string{"outcome"}),
+		certExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name("certificate_expiry_timestamp_seconds"),
+			Help: "When the certificate nginx serves for a TLS domain expires (Unix time); the placeholder's until the first is issued."},
+			[]string{"domain"}),
+	}
+	for _, o := range []Outcome{Reloaded, Rejected, Failed} {
+		m.configApplies.WithLabelValues(o.String())
+	}
+	return m
+}
+
+// Register registers every metric with r.
+func (m *Metrics) Register(r prometheus.Registerer) error {
+	var errs []error
+	for _, c := range []prometheus.Collector{m.rounds, m.lookupErrors, m.workers, m.budget, m.configApplies, m.certExpiry} {
+		errs = append(errs, r.Register(c))
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Metrics) round(err error) {
+	if m == nil {
+		return
+	}
+	m.rounds.Inc()
+	if err != nil {
+		m.lookupErrors.Inc()
+	}
+}
+
+func (m *Metrics) workersNow(workers, budget int) {
+	if m == nil {
+		return
+	}
+	m.workers.Set(float64(workers))
+	m.budget.Set(float64(budget))
+}
+
+func (m *Metrics) applied(o Outcome) {
+	if m == nil || o == Unchanged {
+		return
+	}
+	m.configApplies.WithLabelValues(o.String()).Inc()
+}
+
+func (m *Metrics) certLive(domain string, notAfter time.Time) {
+	if m == nil {
+		return
+	}
+	m.certExpiry.WithLabelValues(domain).Set(float64(notAfter.Unix()))
+}

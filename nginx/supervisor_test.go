@@ -1,0 +1,202 @@
+package nginx
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"sudoku-fcgi/nginx/nginxtest"
+)
+
+// supervisorConf is a host variant of the project's nginx.conf layout:
+// upstream from runDir/servers.conf, tls.conf at http level, challenges
+// proxied to the supervisor's responder, and trusted-clients.conf in a geo
+// block whose value comes back in the X-Trusted header.
+func supervisorConf(t *testing.T, dir, runDir string, port, challengePort int) string {
+	t.Helper()
+	return testNginx(t, dir, runDir, port, fmt.Sprintf(`
+    include %[1]s/tls.conf;
+    geo $trusted {
+        default 0;
+        include %[1]s/trusted-clients.conf;
+    }`, runDir), fmt.Sprintf(`
+        add_header X-Trusted $trusted;
+        location /.well-known/acme-challenge/ {
+            proxy_pass http://127.0.0.1:%d;
+            proxy_set_header Host $host;
+        }`, challengePort))
+}
+
+// readRun reads a file the supervisor writes into runDir.
+func readRun(runDir, name string) string {
+	b, _ := os.ReadFile(filepath.Join(runDir, name))
+	return string(b)
+}
+
+// TestSupervisorServesAndStopsGracefully runs the supervisor against the
+// host's nginx with two HTTP backends standing in for workers: both get
+// traffic, a challenge path answers 404 with TLS off; when one stops, the
+// other takes its share until BudgetHold runs out; the metrics follow and
+// are served on the metrics listener; and cancelling the context stops
+// nginx with status 0.
+func TestSupervisorServesAndStopsGracefully(t *testing.T) {
+	bin := nginxtest.NeedNginx(t)
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	port, chPort, metricsPort := nginxtest.FreePort(t), nginxtest.FreePort(t), nginxtest.FreePort(t)
+	var targets []string
+	var backends []*httptest.Server
+	for _, id := range []string{"a", "b"} {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, id) }))
+		t.Cleanup(s.Close)
+		targets = append(targets, strings.TrimPrefix(s.URL, "http://"))
+		backends = append(backends, s)
+	}
+	trusted, err := ParseTrustedClients("127.0.0.1, 192.0.2.0/24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := NewMetrics()
+	reg := prometheus.NewRegistry()
+	if err := metrics.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	sup := &Supervisor{
+		Bin: bin, Prefix: dir, Conf: supervisorConf(t, dir, runDir, port, chPort), RunDir: runDir,
+		Workers: strings.Join(targets, ","), UpstreamParams: "max_fails=0 max_conns=64",
+		ResolveInterval: 100 * time.Millisecond, BudgetHold: time.Second, TrustedClients: trusted,
+		ChallengeListen: fmt.Sprintf("127.0.0.1:%d", chPort),
+		MetricsListen:   fmt.Sprintf("127.0.0.1:%d", metricsPort), Metrics: metrics,
+		MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Stdout:         io.Discard, Stderr: io.Discard, Log: nginxtest.Logger(t),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := nginxtest.Background(func() error { return sup.Run(ctx) })
+
+	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	seen := map[string]bool{}
+	trustedHeader := ""
+	deadline := time.Now().Add(10 * time.Second)
+	for len(seen) < 2 && time.Now().Before(deadline) {
+		nginxtest.Running(t, done, "Run")
+		if resp, err := http.Get(url); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				seen[string(b)] = true
+				trustedHeader = resp.Header.Get("X-Trusted")
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !seen["a"] || !seen["b"] {
+		t.Fatalf("backends reached through nginx: %v, want a and b", seen)
+	}
+	if trustedHeader != "1" {
+		t.Errorf("X-Trusted = %q for a client on 127.0.0.1 with TrustedClients 127.0.0.1, want 1", trustedHeader)
+	}
+	servers := readRun(runDir, "servers.conf")
+	for _, tgt := range targets {
+		if !strings.Contains(servers, "server "+tgt+" max_fails=0 max_conns=64;") {
+			t.Errorf("servers.conf lacks %s:\n%s", tgt, servers)
+		}
+	}
+	// Two workers x max_conns=64, written with servers.conf.
+	if adm := readRun(runDir, "admission.conf"); !strings.Contains(adm, "limit_conn sudoku_admission 128;") {
+		t.Errorf("admission.conf lacks the limit for two workers x 64:\n%s", adm)
+	}
+	if w, b := testutil.ToFloat64(metrics.workers), testutil.ToFloat64(metrics.budget); w != 2 || b != 2 {
+		t.Errorf("sudoku_edge_workers %v, sudoku_edge_worker_budget %v; want 2 and 2", w, b)
+	}
+	resp, err := http.Get(url + ".well-known/acme-challenge/token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("challenge with TLS off: status %d, want 404", resp.StatusCode)
+	}
+
+	// b stops (it refuses connections): a takes its share at once, then,
+	// once b has been missing for BudgetHold, only its own.
+	backends[1].Close()
+	stopped := time.Now()
+	waitFiles := func(servers, admission string) time.Duration {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			srv, adm := readRun(runDir, "servers.conf"), readRun(runDir, "admission.conf")
+			if strings.Contains(srv, servers) && !strings.Contains(srv, "server "+targets[1]) && strings.Contains(adm, admission) {
+				return time.Since(stopped)
+			}
+		}
+		t.Fatalf("want %q without %s and %q; have:\n%s\n%s", servers, targets[1], admission,
+			readRun(runDir, "servers.conf"), readRun(runDir, "admission.conf"))
+		return 0
+	}
+	shared := waitFiles("server "+targets[0]+" max_fails=0 max_conns=128;", "limit_conn sudoku_admission 128;")
+	lowered := waitFiles("server "+targets[0]+" max_fails=0 max_conns=64;", "limit_conn sudoku_admission 64;")
+	if lowered < time.Second || lowered-shared < 500*time.Millisecond {
+		t.Errorf("b stopped; a took its share after %v and gave it back after %v, want the share kept for the 1s hold", shared, lowered)
+	}
+	nginxtest.WaitUntil(t, 5*time.Second, "the metrics listener reports one worker and the lower budget", func() error {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, want := range []string{"sudoku_edge_workers 1\n", "sudoku_edge_worker_budget 1\n"} {
+			if !strings.Contains(string(b), want) {
+				return fmt.Errorf("/metrics lacks %q:\n%s", want, b)
+			}
+		}
+		return nil
+	})
+	// Two changes reloaded nginx (b gone, then the budget lowered).
+	if n := testutil.ToFloat64(metrics.configApplies.WithLabelValues("reloaded")); n < 2 {
+		t.Errorf("sudoku_edge_nginx_reloads_total{outcome=reloaded} = %v, want at least 2", n)
+	}
+	if n := testutil.ToFloat64(metrics.rounds); n < 3 {
+		t.Errorf("sudoku_edge_discovery_rounds_total = %v, want at least 3", n)
+	}
+
+	cancel()
+	if err := nginxtest.Returned(t, done, 10*time.Second, "Run after cancel"); err != nil {
+		t.Errorf("Run after cancel = %v, want nil (nginx status 0)", err)
+	}
+	if _, err := http.Get(url); err == nil {
+		t.Error("nginx still answers after Run returned")
+	}
+}
+
+// TestSupervisorRejectsBadConfig: Run checks its fields before it touches
+// the run directory or starts anything.
+func TestSupervisorRejectsBadConfig(t *testing.T) {
+	runDir := filepath.Join(t.TempDir(), "run")
+	for name, sup := range map[string]*Supervisor{
+		"no worker":        {Workers: " , ", ResolveInterval: time.Second, RunDir: runDir},
+		"no interval":      {Workers: "sudoku:9000", RunDir: runDir},
+		"bad worker entry": {Workers: "sudoku", ResolveInterval: time.Second, RunDir: runDir},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := sup.Run(context.Background()); err == nil {
+				t.Errorf("Run with %+v = nil, want an error", sup)
+			}
+			if _, err := os.Stat(runDir); err == nil {
+				t.Errorf("Run with %+v created %s", sup, runDir)
+			}
+		})
+	}
+}
