@@ -6,7 +6,8 @@
 
 (function () {
   const svgNS = "http://www.w3.org/2000/svg";
-  const span = 300e3; // ms of history drawn
+  const span = 300e3; // ms of history kept and, at most, drawn
+  const minSpan = 60e3; // the x axis spans at least this, growing to span
   const dropAfter = 30e3; // a worker unseen this long is dropped
   const gapAfter = 20e3; // a longer pause between two points breaks the line
   const colours = 8; // .w0 ... .w7 in style.css
@@ -23,6 +24,7 @@
   // workers: id -> { colour, points: [{t, rps, p50, p99, inflight, e503}], prev, seen, restarts }
   const workers = new Map();
   let answers = 0;
+  const opened = Date.now();
 
   function freeColour() {
     const used = new Set(Array.from(workers.values(), (w) => w.colour));
@@ -97,16 +99,25 @@
     return n;
   }
 
-  const X0 = 34, X1 = 314, Y0 = 8, Y1 = 100;
+  const X0 = 34, X1 = 314, Y0 = 6, Y1 = 68;
+
+  function ago(ms) {
+    const s = Math.round(ms / 1000);
+    return "−" + (s >= 120 ? Math.round(s / 6) / 10 + " min" : s + " s");
+  }
 
   function draw(now) {
+    // Until the page has been open five minutes, the axis shows its time so
+    // far (at least a minute), so that the first points are not squeezed
+    // into the right edge.
+    const shown = Math.min(span, Math.max(minSpan, Math.ceil((now - opened) / 30e3) * 30e3));
     for (const ch of charts) {
       let max = 0;
       for (const w of workers.values()) {
         for (const p of w.points) for (const k of ch.keys) if (p[k] !== null && p[k] > max) max = p[k];
       }
       max = niceMax(max);
-      const x = (t) => X0 + ((t - (now - span)) / span) * (X1 - X0);
+      const x = (t) => X0 + ((t - (now - shown)) / shown) * (X1 - X0);
       const y = (v) => Y1 - (v / max) * (Y1 - Y0);
       const kids = [];
       for (const f of [0, 0.5, 1]) {
@@ -114,9 +125,9 @@
         kids.push(node("line", { class: "grid", x1: X0, x2: X1, y1: yy, y2: yy }));
         kids.push(node("text", { class: "axis", x: X0 - 4, y: yy + 3, "text-anchor": "end" }, label(max * f)));
       }
-      kids.push(node("text", { class: "axis", x: X0, y: 116 }, "−5 min"));
-      kids.push(node("text", { class: "axis", x: (X0 + X1) / 2, y: 116, "text-anchor": "middle" }, "−2.5 min"));
-      kids.push(node("text", { class: "axis", x: X1, y: 116, "text-anchor": "end" }, "now"));
+      kids.push(node("text", { class: "axis", x: X0, y: 80 }, ago(shown)));
+      kids.push(node("text", { class: "axis", x: (X0 + X1) / 2, y: 80, "text-anchor": "middle" }, ago(shown / 2)));
+      kids.push(node("text", { class: "axis", x: X1, y: 80, "text-anchor": "end" }, "now"));
       let drawn = 0;
       for (const w of workers.values()) {
         ch.keys.forEach((k, ki) => {
@@ -131,7 +142,7 @@
             run = [];
           };
           for (const p of w.points) {
-            if (p[k] === null) continue;
+            if (p[k] === null || p.t < now - shown) continue;
             if (last && p.t - last.t > gapAfter) flush();
             run.push(x(p.t).toFixed(1) + "," + y(Math.min(p[k], max)).toFixed(1));
             last = p;
@@ -167,7 +178,7 @@
       } else {
         record(JSON.parse(body), now);
         answers++;
-        status.textContent = answers + " answers from " + workers.size + " worker" + (workers.size === 1 ? "" : "s") + " in view.";
+        status.textContent = answers + (answers === 1 ? " answer" : " answers") + " from " + workers.size + " worker" + (workers.size === 1 ? "" : "s") + " in view.";
       }
     } catch (err) {
       status.textContent = "Last poll failed: " + (err.name === "AbortError" ? "no answer within 3 s" : "network error (" + err.message + ")") + "; polling again every second.";
