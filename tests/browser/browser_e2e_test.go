@@ -6,7 +6,6 @@
 package browser
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -55,10 +54,11 @@ func needChromium(t *testing.T) string {
 	return ""
 }
 
-// readLines returns the lines of a testdata file that are not comments.
-func readLines(t *testing.T, name string) []string {
+// readLines returns the lines of a file that are neither empty nor
+// comments, trimmed.
+func readLines(t *testing.T, path string) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,22 +68,10 @@ func readLines(t *testing.T, name string) []string {
 			out = append(out, l)
 		}
 	}
+	if len(out) == 0 {
+		t.Fatalf("%s has no lines", path)
+	}
 	return out
-}
-
-func firstLine(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if l != "" && !strings.HasPrefix(l, "#") {
-			return l
-		}
-	}
-	t.Fatalf("%s has no puzzle", path)
-	return ""
 }
 
 // answerOf is what the service answers for one puzzle, by the solver:
@@ -348,7 +336,7 @@ func TestPage(t *testing.T) {
 	w.start(ctx)
 	p := &page{t: t, ctx: ctx, url: origin}
 
-	held := firstLine(t, "testdata/heldout.txt")
+	held := readLines(t, "testdata/heldout.txt")[0]
 	heldSolution := answerOf(held)
 
 	t.Run("deep link solves on load", func(t *testing.T) {
@@ -366,7 +354,7 @@ func TestPage(t *testing.T) {
 
 	t.Run("keyboard", func(t *testing.T) {
 		p.t = t
-		puzzle := strings.SplitN(readLines(t, "batch.txt")[1], ":", 2)[0]
+		puzzle := strings.SplitN(readLines(t, "testdata/batch.txt")[1], ":", 2)[0]
 		p.navigate("/")
 		p.do(chromedp.Click(chromedp.CSS("#board .cell")), press(puzzle))
 		typed := strings.ReplaceAll(puzzle, "0", ".")
@@ -421,14 +409,14 @@ func TestPage(t *testing.T) {
 
 	t.Run("no solution", func(t *testing.T) {
 		p.t = t
-		p.paste(firstLine(t, "../../solver/testdata/nosolution.txt"))
+		p.paste(readLines(t, "../../solver/testdata/nosolution.txt")[0])
 		p.do(chromedp.Click(chromedp.ID("solve-btn")))
 		p.waitStatus("status", "puzzle has no solution")
 	})
 
 	t.Run("not unique", func(t *testing.T) {
 		p.t = t
-		p.paste(firstLine(t, "../../solver/testdata/multiple.txt"))
+		p.paste(readLines(t, "../../solver/testdata/multiple.txt")[0])
 		p.do(chromedp.Click(chromedp.ID("unique-btn")))
 		p.waitStatus("status", "not unique")
 		if loc := p.eval(`location.search`); !strings.HasSuffix(loc, "&unique=1") {
@@ -571,7 +559,7 @@ func testBatch(t *testing.T, p *page) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := readLines(t, "batch.txt")
+	lines := readLines(t, "testdata/batch.txt")
 	if len(lines) != 200 {
 		t.Fatalf("testdata/batch.txt has %d puzzle lines, want 200", len(lines))
 	}
@@ -602,7 +590,7 @@ func testBatch(t *testing.T, p *page) {
 			t.Fatal("the download was canceled")
 		}
 	}
-	got := readFile(t, filepath.Join(dir, "batch.answers.txt"))
+	got := readLines(t, filepath.Join(dir, "batch.answers.txt"))
 	if len(got) != len(lines) {
 		t.Fatalf("downloaded %d answer lines, want %d", len(got), len(lines))
 	}
@@ -619,22 +607,4 @@ func testBatch(t *testing.T, p *page) {
 			t.Errorf("answer line %d = %q, want %q", i+1, got[i], want)
 		}
 	}
-}
-
-func readFile(t *testing.T, path string) []string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		out = append(out, sc.Text())
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
