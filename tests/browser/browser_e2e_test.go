@@ -311,6 +311,7 @@ func (p *page) pointsDrawn(chart string) string {
 func TestPage(t *testing.T) {
 	addr := nginxtest.RequireEnv(t, "SUDOKU_E2E_HTTP", "tests/browser/run.sh", "test-browser")
 	origin := "http://" + addr
+	compose := nginxtest.RequireEnv(t, "SUDOKU_E2E_COMPOSE", "tests/browser/run.sh", "test-browser")
 	chromium := needChromium(t)
 	t.Run("headers", func(t *testing.T) { testHeaders(t, origin) })
 
@@ -453,13 +454,17 @@ func TestPage(t *testing.T) {
 		p.do(chromedp.EmulateViewport(1280, 1000))
 	})
 
+	// Some traffic from here on, so that the charts have something to show.
+	load := steadyload.Start(origin+"/sudoku?puzzle="+held, 2, 50*time.Millisecond, func(int) *http.Client {
+		return &http.Client{Timeout: 5 * time.Second}
+	})
+	p.navigate("/")
+	t.Run("live panel across scaling and a restart", func(t *testing.T) { testScaling(t, p, compose) })
+
 	t.Run("screenshot", func(t *testing.T) {
 		p.t = t
-		// Some traffic, so that the charts have something to show.
-		load := steadyload.Start(origin+"/sudoku?puzzle="+held, 2, 50*time.Millisecond, func(int) *http.Client {
-			return &http.Client{Timeout: 5 * time.Second}
-		})
-		p.navigate("/?puzzle=" + held)
+		p.paste(held)
+		p.do(chromedp.Click(chromedp.ID("solve-btn")))
 		p.waitGrid(heldSolution)
 		p.waitFor("twenty points in the requests chart", p.pointsDrawn("chart-rps")+" >= 20", 60*time.Second)
 		t.Logf("background load: %v", load.Stop())
@@ -607,4 +612,37 @@ func testBatch(t *testing.T, p *page) {
 			t.Errorf("answer line %d = %q, want %q", i+1, got[i], want)
 		}
 	}
+}
+
+// testScaling scales the workers 2 -> 3, restarts one and scales back to 2
+// while the page polls: the panel must show the third worker, mark the
+// restart, drop the worker that is gone and go on drawing throughout.
+func testScaling(t *testing.T, p *page, compose string) {
+	p.t = t
+	workers := `document.querySelectorAll("#legend span").length`
+	sh := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(args[0], args[1:]...)
+		out, err := cmd.CombinedOutput()
+		t.Logf("%s (%v)", strings.Join(args, " "), err)
+		if err != nil {
+			t.Fatalf("%s", out)
+		}
+	}
+	up := func(n int) []string {
+		return append(strings.Fields(compose), "up", "-d", "--no-deps", "--no-recreate", "--no-build", "--scale", fmt.Sprintf("sudoku=%d", n), "sudoku")
+	}
+	p.waitFor("two workers in the legend", workers+" === 2", 30*time.Second)
+	sh(up(3)...)
+	p.waitFor("three workers in the legend", workers+" === 3", 60*time.Second)
+	first := strings.Fields(p.eval(`document.querySelector("#legend span").textContent`))[0]
+	first = strings.TrimSuffix(first, ",")
+	sh("docker", "restart", "-t", "5", first)
+	p.waitStatus("legend", first+" (restarted)")
+	polls := `parseInt(document.getElementById("live-status").textContent, 10)`
+	before := p.eval(`String(` + polls + `)`)
+	sh(up(2)...)
+	p.waitFor("the removed worker to leave the legend", workers+" === 2", 90*time.Second)
+	p.waitFor("answers to the polls after the scale down", polls+" > "+before+" + 5", 30*time.Second)
+	t.Logf("live panel: %s; legend: %s", p.text("live-status"), p.text("legend"))
 }

@@ -26,7 +26,8 @@ export SUDOKU_HTTP_PORT=127.0.0.1:$http_port \
 
 compose=(docker compose)
 docker compose version >/dev/null 2>&1 || compose=(docker-compose)
-compose+=(-p "$project" -f docker-compose.yml)
+# An absolute file path: the Go test scales the workers with the same command.
+compose+=(-p "$project" -f "$PWD/docker-compose.yml")
 
 finish() {
 	local rc=$?
@@ -45,5 +46,5 @@ log "building and starting project $project"
 wait_healthy "$("${compose[@]}" ps -q nginx)" nginx "${SUDOKU_BROWSER_UP_TIMEOUT:-300}"
 
 log "running the browser test"
-SUDOKU_E2E_HTTP=127.0.0.1:$http_port go test -tags e2e -count=1 -v -timeout 6m ./tests/browser/
+SUDOKU_E2E_HTTP=127.0.0.1:$http_port SUDOKU_E2E_COMPOSE="${compose[*]}" go test -tags e2e -count=1 -v -timeout 6m ./tests/browser/
 log "passed; screenshot in tests/browser/testdata/screenshot.png"
