@@ -640,6 +640,7 @@ func testScaling(t *testing.T, p *page, compose string) {
 	sh("docker", "restart", "-t", "5", first)
 	p.waitStatus("legend", first+" (restarted)")
 	polls := `parseInt(document.getElementById("live-status").textContent, 10)`
+	p.waitFor("a successful poll", polls+" > 0", 30*time.Second)
 	before := p.eval(`String(` + polls + `)`)
 	sh(up(2)...)
 	p.waitFor("the removed worker to leave the legend", workers+" === 2", 90*time.Second)
