@@ -27,7 +27,6 @@
     el.inputMode = "numeric";
     el.autocomplete = "off";
     el.spellcheck = false;
-    el.setAttribute("role", "gridcell");
     el.setAttribute("aria-label", "Row " + (r + 1) + ", column " + (c + 1));
     el.tabIndex = i === 0 ? 0 : -1;
     el.dataset.index = String(i);
@@ -141,6 +140,16 @@
   document.addEventListener("paste", (e) => {
     const text = (e.clipboardData || window.clipboardData).getData("text");
     const p = parsePasted(text);
+    const one = text.trim();
+    if (p === null && one.length === 1 && e.target.classList.contains("cell")) {
+      // One character pasted into a cell is typed there.
+      e.preventDefault();
+      const i = Number(e.target.dataset.index);
+      if (one >= "1" && one <= "9") setCell(i, one);
+      else if (one === "0" || one === ".") setCell(i, "");
+      else say("Type 1 to 9 in a cell; 0, . or Backspace clear it.", "error");
+      return;
+    }
     if (p === null) {
       if (e.target === document.body || e.target.classList.contains("cell")) {
         e.preventDefault();
