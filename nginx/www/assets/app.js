@@ -18,6 +18,7 @@
   // After a solve the grid shows the solution; the givens are remembered so
   // that an edit goes back to the puzzle.
   let shownSolution = false;
+  const typeHint = "Type 1 to 9 in a cell; 0, . or Backspace clear it.";
 
   for (let i = 0; i < 81; i++) {
     const r = Math.floor(i / 9), c = i % 9;
@@ -78,7 +79,7 @@
     else if (k === "Backspace") { setCell(i, ""); moveTo(Math.max(i - 1, 0), true); }
     else if (k === "Delete") setCell(i, "");
     else if (k === "Enter") solve(false);
-    else if (k.length === 1) say("Type 1 to 9 in a cell; 0, . or Backspace clear it.", "error");
+    else if (k.length === 1) say(typeHint, "error");
     else handled = false;
     if (handled) e.preventDefault();
   }
@@ -90,7 +91,7 @@
     const ch = v.slice(-1);
     if (ch >= "1" && ch <= "9") { setCell(i, ch); moveTo(Math.min(i + 1, 80), true); }
     else if (ch === "" || ch === "0" || ch === "." || ch === " ") setCell(i, "");
-    else { setCell(i, ""); say("Type 1 to 9 in a cell; 0, . or Backspace clear it.", "error"); }
+    else { setCell(i, ""); say(typeHint, "error"); }
   }
 
   // fill shows an 81-character puzzle; any character other than 1-9 and a
@@ -147,7 +148,7 @@
       const i = Number(e.target.dataset.index);
       if (one >= "1" && one <= "9") setCell(i, one);
       else if (one === "0" || one === ".") setCell(i, "");
-      else say("Type 1 to 9 in a cell; 0, . or Backspace clear it.", "error");
+      else say(typeHint, "error");
       return;
     }
     if (p === null) {
