@@ -540,18 +540,21 @@ func testHeaders(t *testing.T, origin string) {
 		}
 	}
 
-	// An API client asking for JSON gets the JSON 404 that names the API.
-	req, _ := http.NewRequest(http.MethodGet, origin+"/", nil)
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var body struct{ Error string }
-	err = json.NewDecoder(resp.Body).Decode(&body)
-	resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusNotFound || !strings.Contains(body.Error, "/sudoku") {
-		t.Errorf("GET / Accept: application/json: %d %q (%v), want 404 naming /sudoku", resp.StatusCode, body.Error, err)
+	// A client that does not ask for HTML (an API client, curl) gets the
+	// JSON 404 that names the API.
+	for _, accept := range []string{"application/json", "*/*", ""} {
+		req, _ := http.NewRequest(http.MethodGet, origin+"/", nil)
+		req.Header.Set("Accept", accept)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct{ Error string }
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusNotFound || !strings.Contains(body.Error, "/sudoku") {
+			t.Errorf("GET / Accept %q: %d %q (%v), want a JSON 404 naming /sudoku", accept, resp.StatusCode, body.Error, err)
+		}
 	}
 	// The page adds nothing reachable: internal paths stay JSON 404s.
 	for _, path := range []string{"/metrics", "/healthz", "/readyz", "/debug/pprof/", "/stub_status", "/index.html", "/assets/", "/www/index.html"} {
