@@ -178,7 +178,7 @@
       } else {
         record(JSON.parse(body), now);
         answers++;
-        status.textContent = answers + (answers === 1 ? " answer" : " answers") + " from " + workers.size + " worker" + (workers.size === 1 ? "" : "s") + " in view.";
+        status.textContent = "";
       }
     } catch (err) {
       status.textContent = "Last poll failed: " + (err.name === "AbortError" ? "no answer within 3 s" : "network error (" + err.message + ")") + "; polling again every second.";
@@ -186,6 +186,9 @@
       clearTimeout(timer);
     }
     prune(Date.now());
+    if (status.textContent === "") {
+      status.textContent = answers + (answers === 1 ? " answer" : " answers") + " so far; " + workers.size + " worker" + (workers.size === 1 ? "" : "s") + " in view.";
+    }
     draw(Date.now());
     setTimeout(poll, Math.max(0, 1000 - (performance.now() - started)));
   }
