@@ -391,7 +391,7 @@
       if (line === "" || line[0] === "#") continue;
       const colon = line.lastIndexOf(":");
       const id = colon >= 0 ? line.slice(0, colon) : null;
-      const cells = colon >= 0 ? line.slice(colon + 1) : line;
+      const puzzleText = colon >= 0 ? line.slice(colon + 1) : line;
       const n = entries.length;
       const e = { id: id, answer: null, tries: 0 };
       if (id !== null && badID(id)) {
@@ -399,7 +399,7 @@
         e.send = line;
       } else {
         e.tag = "b" + n.toString(36);
-        e.send = e.tag + ":" + cells;
+        e.send = e.tag + ":" + puzzleText;
       }
       entries.push(e);
     }
