@@ -27,7 +27,8 @@ RUN apt-get update \
 	&& chown www-data:www-data /run/sudoku-edge /var/lib/sudoku-edge /var/lib/nginx \
 	&& ln -sf /dev/stdout /var/log/nginx/access.log \
 	&& ln -sf /dev/stderr /var/log/nginx/error.log
-COPY nginx/nginx.conf nginx/sudoku-locations.conf nginx/sudoku-fastcgi.conf /etc/nginx/
+COPY nginx/nginx.conf nginx/sudoku-locations.conf nginx/sudoku-fastcgi.conf nginx/sudoku-www.conf /etc/nginx/
+COPY nginx/www/ /usr/share/sudoku-www/
 COPY --from=build /out/sudoku-edge /usr/local/bin/sudoku-edge
 # nginx listens on unprivileged ports only (8080 HTTP, 8443 HTTPS, 8082
 # stub_status, 8081 the edge's ACME responder), so nothing runs as root.
