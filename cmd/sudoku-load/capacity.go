@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"time"
 
-	"sudoku-fcgi/cmd/sudoku-load/internal/load"
+	"sudoku-fcgi/cmd/sudoku-load/load"
 )
 
 func setupCapacity(f *envFlags, c *common) func(context.Context) (*load.Result, error) {

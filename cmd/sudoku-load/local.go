@@ -4,7 +4,7 @@ import (
 	"context"
 	"runtime"
 
-	"sudoku-fcgi/cmd/sudoku-load/internal/load"
+	"sudoku-fcgi/cmd/sudoku-load/load"
 )
 
 func setupLocal(f *envFlags, c *common) func(context.Context) (*load.Result, error) {

@@ -25,7 +25,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"sudoku-fcgi/cmd/sudoku-load/internal/load"
+	"sudoku-fcgi/cmd/sudoku-load/load"
 )
 
 func main() {

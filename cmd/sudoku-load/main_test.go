@@ -20,8 +20,8 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files")
 
 const (
-	puzzleFile   = "internal/load/testdata/puzzles.txt"
-	solutionFile = "internal/load/testdata/solutions.txt"
+	puzzleFile   = "load/testdata/puzzles.txt"
+	solutionFile = "load/testdata/solutions.txt"
 )
 
 // fakeWorker answers GET /sudoku from the known solutions.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"sudoku-fcgi/cmd/sudoku-load/internal/load"
+	"sudoku-fcgi/cmd/sudoku-load/load"
 )
 
 func setupStress(f *envFlags, c *common) func(context.Context) (*load.Result, error) {
