@@ -16,9 +16,10 @@ import (
 // Client sends GET /sudoku requests and checks their answers. It is safe for
 // concurrent use.
 type Client struct {
-	http *http.Client
-	base string
-	text bool
+	http  *http.Client
+	base  string
+	text  bool
+	agent string
 }
 
 // ClientConfig configures NewClient.
@@ -33,6 +34,12 @@ type ClientConfig struct {
 	Timeout time.Duration
 	// Text asks for format=text answers instead of JSON.
 	Text bool
+	// UserAgent, if set, is every request's User-Agent header (the tests
+	// name their load phases with it in nginx's access log).
+	UserAgent string
+	// HTTPClient, if set, sends the requests instead of a client built
+	// from Conns and Timeout (e.g. one with its own TLS configuration).
+	HTTPClient *http.Client
 }
 
 // NewClient returns a client that keeps up to cfg.Conns connections alive.
@@ -40,6 +47,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("load: bad URL %q: want http://host:port", cfg.URL)
+	}
+	if cfg.HTTPClient != nil {
+		return &Client{http: cfg.HTTPClient, base: strings.TrimRight(cfg.URL, "/") + "/sudoku", text: cfg.Text, agent: cfg.UserAgent}, nil
 	}
 	if cfg.Conns < 1 {
 		cfg.Conns = 1
@@ -58,8 +68,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	return &Client{
 		http: &http.Client{Transport: tr, Timeout: cfg.Timeout},
-		base: strings.TrimRight(cfg.URL, "/") + "/sudoku",
-		text: cfg.Text,
+		base:  strings.TrimRight(cfg.URL, "/") + "/sudoku",
+		text:  cfg.Text,
+		agent: cfg.UserAgent,
 	}, nil
 }
 
@@ -71,6 +82,11 @@ type Outcome struct {
 	Kind Kind
 	// Received is true when an HTTP answer (of any status) arrived.
 	Received bool
+	// Status is the answer's HTTP status (0 when none arrived).
+	Status int
+	// Worker is the answer's X-Sudoku-Worker header: the worker that
+	// solved it.
+	Worker string
 	// Err describes a non-OK outcome.
 	Err error
 }
@@ -85,23 +101,28 @@ func (c *Client) Solve(ctx context.Context, p Puzzle) Outcome {
 	if err != nil {
 		return Outcome{Kind: KindOther, Err: err}
 	}
+	if c.agent != "" {
+		req.Header.Set("User-Agent", c.agent)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return Outcome{Kind: KindOfError(err), Err: err}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err != nil {
-		return Outcome{Kind: KindOfError(err), Err: err}
+	out := Outcome{Received: true, Status: resp.StatusCode, Worker: resp.Header.Get("X-Sudoku-Worker")}
+	switch {
+	case err != nil:
+		return Outcome{Kind: KindOfError(err), Status: out.Status, Worker: out.Worker, Err: err}
+	case resp.StatusCode != http.StatusOK:
+		out.Kind = KindOfStatus(resp.StatusCode)
+		out.Err = fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(body))
+	default:
+		if out.Err = c.check(p, body); out.Err != nil {
+			out.Kind = KindWrong
+		}
 	}
-	if resp.StatusCode != http.StatusOK {
-		return Outcome{Kind: KindOfStatus(resp.StatusCode), Received: true,
-			Err: fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(body))}
-	}
-	if err := c.check(p, body); err != nil {
-		return Outcome{Kind: KindWrong, Received: true, Err: err}
-	}
-	return Outcome{Kind: KindOK, Received: true}
+	return out
 }
 
 type answer struct {

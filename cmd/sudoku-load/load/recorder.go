@@ -201,3 +201,25 @@ func percentilesOf(h *hdrhistogram.Histogram) []Percentile {
 	}
 	return ps
 }
+
+// PercentileOf returns the q-th percentile (0-100) of ds as the recorder's
+// HDR histogram sees it: to 3 significant digits, rounded down to the
+// lowest value its bucket holds, so that it never reads higher than the
+// durations it stands for and a threshold at a recorded figure holds. It
+// is 0 for no durations.
+func PercentileOf(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	h := newHist()
+	for _, d := range ds {
+		_ = h.RecordValue(max(histMin, min(histMax, d.Microseconds()))) // cannot fail: clamped
+	}
+	v := h.ValueAtQuantile(q)
+	// Buckets are aligned powers of two wide: find the width by doubling.
+	k := int64(1)
+	for k <= v && h.ValuesAreEquivalent(v, v-k) {
+		k *= 2
+	}
+	return time.Duration(v-k+1) * time.Microsecond
+}
