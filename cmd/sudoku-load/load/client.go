@@ -67,7 +67,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		ForceAttemptHTTP2:   false,
 	}
 	return &Client{
-		http: &http.Client{Transport: tr, Timeout: cfg.Timeout},
+		http:  &http.Client{Transport: tr, Timeout: cfg.Timeout},
 		base:  strings.TrimRight(cfg.URL, "/") + "/sudoku",
 		text:  cfg.Text,
 		agent: cfg.UserAgent,
