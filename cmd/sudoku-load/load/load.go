@@ -165,7 +165,7 @@ schedule:
 	wg.Wait()
 	stopTicks(time.Now())
 
-	res := &Result{Mode: "load", Target: cfg.Target, Connections: cfg.Conns, Rate: cfg.Rate}
+	res := &Result{Mode: "load", Start: start, Target: cfg.Target, Connections: cfg.Conns, Rate: cfg.Rate}
 	// The rate achieved over the scheduled window, answers that arrive in
 	// the grace period included.
 	return finish(ctx, rec, res, end.Sub(start))

@@ -1,4 +1,4 @@
-package main
+package suite
 
 import (
 	"bufio"
@@ -247,8 +247,8 @@ func (s *suite) stats(ctx context.Context, tries int) map[string]flat {
 // the suite's output, and returns the decoded JSON result.
 func (s *suite) runLoad(ctx context.Context, args ...string) (flat, error) {
 	args = append(args, "-json", "-log-console")
-	fmt.Fprintf(s.out, "    $ %s %s\n", s.cfg.loadBin, strings.Join(args, " "))
-	out, err := s.runEchoingStderr(exec.CommandContext(ctx, s.cfg.loadBin, args...))
+	fmt.Fprintf(s.out, "    $ %s %s\n", s.cfg.LoadBin, strings.Join(args, " "))
+	out, err := s.runEchoingStderr(exec.CommandContext(ctx, s.cfg.LoadBin, args...))
 	return loadOutput(out, err, s.out)
 }
 
@@ -261,11 +261,11 @@ func (s *suite) runLoadFrom(ctx context.Context, name string, args ...string) (f
 	if err != nil {
 		return nil, err
 	}
-	bin, err := filepath.Abs(s.cfg.loadBin)
+	bin, err := filepath.Abs(s.cfg.LoadBin)
 	if err != nil {
 		return nil, err
 	}
-	puzzles, err := filepath.Abs(s.cfg.puzzles)
+	puzzles, err := filepath.Abs(s.cfg.Puzzles)
 	if err != nil {
 		return nil, err
 	}
@@ -305,12 +305,12 @@ func loadOutput(out []byte, err error, log io.Writer) (flat, error) {
 // requests is their max), it searches again with the fallback SLO and says
 // so loudly: the scenarios need a C, and the figures show which one.
 func (s *suite) capacity(ctx context.Context) (float64, error) {
-	for _, slo := range []time.Duration{s.cfg.sloP99, s.cfg.sloFallback} {
+	for _, slo := range []time.Duration{s.cfg.SLO, s.cfg.SLOFallback} {
 		if slo <= 0 {
 			continue
 		}
 		fmt.Fprintf(s.out, "== capacity (sudoku-load capacity, p99 <= %v)\n", slo)
-		f, err := s.runLoad(ctx, "capacity", "-url", s.st.baseURL, "-in", s.cfg.puzzles,
+		f, err := s.runLoad(ctx, "capacity", "-url", s.st.baseURL, "-in", s.cfg.Puzzles,
 			"-p99", slo.String(), "-cores", fmt.Sprint(s.stackCores()))
 		if err != nil {
 			return 0, err
@@ -323,7 +323,7 @@ func (s *suite) capacity(ctx context.Context) (float64, error) {
 		}
 		fmt.Fprintf(s.out, "== WARNING: no rate kept p99 <= %v (load average %s)\n", slo, loadAvg())
 	}
-	return 0, fmt.Errorf("no rate met p99 <= %v or %v", s.cfg.sloP99, s.cfg.sloFallback)
+	return 0, fmt.Errorf("no rate met p99 <= %v or %v", s.cfg.SLO, s.cfg.SLOFallback)
 }
 
 func loadAvg() string {

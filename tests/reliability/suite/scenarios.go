@@ -1,4 +1,4 @@
-package main
+package suite
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"sudoku-fcgi/cmd/sudoku-load/load"
 )
 
 // checks collects a scenario's criteria: each is a name, whether it held,
@@ -55,22 +57,19 @@ func (s *suite) conns(rate float64) int {
 
 // baseline measures p99 at rate for d.
 func (s *suite) baseline(ctx context.Context, rate float64, d time.Duration) summary {
-	res := drive(ctx, s.st.baseURL, loadSpec{Name: "baseline", Rate: rate, Duration: d, Conns: s.conns(rate), Puzzles: s.puzzles}, s.out)
+	res := drive(ctx, s.st.baseURL, loadSpec{Name: "baseline", Rate: rate, Duration: d, Conns: s.conns(rate), Puzzles: s.load}, s.out)
 	return summarize(res.Records, d)
 }
 
 // background runs load at rate until the returned stop is called (or max
 // passes) and then returns its records.
 func (s *suite) background(ctx context.Context, name string, rate float64, max time.Duration) (stop func() *loadResult) {
-	ch := make(chan struct{})
-	done := make(chan *loadResult, 1)
-	go func() {
-		done <- drive(ctx, s.st.baseURL, loadSpec{Name: name, Rate: rate, Duration: max, Conns: s.conns(rate), Puzzles: s.puzzles, Stop: ch}, s.out)
-	}()
-	return func() *loadResult {
-		close(ch)
-		return <-done
+	cfg, res := phase(s.st.baseURL, loadSpec{Name: name, Rate: rate, Duration: max, Conns: s.conns(rate), Puzzles: s.load}, s.out)
+	if res.Err != nil {
+		return func() *loadResult { return res }
 	}
+	end := load.Background(ctx, cfg)
+	return func() *loadResult { return res.finish(end()) }
 }
 
 // overload: 3 C for the overload duration.
@@ -82,7 +81,7 @@ func overload(ctx context.Context, s *suite) result {
 	// measured at, if higher), both as nginx timed them (below).
 	baseFrom := time.Now()
 	baseRes := drive(ctx, s.st.baseURL, loadSpec{Name: "baseline", Rate: s.half(), Duration: 10 * time.Second,
-		Conns: s.conns(s.half()), Puzzles: s.puzzles}, s.out)
+		Conns: s.conns(s.half()), Puzzles: s.load}, s.out)
 	base := summarize(baseRes.Records, 10*time.Second)
 	pool, queue, okPQ := s.poolQueue(ctx)
 
@@ -111,7 +110,7 @@ func overload(ctx context.Context, s *suite) result {
 		deep = sats[1]
 	}
 	stopSample := s.sample(ctx, ids, 100*time.Millisecond, true)
-	res := drive(ctx, s.st.baseURL, loadSpec{Name: "3C", Rate: rate, Duration: s.cfg.overloadDuration,
+	res := drive(ctx, s.st.baseURL, loadSpec{Name: "3C", Rate: rate, Duration: s.cfg.OverloadDuration,
 		// 30 s: at 3 C the load client itself falls behind on 2 shared
 		// cores (tens of thousands of requests queued in it, waiting for
 		// one of its connections, answered 9.5 s late at C = 1250); that
@@ -124,27 +123,27 @@ func overload(ctx context.Context, s *suite) result {
 		// Each request in flight has its own connection: with fewer (400)
 		// the excess waited in the client for a connection, and the stack,
 		// which admits 2 x max_conns 256 at once, never had to shed any.
-		Conns: 1600, MaxInFlight: 1600, Puzzles: s.puzzles, Timeout: 30 * time.Second}, s.out)
+		Conns: 1600, MaxInFlight: 1600, Puzzles: s.load, Timeout: 30 * time.Second}, s.out)
 	ended := time.Now()
 	// Recovery: 0.5 C from the moment the overload ends.
 	rec := drive(ctx, s.st.baseURL, loadSpec{Name: "after", Rate: s.half(), Duration: 10 * time.Second,
-		Conns: s.conns(s.half()), Puzzles: s.puzzles}, s.out)
+		Conns: s.conns(s.half()), Puzzles: s.load}, s.out)
 	recUntil := time.Now()
 	sm := stopSample()
 	logged, nerr := s.nginxRequests(ctx, baseFrom, recUntil)
 	inNginx := phaseTimes(logged, "3C", http.StatusServiceUnavailable)
 
-	sum := res.summary(s.cfg.overloadDuration)
+	sum := res.summary(s.cfg.OverloadDuration)
 	var busy []time.Duration
 	for _, r := range res.Records {
 		if r.Kind == kindBusy {
 			busy = append(busy, r.Latency)
 		}
 	}
-	p99busy := pct(busy, 99)
+	p99busy := load.PercentileOf(busy, 99)
 	other := sum.Sent - sum.OK - len(busy)
 	c.fig("offered %.0f/s (%.1f C; saturation %.0f/s) for %v, sent %.0f/s (the client skipped %d: %d in flight), goodput %.0f/s (%.2f C), %.1f%% shed with 503",
-		rate, rate/s.C, sat, s.cfg.overloadDuration, sum.Rate, sum.Skipped, res.Spec.MaxInFlight, sum.Goodput, sum.Goodput/s.C, 100*float64(len(busy))/math.Max(1, float64(sum.Sent)))
+		rate, rate/s.C, sat, s.cfg.OverloadDuration, sum.Rate, sum.Skipped, res.Spec.MaxInFlight, sum.Goodput, sum.Goodput/s.C, 100*float64(len(busy))/math.Max(1, float64(sum.Sent)))
 	if deep == 0 {
 		c.fig("saturation with %d in flight not measured: %v", deepInFlight, serr)
 	} else {
@@ -154,7 +153,7 @@ func overload(ctx context.Context, s *suite) result {
 	// How fast the service rejects: nginx's request_time of the 503s. The
 	// client's own clock (also shown) counts its wait for CPU too: it
 	// shares the 2 cores with a stack that is saturated on purpose.
-	p99nginx := pct(inNginx, 99)
+	p99nginx := load.PercentileOf(inNginx, 99)
 	c.fig("503 %d: p99 %s in nginx (%d logged), %s at the client; other failures %d (%s)",
 		len(busy), ms(p99nginx), len(inNginx), ms(p99busy), other, sum.kindsString())
 	c.want(sum.Goodput >= 0.9*s.C, "goodput %.0f/s < 0.9 C = %.0f/s", sum.Goodput, 0.9*s.C)
@@ -178,7 +177,7 @@ func overload(ctx context.Context, s *suite) result {
 	// reached 10-35 ms (client and VM) while nginx's p99 stayed at 1-4 ms
 	// in every second. A request that failed at the client counts too.
 	baseNginx := phaseTimes(logged, "baseline", http.StatusOK)
-	normal := maxDur(2*pct(baseNginx, 99), s.sloUsed)
+	normal := maxDur(2*load.PercentileOf(baseNginx, 99), s.sloUsed)
 	after := phaseRecords(logged, "after", ended)
 	for _, r := range rec.Records {
 		if r.failed() {
@@ -187,7 +186,7 @@ func overload(ctx context.Context, s *suite) result {
 	}
 	back := recoveryTime(after, normal, 10)
 	c.fig("p99 in nginx from then on normal (<= %s; baseline p99 %s, 1 s windows %s) %v after; 1 s windows after: %s; at the client: baseline p99 %s, 1 s windows after: %s",
-		ms(normal), ms(pct(baseNginx, 99)), msList(windowP99(phaseRecords(logged, "baseline", baseFrom), 10)), back,
+		ms(normal), ms(load.PercentileOf(baseNginx, 99)), msList(windowP99(phaseRecords(logged, "baseline", baseFrom), 10)), back,
 		msList(windowP99(after, 10)), ms(base.P99), msList(windowP99(rec.Records, 10)))
 	c.want(len(baseNginx) > 0 && len(after) > 0, "no baseline or recovery requests in nginx's log (%d, %d)", len(baseNginx), len(after))
 	c.want(back <= 5*time.Second, "p99 not back to %s within 5 s after the overload (%v)", ms(normal), back)
@@ -247,7 +246,7 @@ func windowP99(recs []record, secs int) []time.Duration {
 	}
 	p := make([]time.Duration, secs)
 	for i, w := range win {
-		p[i] = pct(w, 99)
+		p[i] = load.PercentileOf(w, 99)
 	}
 	return p
 }
@@ -267,7 +266,7 @@ func recoveryTime(recs []record, normal time.Duration, secs int) time.Duration {
 				failed = failed || r.Kind != kindOK
 			}
 		}
-		if len(lat) > 0 && !failed && pct(lat, 99) <= normal {
+		if len(lat) > 0 && !failed && load.PercentileOf(lat, 99) <= normal {
 			return time.Duration(k) * time.Second
 		}
 	}
@@ -320,7 +319,7 @@ func bursts(ctx context.Context, s *suite) result {
 	}
 	d := 20 * time.Second
 	res := drive(ctx, s.st.baseURL, loadSpec{Name: "bursts", Burst: size, Interval: 100 * time.Millisecond,
-		Duration: d, Conns: 400, Puzzles: s.puzzles}, s.out)
+		Duration: d, Conns: 400, Puzzles: s.load}, s.out)
 	sum := summarize(res.Records, d)
 	busy := sum.Kinds[kindBusy]
 	frac := float64(busy) / float64(max(1, sum.Sent))
@@ -621,7 +620,7 @@ func slowClients(ctx context.Context, s *suite) result {
 			"-c", "200", "-n", "10000", "-duration", "30s")
 		done <- out{f, err}
 	}()
-	s.waitRunning(ctx, s.cfg.project+"-slow-client", 20*time.Second)
+	s.waitRunning(ctx, s.cfg.Project+"-slow-client", 20*time.Second)
 	sleep(ctx, 3*time.Second)
 	stop := s.background(ctx, "alongside", rate, 5*time.Minute)
 	o := <-done
@@ -643,7 +642,7 @@ func slowClients(ctx context.Context, s *suite) result {
 	// the core of the suite, Docker's CLI and the slow client's container.
 	logged, nerr := s.nginxRequests(ctx, from, time.Now())
 	baseTimes, alongTimes := phaseTimes(logged, "baseline", http.StatusOK), phaseTimes(logged, "alongside", http.StatusOK)
-	baseN, alongN := pct(baseTimes, 99), pct(alongTimes, 99)
+	baseN, alongN := load.PercentileOf(baseTimes, 99), load.PercentileOf(alongTimes, 99)
 	c.fig("well-behaved client at %.0f/s: p99 in nginx %s (baseline %s; %d and %d logged), at the client %s (baseline %s), failed %d",
 		rate, ms(alongN), ms(baseN), len(alongTimes), len(baseTimes), ms(sum.P99), ms(base.P99), sum.failures())
 	c.want(nerr == nil, "reading nginx's access log: %v", nerr)

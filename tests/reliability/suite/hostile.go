@@ -1,4 +1,4 @@
-package main
+package suite
 
 import (
 	"bufio"
@@ -196,7 +196,7 @@ func hostileInput(ctx context.Context, s *suite) result {
 	if err != nil {
 		return c.abort(err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", s.cfg.httpPort)
+	addr := fmt.Sprintf("127.0.0.1:%d", s.cfg.HTTPPort)
 	const total = 10000
 	var (
 		mu       sync.Mutex
@@ -292,7 +292,7 @@ func statusString(m map[int]int) string {
 // published; nginx hides its version.
 func internalEndpoints(ctx context.Context, s *suite) result {
 	var c checks
-	addr := fmt.Sprintf("127.0.0.1:%d", s.cfg.httpPort)
+	addr := fmt.Sprintf("127.0.0.1:%d", s.cfg.HTTPPort)
 	paths := []string{
 		"/metrics", "/healthz", "/readyz", "/debug/pprof/", "/debug/pprof/goroutine?debug=1",
 		"/debug/pprof/heap", "/debug/free-os-memory", "/stub_status", "/nginx_status", "/status",
