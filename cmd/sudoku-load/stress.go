@@ -9,8 +9,8 @@ import (
 )
 
 func setupStress(fs *cli.FlagSet, c *common) func(context.Context) (*load.Result, error) {
-	var count, depth int
 	var noRead bool
+	var count, depth int
 	fs.IntVar(&c.conns, "c", 8, "raw TCP connections")
 	fs.IntVar(&count, "n", 100000, "requests to write over all connections (a bound)")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to write at most (a bound; -timeout more to read the last answers)")

@@ -9,7 +9,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -158,7 +158,7 @@ func TestCertificateAndRenewal(t *testing.T) {
 	poll(t, 60*time.Second, "nginx serves the renewed certificate", func() (err error) {
 		second, err = serial(addr, roots)
 		if err == nil && second == first {
-			err = fmt.Errorf("still serial %s", second)
+			err = errors.New("still serial " + second)
 		}
 		return err
 	})

@@ -224,12 +224,12 @@ func startTicker(rec *Recorder, start time.Time, progress func(Tick)) func(time.
 		defer t.Stop()
 		for {
 			select {
-			case <-done:
-				return
 			case <-t.C:
 				tick()
 				next = next.Add(time.Second)
 				t.Reset(time.Until(next))
+			case <-done:
+				return
 			}
 		}
 	}()

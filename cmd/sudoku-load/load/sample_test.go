@@ -14,20 +14,15 @@ import (
 // of them and leaves the rest unsent; OnSample sees all 20, unsent as
 // timeouts, and the result counts the unsent as timeouts too.
 func TestLoadMaxInFlight(t *testing.T) {
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		<-release
+	ps, sols := testPuzzles(t)
+	url := newFake(t, &fake{sols: sols, before: func(w http.ResponseWriter, _ *http.Request) bool {
+		time.Sleep(300 * time.Millisecond) // longer than the run: every request is held
 		w.WriteHeader(http.StatusServiceUnavailable)
-	}))
-	defer srv.Close()
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		close(release)
-	}()
-	ps, _ := testPuzzles(t)
+		return true
+	}})
 	var mu sync.Mutex
 	var sent, unsent, busy int
-	res, err := Load(t.Context(), LoadConfig{Client: newClient(t, srv.URL, 8, 5*time.Second, false), Puzzles: ps,
+	res, err := Load(t.Context(), LoadConfig{Client: newClient(t, url, 8, 5*time.Second, false), Puzzles: ps,
 		Conns: 8, Rate: 100, Duration: 200 * time.Millisecond, MaxInFlight: 3,
 		OnSample: func(s Sample) {
 			mu.Lock()

@@ -17,8 +17,7 @@ import (
 // nginx.
 func fcgiAbuse(ctx context.Context, s *suite) result {
 	var c checks
-	ids := s.workers(ctx)
-	sts, err := s.st.inspect(ctx, ids...)
+	ids, sts, err := s.workerStates(ctx)
 	if err != nil {
 		return c.abort(err)
 	}

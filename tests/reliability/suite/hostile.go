@@ -191,8 +191,7 @@ func rawExchange(ctx context.Context, addr string, req []byte, timeout time.Dura
 // hostileInput: 10,000 fuzzed requests through nginx.
 func hostileInput(ctx context.Context, s *suite) result {
 	var c checks
-	ids := s.workers(ctx)
-	before, err := s.st.inspect(ctx, ids...)
+	ids, before, err := s.workerStates(ctx)
 	if err != nil {
 		return c.abort(err)
 	}
