@@ -88,9 +88,9 @@ type loadResult struct {
 	Start   time.Time
 	Records []record // one per request sent
 	// Skipped counts the requests due but never sent (MaxInFlight). It is
-	// a counter, not records: a minute of skips at a high offered rate is
-	// a million records, whose memory and GC would be the client's, in the
-	// seconds the recovery is measured.
+	// a counter, not records: the skips of an overload would be millions
+	// of records, whose memory and GC would load the client in the seconds
+	// the recovery is measured.
 	Skipped int
 	// Err is why the load could not run at all; it counts as a failure.
 	Err error

@@ -41,11 +41,9 @@ const logFlushDelay = 2 * time.Second
 // On a machine where the load client shares the cores with a saturated
 // stack, the client's clock also counts its own wait for CPU; nginx's
 // request_time is the service's part alone. The log is read once, after
-// the load: a `docker logs --follow` during the overload cost dockerd 42%
-// of a core (20% without it), taken from the stack it measured; re-reading
-// the log every few seconds cost half a core for 2 s of every 5. The suite
-// gives nginx a log large enough to hold the whole overload
-// (logsOverride).
+// the load, because following it costs dockerd CPU taken from the stack
+// (figures: tests/reliability/README.md); logsOverride gives nginx a log
+// large enough to hold the whole overload.
 func (s *suite) nginxRequests(ctx context.Context, from, until time.Time) ([]loggedRequest, error) {
 	host, err := s.st.hostAddress(ctx)
 	if err != nil {

@@ -85,15 +85,12 @@ func overload(ctx context.Context, s *suite) result {
 	base := summarize(baseRes.Records, 10*time.Second)
 	pool, queue, okPQ := s.poolQueue(ctx)
 
-	// 3 C, or 1.2 x the stack's saturation throughput when that is more:
-	// C (p99 <= 5 ms) came out as low as 298/s on noisy days, and 3 C =
-	// 1,455/s (C = 485) shed nothing at all; an overload must overload.
-	// Not more: the batch's closed loop (2,972/s) outdoes what the stack
-	// answers under open-loop load (1,900-2,400/s), and at 1.5 x it the
-	// load client, on the same 2 cores, queued requests for 17 s.
+	// 3 C, or 1.2 x the stack's saturation throughput when that is more,
+	// so that an overload overloads even when C comes out low; not more,
+	// so that the client does not queue requests itself (why these
+	// factors: tests/reliability/README.md).
 	//
-	// The same at the overload's depth is measured for the record: nginx
-	// admits 2 x max_conns 256 and the client holds 1,600 connections, and
+	// The saturation at the overload's depth is measured for the record:
 	// the stack's cost per answer grows with the connections open (the
 	// kernel's and nginx's per-connection state, the workers' goroutines
 	// and GC), 503s or not. That is the goodput's ceiling in the overload.
@@ -111,18 +108,13 @@ func overload(ctx context.Context, s *suite) result {
 	}
 	stopSample := s.sample(ctx, ids, 100*time.Millisecond, true)
 	res := drive(ctx, s.st.baseURL, loadSpec{Name: "3C", Rate: rate, Duration: s.cfg.OverloadDuration,
-		// 30 s: at 3 C the load client itself falls behind on 2 shared
-		// cores (tens of thousands of requests queued in it, waiting for
-		// one of its connections, answered 9.5 s late at C = 1250); that
-		// wait is the client's, not the service's (nginx's own times are
-		// judged below), and a hung request still shows as a failure.
-		// Past 1,600 in flight the client skips a request rather than
-		// queue it: at 4,875/s its queue reached 103,000 requests, which
-		// went on loading the stack for 28 s after the 60 s and were
-		// still being freed (goroutine stacks, GC) in the recovery phase.
-		// Each request in flight has its own connection: with fewer (400)
-		// the excess waited in the client for a connection, and the stack,
-		// which admits 2 x max_conns 256 at once, never had to shed any.
+		// A 30 s timeout: at 3 C the client's own backlog may answer
+		// late, and that wait is the client's (nginx's times are judged
+		// below), while a hung request still fails. Past 1,600 in flight
+		// the client skips a request rather than queue it, so that its
+		// queue does not load the stack into the recovery phase; and each
+		// request in flight has its own connection, more than nginx
+		// admits, so that the stack has to shed (tests/reliability/README.md).
 		Conns: 1600, MaxInFlight: 1600, Puzzles: s.load, Timeout: 30 * time.Second}, s.out)
 	ended := time.Now()
 	// Recovery: 0.5 C from the moment the overload ends.
@@ -173,9 +165,9 @@ func overload(ctx context.Context, s *suite) result {
 		c.want(false, "pool and queue sizes not found in /sudoku/stats")
 	}
 	// p99 back to normal within 5 s (recoveryTime says how it is judged),
-	// timed by nginx like the 503s: in whole runs the client's own windows
-	// reached 10-35 ms (client and VM) while nginx's p99 stayed at 1-4 ms
-	// in every second. A request that failed at the client counts too.
+	// timed by nginx like the 503s, since the client's own clock counts its
+	// wait for CPU (tests/reliability/README.md). A request that failed at
+	// the client counts too.
 	baseNginx := phaseTimes(logged, "baseline", http.StatusOK)
 	normal := maxDur(2*load.PercentileOf(baseNginx, 99), s.sloUsed)
 	after := phaseRecords(logged, "after", ended)
@@ -593,10 +585,9 @@ func slowClients(ctx context.Context, s *suite) result {
 	ids := s.workers(ctx)
 	idle := s.idle(ctx, ids)
 	idleNginx, _ := s.st.nginxWorkersRSS(ctx, s.nginxID(ctx))
-	// 0.25 C, but at least minWellBehavedRate: at C = 114 (a noisy hour on
-	// this VM) 0.25 C was 28/s, about 700 requests, and the p99 was the 7th
-	// slowest, so one VM stall decided the check. At 100/s or more the p99
-	// rests on 25 or more requests on each side of the comparison.
+	// 0.25 C, but at least minWellBehavedRate, so that the p99 rests on 25
+	// or more requests on each side of the comparison and not on one stall
+	// (tests/reliability/README.md).
 	rate := math.Max(0.25*s.C, minWellBehavedRate)
 	// The baseline runs as long as the client alongside will, with the
 	// same sampler running: the same number of Docker health probes and
