@@ -4,26 +4,20 @@ import (
 	"context"
 	"fmt"
 
-	"sudoku-fcgi/cmd/sudoku-load/internal/load"
+	"sudoku-fcgi/cmd/cli"
+	"sudoku-fcgi/cmd/sudoku-load/load"
 )
 
-func setupBatch(f *envFlags, c *common) func(context.Context) (*load.Result, error) {
-	var size int
-	f.Int(&c.conns, "c", 8, "connections (requests in flight at once)")
-	f.Int(&size, "b", 0, "puzzles per POST /sudoku (0: one GET per puzzle)")
+func setupBatch(fs *cli.FlagSet, c *common) func(context.Context) (*load.Result, error) {
+	size := fs.Int("b", 0, "puzzles per POST /sudoku (0: one GET per puzzle)")
+	fs.IntVar(&c.conns, "c", 8, "connections (requests in flight at once)")
 	return func(ctx context.Context) (*load.Result, error) {
-		if err := positive("c", float64(c.conns)); err != nil {
-			return nil, err
+		if *size < 0 {
+			return nil, &cli.UsageError{Err: fmt.Errorf("-b must be >= 0, got %d", *size)}
 		}
-		if size < 0 {
-			return nil, fmt.Errorf("-b must be >= 0, got %d", size)
-		}
-		cl, err := c.client()
-		if err != nil {
-			return nil, err
-		}
-		defer cl.Close()
-		return load.Batch(ctx, load.BatchConfig{Client: cl, Puzzles: c.puzzles, Target: c.url,
-			Conns: c.conns, Size: size, Progress: c.progressFunc()})
+		return c.withClient(map[string]float64{"c": float64(c.conns)}, func(cl *load.Client) (*load.Result, error) {
+			return load.Batch(ctx, load.BatchConfig{Client: cl, Puzzles: c.puzzles, Target: c.url,
+				Conns: c.conns, Size: *size, Progress: c.progressFunc()})
+		})
 	}
 }

@@ -5,10 +5,11 @@ import (
 	"runtime"
 	"time"
 
-	"sudoku-fcgi/cmd/sudoku-load/internal/load"
+	"sudoku-fcgi/cmd/cli"
+	"sudoku-fcgi/cmd/sudoku-load/load"
 )
 
-func setupCapacity(f *envFlags, c *common) func(context.Context) (*load.Result, error) {
+func setupCapacity(fs *cli.FlagSet, c *common) func(context.Context) (*load.Result, error) {
 	var (
 		slo                   time.Duration
 		maxRate, minRate      float64
@@ -16,37 +17,28 @@ func setupCapacity(f *envFlags, c *common) func(context.Context) (*load.Result, 
 		peak                  float64
 		cores, steps, retries int
 	)
-	f.Int(&c.conns, "c", 64, "connections (requests in flight at once)")
-	f.Float(&c.rate, "rate", 500, "starting rate, requests/s (doubled until a step fails)")
-	f.Duration(&c.duration, "duration", 5*time.Second, "length of each step")
-	f.Duration(&slo, "p99", 5*time.Millisecond, "p99 objective")
-	f.Float(&maxRate, "max-rate", 200000, "highest rate to try")
-	f.Float(&minRate, "min-rate", 10, "stop when a rate this low fails (the capacity is then 0)")
-	f.Float(&prec, "precision", 0.05, "stop bisecting when (high-low)/high is below this")
-	f.Float(&maxErr, "max-errors", 0.001, "share of errors (503s included) a passing step may have")
-	f.Int(&steps, "steps", 20, "most load runs")
-	f.Int(&retries, "retries", 1, "runs again a failed step this often before the rate counts as failed")
-	f.Int(&cores, "cores", runtime.NumCPU(), "cores serving, for the rate per core")
-	f.Float(&peak, "peak", 0, "planned peak rate: report the cores it needs (0: none)")
+	fs.IntVar(&c.conns, "c", 64, "connections (requests in flight at once)")
+	fs.Float64Var(&c.rate, "rate", 500, "starting rate, requests/s (doubled until a step fails)")
+	fs.DurationVar(&c.duration, "duration", 5*time.Second, "length of each step")
+	fs.DurationVar(&slo, "p99", 5*time.Millisecond, "p99 objective")
+	fs.Float64Var(&maxRate, "max-rate", 200000, "highest rate to try")
+	fs.Float64Var(&minRate, "min-rate", 10, "stop when a rate this low fails (the capacity is then 0)")
+	fs.Float64Var(&prec, "precision", 0.05, "stop bisecting when (high-low)/high is below this")
+	fs.Float64Var(&maxErr, "max-errors", 0.001, "share of errors (503s included) a passing step may have")
+	fs.IntVar(&steps, "steps", 20, "most load runs")
+	fs.IntVar(&retries, "retries", 1, "runs again a failed step this often before the rate counts as failed")
+	fs.IntVar(&cores, "cores", runtime.NumCPU(), "cores serving, for the rate per core")
+	fs.Float64Var(&peak, "peak", 0, "planned peak rate: report the cores it needs (0: none)")
 	return func(ctx context.Context) (*load.Result, error) {
-		for name, v := range map[string]float64{"c": float64(c.conns), "rate": c.rate, "duration": c.duration.Seconds(),
-			"p99": slo.Seconds(), "max-rate": maxRate, "cores": float64(cores), "steps": float64(steps)} {
-			if err := positive(name, v); err != nil {
-				return nil, err
-			}
-		}
-		cl, err := c.client()
-		if err != nil {
-			return nil, err
-		}
-		defer cl.Close()
-		lc := load.LoadConfig{Client: cl, Puzzles: c.puzzles, Target: c.url, Conns: c.conns,
-			Rate: c.rate, Duration: c.duration, Grace: c.timeout, Progress: c.progressFunc()}
-		return load.FindCapacity(ctx, load.CapacityConfig{Load: lc, SLO: slo, MaxRate: maxRate, MinRate: minRate, Precision: prec,
-			MaxErrorRatio: maxErr, MaxSteps: steps, Retries: retries, Cores: cores, Peak: peak,
-			OnStep: func(s load.Step) {
-				c.log.Info().Float64("rate", s.Rate).Float64("achieved", s.Achieved).Float64("p99_ms", s.P99ms).Float64("lag_p99_ms", s.LagP99ms).
-					Float64("error_ratio", s.ErrorRatio).Bool("pass", s.Pass).Str("why", s.Why).Msg("capacity step")
-			}})
+		positive := map[string]float64{"c": float64(c.conns), "rate": c.rate, "duration": c.duration.Seconds(),
+			"p99": slo.Seconds(), "max-rate": maxRate, "cores": float64(cores), "steps": float64(steps)}
+		return c.withClient(positive, func(cl *load.Client) (*load.Result, error) {
+			return load.FindCapacity(ctx, load.CapacityConfig{Load: c.loadConfig(cl), SLO: slo, MaxRate: maxRate, MinRate: minRate,
+				Precision: prec, MaxErrorRatio: maxErr, MaxSteps: steps, Retries: retries, Cores: cores, Peak: peak,
+				OnStep: func(s load.Step) {
+					c.log.Info().Float64("rate", s.Rate).Float64("achieved", s.Achieved).Float64("p99_ms", s.P99ms).Float64("lag_p99_ms", s.LagP99ms).
+						Float64("error_ratio", s.ErrorRatio).Bool("pass", s.Pass).Str("why", s.Why).Msg("capacity step")
+				}})
+		})
 	}
 }

@@ -4,25 +4,18 @@ import (
 	"context"
 	"time"
 
-	"sudoku-fcgi/cmd/sudoku-load/internal/load"
+	"sudoku-fcgi/cmd/cli"
+	"sudoku-fcgi/cmd/sudoku-load/load"
 )
 
-func setupLoad(f *envFlags, c *common) func(context.Context) (*load.Result, error) {
-	f.Int(&c.conns, "c", 32, "connections (requests in flight at once)")
-	f.Float(&c.rate, "rate", 1000, "requests per second, evenly spaced")
-	f.Duration(&c.duration, "duration", 10*time.Second, "how long to send")
+func setupLoad(fs *cli.FlagSet, c *common) func(context.Context) (*load.Result, error) {
+	fs.IntVar(&c.conns, "c", 32, "connections (requests in flight at once)")
+	fs.Float64Var(&c.rate, "rate", 1000, "requests per second, evenly spaced")
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to send")
 	return func(ctx context.Context) (*load.Result, error) {
-		for name, v := range map[string]float64{"c": float64(c.conns), "rate": c.rate, "duration": c.duration.Seconds()} {
-			if err := positive(name, v); err != nil {
-				return nil, err
-			}
-		}
-		cl, err := c.client()
-		if err != nil {
-			return nil, err
-		}
-		defer cl.Close()
-		return load.Load(ctx, load.LoadConfig{Client: cl, Puzzles: c.puzzles, Target: c.url, Conns: c.conns,
-			Rate: c.rate, Duration: c.duration, Grace: c.timeout, Progress: c.progressFunc()})
+		positive := map[string]float64{"c": float64(c.conns), "rate": c.rate, "duration": c.duration.Seconds()}
+		return c.withClient(positive, func(cl *load.Client) (*load.Result, error) {
+			return load.Load(ctx, c.loadConfig(cl))
+		})
 	}
 }

@@ -4,17 +4,18 @@ import (
 	"context"
 	"runtime"
 
-	"sudoku-fcgi/cmd/sudoku-load/internal/load"
+	"sudoku-fcgi/cmd/cli"
+	"sudoku-fcgi/cmd/sudoku-load/load"
 )
 
-func setupLocal(f *envFlags, c *common) func(context.Context) (*load.Result, error) {
+func setupLocal(fs *cli.FlagSet, c *common) func(context.Context) (*load.Result, error) {
 	var count, limit int
-	f.Int(&c.conns, "c", runtime.GOMAXPROCS(0), "goroutines solving at once")
-	f.Int(&count, "n", 0, "puzzles to solve, going round the file (0: the file once)")
-	f.Duration(&c.duration, "duration", 0, "stop after this long (0: when -n is done)")
-	f.Int(&limit, "limit", 1, "solution limit passed to the solver (1 as the service by default; 2 also proves uniqueness, as ?unique=1)")
+	fs.IntVar(&c.conns, "c", runtime.GOMAXPROCS(0), "goroutines solving at once")
+	fs.IntVar(&count, "n", 0, "puzzles to solve, going round the file (0: the file once)")
+	fs.DurationVar(&c.duration, "duration", 0, "stop after this long (0: when -n is done)")
+	fs.IntVar(&limit, "limit", 1, "solution limit passed to the solver (1 as the service by default; 2 also proves uniqueness, as ?unique=1)")
 	return func(ctx context.Context) (*load.Result, error) {
-		if err := positive("c", float64(c.conns)); err != nil {
+		if err := checkPositive(map[string]float64{"c": float64(c.conns)}); err != nil {
 			return nil, err
 		}
 		return load.Local(ctx, load.LocalConfig{Puzzles: c.puzzles, Workers: c.conns, Count: count,

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -15,13 +16,15 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"sudoku-fcgi/cmd/cli"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
 const (
-	puzzleFile   = "internal/load/testdata/puzzles.txt"
-	solutionFile = "internal/load/testdata/solutions.txt"
+	puzzleFile   = "load/testdata/puzzles.txt"
+	solutionFile = "load/testdata/solutions.txt"
 )
 
 // fakeWorker answers GET /sudoku from the known solutions.
@@ -215,10 +218,10 @@ func TestFlagsAndEnv(t *testing.T) {
 		{"unknown mode", []string{"bogus"}, nil, `unknown mode "bogus"`},
 		{"no input", []string{"load"}, nil, "-in: no puzzle file"},
 		{"missing file", []string{"load", "-in", "nope.txt"}, nil, "nope.txt"},
-		{"bad env", []string{"load", "-in", puzzleFile}, map[string]string{"SUDOKU_LOAD_RATE": "fast"}, `$SUDOKU_LOAD_RATE="fast"`},
+		{"bad env", []string{"load", "-in", puzzleFile}, map[string]string{"SUDOKU_LOAD_RATE": "fast"}, `"fast" for $SUDOKU_LOAD_RATE`},
 		{"zero rate", []string{"load", "-in", puzzleFile, "-rate", "0"}, nil, "-rate must be > 0"},
 		{"bad url", []string{"load", "-in", puzzleFile, "-url", "localhost:1"}, nil, "bad URL"},
-		{"extra args", []string{"load", "-in", puzzleFile, "x"}, nil, "unexpected arguments"},
+		{"extra args", []string{"load", "-in", puzzleFile, "x"}, nil, "unexpected argument"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := run(context.Background(), tc.args, env(tc.env), &bytes.Buffer{})
@@ -248,5 +251,44 @@ func TestWrongAnswersFailTheRun(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("report lacks the wrong count:\n%s", out.String())
+	}
+}
+
+// -help lists the modes, a mode's -help its flags with their defaults and
+// environment twins, and -version prints the version, all on stdout.
+func TestHelpAndVersion(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"-help"}, []string{"Usage: sudoku-load <mode>", "capacity", "stress", "local"}},
+		{[]string{"load", "-help"}, []string{"Usage: sudoku-load load [flags]", "-rate float", "(default 1000)", "($SUDOKU_LOAD_RATE)", "($SUDOKU_LOAD_URL)"}},
+		{[]string{"-version"}, []string{"sudoku-load, version"}},
+		{[]string{"capacity", "-version"}, []string{"sudoku-load capacity, version"}},
+	} {
+		var out bytes.Buffer
+		if err := run(context.Background(), tc.args, env(nil), &out); !errors.Is(err, flag.ErrHelp) {
+			t.Errorf("run(%q) = %v, want flag.ErrHelp", tc.args, err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("run(%q) wrote no %q:\n%s", tc.args, w, out.String())
+			}
+		}
+	}
+}
+
+// Bad command lines are usage errors (exit status 2); a server that cannot
+// be reached is not.
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{nil, {"bogus"}, {"load"}, {"load", "-in", puzzleFile, "-c", "0"}, {"batch", "-in", puzzleFile, "-b", "-1"}, {"load", "-nope"}} {
+		err := run(context.Background(), args, env(nil), &bytes.Buffer{})
+		if !errors.As(err, new(*cli.UsageError)) {
+			t.Errorf("run(%q) = %v, want a *cli.UsageError", args, err)
+		}
+	}
+	err := run(context.Background(), []string{"load", "-in", puzzleFile, "-url", "http://127.0.0.1:1", "-duration", "100ms", "-rate", "10", "-progress=false"}, env(nil), &bytes.Buffer{})
+	if err != nil && errors.As(err, new(*cli.UsageError)) {
+		t.Errorf("run against a closed port = %v, want no usage error", err)
 	}
 }

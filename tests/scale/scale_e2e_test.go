@@ -6,6 +6,7 @@
 package scalee2e
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"sudoku-fcgi/cmd/sudoku-load/load"
 	"sudoku-fcgi/nginx/nginxtest"
-	"sudoku-fcgi/tests/internal/steadyload"
 )
 
 const puzzle = "000000010400000000020000000000050407008000300001090000300400200050100000000806000"
@@ -49,21 +50,37 @@ func containerStarted(id string) (time.Time, error) {
 	return time.Parse(time.RFC3339Nano, strings.TrimSpace(string(out)))
 }
 
-func load(addr string) *steadyload.Load {
-	url := "http://" + addr + "/sudoku?puzzle=" + puzzle
-	return steadyload.Start(url, 8, 20*time.Millisecond, func(i int) *http.Client {
-		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			DisableKeepAlives: i%2 == 0,
-			DialContext:       (&net.Dialer{Timeout: 3 * time.Second}).DialContext,
-		}}
-	})
+// startLoad sends 400 requests/s over 8 connections, half of them on a new
+// connection each, and counts the answers by worker until stop, which
+// waits for the requests in flight.
+func startLoad(t *testing.T, addr string) (ws *load.Workers, stop func() load.WorkerTally) {
+	t.Helper()
+	transport := func(keepAlive bool) http.RoundTripper {
+		return &http.Transport{DisableKeepAlives: !keepAlive, DialContext: (&net.Dialer{Timeout: 3 * time.Second}).DialContext}
+	}
+	cl, err := load.NewClient(load.ClientConfig{URL: "http://" + addr,
+		HTTPClient: &http.Client{Timeout: 10 * time.Second, Transport: load.Alternate(transport(true), transport(false))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := load.ReadPuzzles(strings.NewReader(puzzle))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws = &load.Workers{}
+	end := load.Background(context.Background(), load.LoadConfig{Client: cl, Puzzles: ps, Conns: 8, Rate: 400,
+		Duration: time.Hour, OnSample: ws.Record})
+	return ws, func() load.WorkerTally {
+		_, _ = end() // the tally holds every request's fate
+		return ws.Tally()
+	}
 }
 
-func waitWorkers(t *testing.T, l *steadyload.Load, n int, timeout time.Duration) steadyload.Result {
+func waitWorkers(t *testing.T, l *load.Workers, n int, timeout time.Duration) load.WorkerTally {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		r := l.Snapshot()
+		r := l.Tally()
 		if len(r.ByWorker) >= n {
 			return r
 		}
@@ -79,10 +96,10 @@ func waitWorkers(t *testing.T, l *steadyload.Load, n int, timeout time.Duration)
 func TestScale(t *testing.T) {
 	addr := need(t, "SUDOKU_E2E_HTTP")
 	compose := need(t, "SUDOKU_E2E_COMPOSE")
-	l := load(addr)
+	l, stop := startLoad(t, addr)
 	before := waitWorkers(t, l, 2, 20*time.Second)
 	if len(before.ByWorker) != 2 {
-		l.Stop()
+		stop()
 		t.Fatalf("before scaling: %v, want exactly 2 workers", before)
 	}
 
@@ -107,20 +124,20 @@ func TestScale(t *testing.T) {
 		}
 	}
 	time.Sleep(2 * time.Second)
-	res := l.Stop()
+	res := stop()
 	t.Logf("scale up: %v", res)
 	if res.Failed > 0 {
 		t.Errorf("scale up: %v, errors %q; want no failure", res, res.Errors)
 	}
 
-	l = load(addr)
+	l, stop = startLoad(t, addr)
 	waitWorkers(t, l, 3, 10*time.Second)
 	time.Sleep(time.Second)
 	scale(t, compose, 2)
 	down := time.Now()
 	// The edge re-resolves every 2 s; give it time, then keep going.
 	time.Sleep(6 * time.Second)
-	res = l.Stop()
+	res = stop()
 	t.Logf("scale down: %v", res)
 	if res.Failed > 0 || res.OK == 0 {
 		t.Errorf("scale down under load: %v, errors %q; want no failure", res, res.Errors)

@@ -9,17 +9,18 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
+	"sudoku-fcgi/cmd/sudoku-load/load"
 	"sudoku-fcgi/nginx/nginxtest"
-	"sudoku-fcgi/tests/internal/steadyload"
 )
 
 const (
@@ -129,24 +130,40 @@ func TestCertificateAndRenewal(t *testing.T) {
 	}
 	t.Logf("HTTPS answer (%s): %s", tls.CipherSuiteName(resp.TLS.CipherSuite), body)
 
-	load := steadyload.Start(url, 8, 20*time.Millisecond, func(i int) *http.Client {
-		return client(addr, roots, i%2 == 0) // half keep connections, half handshake every time
-	})
+	// 400 requests/s over 8 connections: half keep their connection, half
+	// handshake every time.
+	keep, fresh := client(addr, roots, true), client(addr, roots, false)
+	cl, err := load.NewClient(load.ClientConfig{URL: "https://" + domain,
+		HTTPClient: &http.Client{Timeout: 10 * time.Second, Transport: load.Alternate(keep.Transport, fresh.Transport)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := load.ReadPuzzles(strings.NewReader(puzzle))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ws load.Workers
+	stopLoad := load.Background(context.Background(), load.LoadConfig{Client: cl, Puzzles: ps, Conns: 8, Rate: 400,
+		Duration: time.Hour, OnSample: ws.Record})
+	stop := func() load.WorkerTally {
+		_, _ = stopLoad() // the tally holds every request's fate
+		return ws.Tally()
+	}
 	time.Sleep(2 * time.Second)
 	if out, err := exec.Command("docker", "kill", "-s", "USR1", container).CombinedOutput(); err != nil {
-		load.Stop()
+		stop()
 		t.Fatalf("docker kill -s USR1: %v: %s", err, out)
 	}
 	var second string
 	poll(t, 60*time.Second, "nginx serves the renewed certificate", func() (err error) {
 		second, err = serial(addr, roots)
 		if err == nil && second == first {
-			err = fmt.Errorf("still serial %s", second)
+			err = errors.New("still serial " + second)
 		}
 		return err
 	})
 	time.Sleep(2 * time.Second)
-	res := load.Stop()
+	res := stop()
 	t.Logf("serial after renewal: %s; load during renewal: %v", second, res)
 	if res.Failed > 0 || res.OK == 0 {
 		t.Errorf("requests during the renewal: %v, errors %q; want no failure", res, res.Errors)

@@ -135,12 +135,12 @@ func (r *Recorder) Tick() Tick {
 	if b := r.due.Load() - r.sent.Load() - r.unsent.Load(); b > 0 {
 		t.Backlog = b
 	}
-	t.P50ms = usToMs(r.sec.ValueAtQuantile(50))
-	t.P99ms = usToMs(r.sec.ValueAtQuantile(99))
+	t.P50ms = usToMs(quantile(r.sec, 50))
+	t.P99ms = usToMs(quantile(r.sec, 99))
 	t.MaxMs = usToMs(r.sec.Max())
 	r.sec.Reset()
 	if r.lagSec != nil {
-		t.LagP99ms = usToMs(r.lagSec.ValueAtQuantile(99))
+		t.LagP99ms = usToMs(quantile(r.lagSec, 99))
 		r.lagSec.Reset()
 	}
 	r.tick = Tick{}
@@ -179,10 +179,10 @@ func (r *Recorder) Fill(res *Result) {
 
 func latencyOf(h *hdrhistogram.Histogram) Latency {
 	return Latency{
-		P50:  usToMs(h.ValueAtQuantile(50)),
-		P90:  usToMs(h.ValueAtQuantile(90)),
-		P99:  usToMs(h.ValueAtQuantile(99)),
-		P999: usToMs(h.ValueAtQuantile(99.9)),
+		P50:  usToMs(quantile(h, 50)),
+		P90:  usToMs(quantile(h, 90)),
+		P99:  usToMs(quantile(h, 99)),
+		P999: usToMs(quantile(h, 99.9)),
 		Max:  usToMs(h.Max()),
 		Mean: float64(int64(h.Mean())) / 1000,
 	}
@@ -197,7 +197,34 @@ func percentilesOf(h *hdrhistogram.Histogram) []Percentile {
 		return ps
 	}
 	for _, q := range reportQuantiles {
-		ps = append(ps, Percentile{Quantile: q, Ms: usToMs(h.ValueAtQuantile(q))})
+		ps = append(ps, Percentile{Quantile: q, Ms: usToMs(quantile(h, q))})
 	}
 	return ps
+}
+
+// PercentileOf returns the q-th percentile (0-100) of ds, computed as
+// every figure of the engine is (quantile). It is 0 for no durations.
+func PercentileOf(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	h := newHist()
+	for _, d := range ds {
+		_ = h.RecordValue(max(histMin, min(histMax, d.Microseconds()))) // cannot fail: clamped
+	}
+	return time.Duration(quantile(h, q)) * time.Microsecond
+}
+
+// quantile is the q-th percentile (0-100) of h to 3 significant digits,
+// rounded down to the lowest value of its bucket, so that it never reads
+// higher than the latencies it stands for and a threshold at a recorded
+// figure holds. It is the one percentile computation of the engine.
+func quantile(h *hdrhistogram.Histogram, q float64) int64 {
+	v := h.ValueAtQuantile(q)
+	// Buckets are aligned powers of two wide: find the width by doubling.
+	k := int64(1)
+	for k <= v && h.ValuesAreEquivalent(v, v-k) {
+		k *= 2
+	}
+	return v - k + 1
 }

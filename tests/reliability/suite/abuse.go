@@ -1,4 +1,4 @@
-package main
+package suite
 
 import (
 	"context"
@@ -17,8 +17,7 @@ import (
 // nginx.
 func fcgiAbuse(ctx context.Context, s *suite) result {
 	var c checks
-	ids := s.workers(ctx)
-	sts, err := s.st.inspect(ctx, ids...)
+	ids, sts, err := s.workerStates(ctx)
 	if err != nil {
 		return c.abort(err)
 	}
@@ -26,7 +25,7 @@ func fcgiAbuse(ctx context.Context, s *suite) result {
 	if err != nil {
 		return c.abort(err)
 	}
-	bin, err := filepath.Abs(s.cfg.abuseBin)
+	bin, err := filepath.Abs(s.cfg.AbuseBin)
 	if err != nil {
 		return c.abort(err)
 	}
@@ -64,7 +63,7 @@ func fcgiAbuse(ctx context.Context, s *suite) result {
 	wg.Wait()
 	during := stop()
 	sleep(ctx, 3*time.Second)
-	after := drive(ctx, s.st.baseURL, loadSpec{Name: "after-abuse", Rate: rate, Duration: 5 * time.Second, Conns: s.conns(rate), Puzzles: s.puzzles}, s.out)
+	after := drive(ctx, s.st.baseURL, loadSpec{Name: "after-abuse", Rate: rate, Duration: 5 * time.Second, Conns: s.conns(rate), Puzzles: s.load}, s.out)
 	sm := stopSample()
 
 	for i, e := range errs {
@@ -101,10 +100,10 @@ func (s *suite) runAbuser(ctx context.Context, network, bin, target string, i in
 // on the project's network: its own address, no published port, read-only,
 // unprivileged, the given files mounted read-only ("host:container").
 func (s *suite) throwaway(name, network string, mounts []string, cmd ...string) []string {
-	name = s.cfg.project + "-" + name
+	name = s.cfg.Project + "-" + name
 	exec.Command("docker", "rm", "-f", name).Run() // a leftover of an interrupted run
 	args := []string{"run", "--rm", "--name", name, "--network", network,
-		"--label", "com.docker.compose.project=" + s.cfg.project,
+		"--label", "com.docker.compose.project=" + s.cfg.Project,
 		"--read-only", "--user", "65534:65534", "--memory", "512m"}
 	if s.iso.stackN > 0 {
 		args = append(args, "--cpuset-cpus", loadCPU) // the load's core, not the stack's
@@ -122,7 +121,7 @@ func clientAbort(ctx context.Context, s *suite) result {
 	var c checks
 	deadline, src := s.solveDeadline(ctx)
 	c.fig("solve deadline %v (%s)", deadline, src)
-	addr := fmt.Sprintf("127.0.0.1:%d", s.cfg.httpPort)
+	addr := fmt.Sprintf("127.0.0.1:%d", s.cfg.HTTPPort)
 	pool, queue, _ := s.poolQueue(ctx)
 	n := 2*(pool+queue)*len(s.workers(ctx)) + 8
 

@@ -43,6 +43,13 @@ func TestVerify(t *testing.T) {
 	swap := []byte(sol)
 	swap[0], swap[1] = swap[1], swap[0] // still digits, breaks a given or a column
 	var other solver.Grid               // no givens: only validity counts
+	// Line 1 of tests/reliability/testdata/test1000 and its solution.
+	relPuzzle, err := solver.Parse("000000010400000000020000000000050407008000300001090000300400200050100000000806000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const relSolution = "693784512487512936125963874932651487568247391741398625319475268856129743274836159"
+	relSwapped := relSolution[1:2] + relSolution[0:1] + relSolution[2:]
 	for _, tc := range []struct {
 		name   string
 		puzzle solver.Grid
@@ -56,6 +63,9 @@ func TestVerify(t *testing.T) {
 		{"two cells swapped", other, string(swap), false},
 		{"the puzzle itself", p.Grid, p.Text, false},
 		{"another puzzle's solution", p.Grid, sols[ps[1].Text], false},
+		{"reliability test puzzle", relPuzzle, relSolution, true},
+		{"reliability test puzzle, swapped", relPuzzle, relSwapped, false},
+		{"reliability test puzzle, short", relPuzzle, relSolution[:80], false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Verify(tc.puzzle, tc.answer)

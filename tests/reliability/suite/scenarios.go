@@ -1,4 +1,4 @@
-package main
+package suite
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"sudoku-fcgi/cmd/sudoku-load/load"
 )
 
 // checks collects a scenario's criteria: each is a name, whether it held,
@@ -55,22 +57,19 @@ func (s *suite) conns(rate float64) int {
 
 // baseline measures p99 at rate for d.
 func (s *suite) baseline(ctx context.Context, rate float64, d time.Duration) summary {
-	res := drive(ctx, s.st.baseURL, loadSpec{Name: "baseline", Rate: rate, Duration: d, Conns: s.conns(rate), Puzzles: s.puzzles}, s.out)
+	res := drive(ctx, s.st.baseURL, loadSpec{Name: "baseline", Rate: rate, Duration: d, Conns: s.conns(rate), Puzzles: s.load}, s.out)
 	return summarize(res.Records, d)
 }
 
 // background runs load at rate until the returned stop is called (or max
 // passes) and then returns its records.
 func (s *suite) background(ctx context.Context, name string, rate float64, max time.Duration) (stop func() *loadResult) {
-	ch := make(chan struct{})
-	done := make(chan *loadResult, 1)
-	go func() {
-		done <- drive(ctx, s.st.baseURL, loadSpec{Name: name, Rate: rate, Duration: max, Conns: s.conns(rate), Puzzles: s.puzzles, Stop: ch}, s.out)
-	}()
-	return func() *loadResult {
-		close(ch)
-		return <-done
+	cfg, res := phase(s.st.baseURL, loadSpec{Name: name, Rate: rate, Duration: max, Conns: s.conns(rate), Puzzles: s.load}, s.out)
+	if res.Err != nil {
+		return func() *loadResult { return res }
 	}
+	end := load.Background(ctx, cfg)
+	return func() *loadResult { return res.finish(end()) }
 }
 
 // overload: 3 C for the overload duration.
@@ -82,19 +81,16 @@ func overload(ctx context.Context, s *suite) result {
 	// measured at, if higher), both as nginx timed them (below).
 	baseFrom := time.Now()
 	baseRes := drive(ctx, s.st.baseURL, loadSpec{Name: "baseline", Rate: s.half(), Duration: 10 * time.Second,
-		Conns: s.conns(s.half()), Puzzles: s.puzzles}, s.out)
+		Conns: s.conns(s.half()), Puzzles: s.load}, s.out)
 	base := summarize(baseRes.Records, 10*time.Second)
 	pool, queue, okPQ := s.poolQueue(ctx)
 
-	// 3 C, or 1.2 x the stack's saturation throughput when that is more:
-	// C (p99 <= 5 ms) came out as low as 298/s on noisy days, and 3 C =
-	// 1,455/s (C = 485) shed nothing at all; an overload must overload.
-	// Not more: the batch's closed loop (2,972/s) outdoes what the stack
-	// answers under open-loop load (1,900-2,400/s), and at 1.5 x it the
-	// load client, on the same 2 cores, queued requests for 17 s.
+	// 3 C, or 1.2 x the stack's saturation throughput when that is more,
+	// so that an overload overloads even when C comes out low; not more,
+	// so that the client does not queue requests itself (why these
+	// factors: tests/reliability/README.md).
 	//
-	// The same at the overload's depth is measured for the record: nginx
-	// admits 2 x max_conns 256 and the client holds 1,600 connections, and
+	// The saturation at the overload's depth is measured for the record:
 	// the stack's cost per answer grows with the connections open (the
 	// kernel's and nginx's per-connection state, the workers' goroutines
 	// and GC), 503s or not. That is the goodput's ceiling in the overload.
@@ -111,40 +107,35 @@ func overload(ctx context.Context, s *suite) result {
 		deep = sats[1]
 	}
 	stopSample := s.sample(ctx, ids, 100*time.Millisecond, true)
-	res := drive(ctx, s.st.baseURL, loadSpec{Name: "3C", Rate: rate, Duration: s.cfg.overloadDuration,
-		// 30 s: at 3 C the load client itself falls behind on 2 shared
-		// cores (tens of thousands of requests queued in it, waiting for
-		// one of its connections, answered 9.5 s late at C = 1250); that
-		// wait is the client's, not the service's (nginx's own times are
-		// judged below), and a hung request still shows as a failure.
-		// Past 1,600 in flight the client skips a request rather than
-		// queue it: at 4,875/s its queue reached 103,000 requests, which
-		// went on loading the stack for 28 s after the 60 s and were
-		// still being freed (goroutine stacks, GC) in the recovery phase.
-		// Each request in flight has its own connection: with fewer (400)
-		// the excess waited in the client for a connection, and the stack,
-		// which admits 2 x max_conns 256 at once, never had to shed any.
-		Conns: 1600, MaxInFlight: 1600, Puzzles: s.puzzles, Timeout: 30 * time.Second}, s.out)
+	res := drive(ctx, s.st.baseURL, loadSpec{Name: "3C", Rate: rate, Duration: s.cfg.OverloadDuration,
+		// A 30 s timeout: at 3 C the client's own backlog may answer
+		// late, and that wait is the client's (nginx's times are judged
+		// below), while a hung request still fails. Past 1,600 in flight
+		// the client skips a request rather than queue it, so that its
+		// queue does not load the stack into the recovery phase; and each
+		// request in flight has its own connection, more than nginx
+		// admits, so that the stack has to shed (tests/reliability/README.md).
+		Conns: 1600, MaxInFlight: 1600, Puzzles: s.load, Timeout: 30 * time.Second}, s.out)
 	ended := time.Now()
 	// Recovery: 0.5 C from the moment the overload ends.
 	rec := drive(ctx, s.st.baseURL, loadSpec{Name: "after", Rate: s.half(), Duration: 10 * time.Second,
-		Conns: s.conns(s.half()), Puzzles: s.puzzles}, s.out)
+		Conns: s.conns(s.half()), Puzzles: s.load}, s.out)
 	recUntil := time.Now()
 	sm := stopSample()
 	logged, nerr := s.nginxRequests(ctx, baseFrom, recUntil)
 	inNginx := phaseTimes(logged, "3C", http.StatusServiceUnavailable)
 
-	sum := res.summary(s.cfg.overloadDuration)
+	sum := res.summary(s.cfg.OverloadDuration)
 	var busy []time.Duration
 	for _, r := range res.Records {
 		if r.Kind == kindBusy {
 			busy = append(busy, r.Latency)
 		}
 	}
-	p99busy := pct(busy, 99)
+	p99busy := load.PercentileOf(busy, 99)
 	other := sum.Sent - sum.OK - len(busy)
 	c.fig("offered %.0f/s (%.1f C; saturation %.0f/s) for %v, sent %.0f/s (the client skipped %d: %d in flight), goodput %.0f/s (%.2f C), %.1f%% shed with 503",
-		rate, rate/s.C, sat, s.cfg.overloadDuration, sum.Rate, sum.Skipped, res.Spec.MaxInFlight, sum.Goodput, sum.Goodput/s.C, 100*float64(len(busy))/math.Max(1, float64(sum.Sent)))
+		rate, rate/s.C, sat, s.cfg.OverloadDuration, sum.Rate, sum.Skipped, res.Spec.MaxInFlight, sum.Goodput, sum.Goodput/s.C, 100*float64(len(busy))/math.Max(1, float64(sum.Sent)))
 	if deep == 0 {
 		c.fig("saturation with %d in flight not measured: %v", deepInFlight, serr)
 	} else {
@@ -154,7 +145,7 @@ func overload(ctx context.Context, s *suite) result {
 	// How fast the service rejects: nginx's request_time of the 503s. The
 	// client's own clock (also shown) counts its wait for CPU too: it
 	// shares the 2 cores with a stack that is saturated on purpose.
-	p99nginx := pct(inNginx, 99)
+	p99nginx := load.PercentileOf(inNginx, 99)
 	c.fig("503 %d: p99 %s in nginx (%d logged), %s at the client; other failures %d (%s)",
 		len(busy), ms(p99nginx), len(inNginx), ms(p99busy), other, sum.kindsString())
 	c.want(sum.Goodput >= 0.9*s.C, "goodput %.0f/s < 0.9 C = %.0f/s", sum.Goodput, 0.9*s.C)
@@ -174,11 +165,11 @@ func overload(ctx context.Context, s *suite) result {
 		c.want(false, "pool and queue sizes not found in /sudoku/stats")
 	}
 	// p99 back to normal within 5 s (recoveryTime says how it is judged),
-	// timed by nginx like the 503s: in whole runs the client's own windows
-	// reached 10-35 ms (client and VM) while nginx's p99 stayed at 1-4 ms
-	// in every second. A request that failed at the client counts too.
+	// timed by nginx like the 503s, since the client's own clock counts its
+	// wait for CPU (tests/reliability/README.md). A request that failed at
+	// the client counts too.
 	baseNginx := phaseTimes(logged, "baseline", http.StatusOK)
-	normal := maxDur(2*pct(baseNginx, 99), s.sloUsed)
+	normal := maxDur(2*load.PercentileOf(baseNginx, 99), s.sloUsed)
 	after := phaseRecords(logged, "after", ended)
 	for _, r := range rec.Records {
 		if r.failed() {
@@ -187,7 +178,7 @@ func overload(ctx context.Context, s *suite) result {
 	}
 	back := recoveryTime(after, normal, 10)
 	c.fig("p99 in nginx from then on normal (<= %s; baseline p99 %s, 1 s windows %s) %v after; 1 s windows after: %s; at the client: baseline p99 %s, 1 s windows after: %s",
-		ms(normal), ms(pct(baseNginx, 99)), msList(windowP99(phaseRecords(logged, "baseline", baseFrom), 10)), back,
+		ms(normal), ms(load.PercentileOf(baseNginx, 99)), msList(windowP99(phaseRecords(logged, "baseline", baseFrom), 10)), back,
 		msList(windowP99(after, 10)), ms(base.P99), msList(windowP99(rec.Records, 10)))
 	c.want(len(baseNginx) > 0 && len(after) > 0, "no baseline or recovery requests in nginx's log (%d, %d)", len(baseNginx), len(after))
 	c.want(back <= 5*time.Second, "p99 not back to %s within 5 s after the overload (%v)", ms(normal), back)
@@ -247,7 +238,7 @@ func windowP99(recs []record, secs int) []time.Duration {
 	}
 	p := make([]time.Duration, secs)
 	for i, w := range win {
-		p[i] = pct(w, 99)
+		p[i] = load.PercentileOf(w, 99)
 	}
 	return p
 }
@@ -267,7 +258,7 @@ func recoveryTime(recs []record, normal time.Duration, secs int) time.Duration {
 				failed = failed || r.Kind != kindOK
 			}
 		}
-		if len(lat) > 0 && !failed && pct(lat, 99) <= normal {
+		if len(lat) > 0 && !failed && load.PercentileOf(lat, 99) <= normal {
 			return time.Duration(k) * time.Second
 		}
 	}
@@ -320,7 +311,7 @@ func bursts(ctx context.Context, s *suite) result {
 	}
 	d := 20 * time.Second
 	res := drive(ctx, s.st.baseURL, loadSpec{Name: "bursts", Burst: size, Interval: 100 * time.Millisecond,
-		Duration: d, Conns: 400, Puzzles: s.puzzles}, s.out)
+		Duration: d, Conns: 400, Puzzles: s.load}, s.out)
 	sum := summarize(res.Records, d)
 	busy := sum.Kinds[kindBusy]
 	frac := float64(busy) / float64(max(1, sum.Sent))
@@ -594,10 +585,9 @@ func slowClients(ctx context.Context, s *suite) result {
 	ids := s.workers(ctx)
 	idle := s.idle(ctx, ids)
 	idleNginx, _ := s.st.nginxWorkersRSS(ctx, s.nginxID(ctx))
-	// 0.25 C, but at least minWellBehavedRate: at C = 114 (a noisy hour on
-	// this VM) 0.25 C was 28/s, about 700 requests, and the p99 was the 7th
-	// slowest, so one VM stall decided the check. At 100/s or more the p99
-	// rests on 25 or more requests on each side of the comparison.
+	// 0.25 C, but at least minWellBehavedRate, so that the p99 rests on 25
+	// or more requests on each side of the comparison and not on one stall
+	// (tests/reliability/README.md).
 	rate := math.Max(0.25*s.C, minWellBehavedRate)
 	// The baseline runs as long as the client alongside will, with the
 	// same sampler running: the same number of Docker health probes and
@@ -621,7 +611,7 @@ func slowClients(ctx context.Context, s *suite) result {
 			"-c", "200", "-n", "10000", "-duration", "30s")
 		done <- out{f, err}
 	}()
-	s.waitRunning(ctx, s.cfg.project+"-slow-client", 20*time.Second)
+	s.waitRunning(ctx, s.cfg.Project+"-slow-client", 20*time.Second)
 	sleep(ctx, 3*time.Second)
 	stop := s.background(ctx, "alongside", rate, 5*time.Minute)
 	o := <-done
@@ -643,7 +633,7 @@ func slowClients(ctx context.Context, s *suite) result {
 	// the core of the suite, Docker's CLI and the slow client's container.
 	logged, nerr := s.nginxRequests(ctx, from, time.Now())
 	baseTimes, alongTimes := phaseTimes(logged, "baseline", http.StatusOK), phaseTimes(logged, "alongside", http.StatusOK)
-	baseN, alongN := pct(baseTimes, 99), pct(alongTimes, 99)
+	baseN, alongN := load.PercentileOf(baseTimes, 99), load.PercentileOf(alongTimes, 99)
 	c.fig("well-behaved client at %.0f/s: p99 in nginx %s (baseline %s; %d and %d logged), at the client %s (baseline %s), failed %d",
 		rate, ms(alongN), ms(baseN), len(alongTimes), len(baseTimes), ms(sum.P99), ms(base.P99), sum.failures())
 	c.want(nerr == nil, "reading nginx's access log: %v", nerr)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,14 +19,40 @@ type LoadConfig struct {
 	// of connections).
 	Conns int
 	// Rate is the fixed request rate, requests/s; requests are evenly
-	// spaced at 1/Rate.
+	// spaced at 1/Rate, or come in groups of Burst.
 	Rate float64
+	// Burst, when > 1, makes Burst requests due at once every Burst/Rate
+	// seconds: bursts at the same average rate.
+	Burst int
 	// Duration is how long requests are scheduled for.
 	Duration time.Duration
 	// Grace bounds how long to wait for answers after Duration.
 	Grace time.Duration
+	// Stop, when closed, ends the schedule early; requests already sent
+	// still finish (Background closes it).
+	Stop <-chan struct{}
+	// MaxInFlight, when > 0, leaves unsent a request that is due while
+	// that many are in flight or waiting for a connection, instead of
+	// queueing it in the client: the client never holds more than that.
+	MaxInFlight int
 	// Progress, if set, is called once a second with that second's figures.
 	Progress func(Tick)
+	// OnSample, if set, is called with every request's fate, sent or not,
+	// from the goroutines that send them: it must be safe for concurrent
+	// use and quick.
+	OnSample func(Sample)
+}
+
+// A Sample is one request of a Load run, as OnSample sees it.
+type Sample struct {
+	// Due is the request's scheduled send time, from the run's start.
+	Due time.Duration
+	// Latency runs from Due to the end of the answer (0 when not sent).
+	Latency time.Duration
+	// Sent is false for a request that was due but never sent: the run
+	// ended or MaxInFlight was reached first. Its Kind is KindTimeout.
+	Sent bool
+	Outcome
 }
 
 // ErrConfig is wrapped by errors about a configuration.
@@ -48,14 +75,12 @@ func Load(ctx context.Context, cfg LoadConfig) (*Result, error) {
 	if cfg.Grace <= 0 {
 		cfg.Grace = 10 * time.Second
 	}
-	interval := time.Duration(float64(time.Second) / cfg.Rate)
+	burst := max(cfg.Burst, 1)
+	interval := time.Duration(float64(time.Second) * float64(burst) / cfg.Rate)
 	if interval <= 0 {
 		return nil, fmt.Errorf("%w: rate %.0f/s is too high", ErrConfig, cfg.Rate)
 	}
-	total := int(cfg.Duration / interval)
-	if total < 1 {
-		total = 1
-	}
+	total := max(int(cfg.Duration/interval)*burst, 1)
 
 	// Answers must come before Duration + Grace; after that the requests
 	// still out are cancelled and count as timeouts.
@@ -64,63 +89,118 @@ func Load(ctx context.Context, cfg LoadConfig) (*Result, error) {
 	defer cancel()
 
 	rec := NewRecorder(start)
+	report := func(s Sample) {
+		if cfg.OnSample != nil {
+			cfg.OnSample(s)
+		}
+	}
+	unsent := func(due time.Time) {
+		rec.Unsent()
+		report(Sample{Due: due.Sub(start), Outcome: Outcome{Kind: KindTimeout}})
+	}
+	var queued atomic.Int64 // handed to the connections and not finished
 	jobs := make(chan job, min(total, 1<<16))
 	var wg sync.WaitGroup
 	for range cfg.Conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for j := range jobs {
 				if runCtx.Err() != nil {
-					rec.Unsent()
+					unsent(j.due)
+					queued.Add(-1)
 					continue
 				}
 				rec.Sent()
 				out := cfg.Client.Solve(runCtx, *j.p)
-				rec.Done(out.Kind, out.Received, time.Since(j.due))
+				lat := time.Since(j.due)
+				rec.Done(out.Kind, out.Received, lat)
+				queued.Add(-1)
+				report(Sample{Due: j.due.Sub(start), Latency: lat, Sent: true, Outcome: out})
 			}
-		}()
+		})
 	}
 
 	stopTicks := startTicker(rec, start, cfg.Progress)
 
 	// The schedule: sleep until each request is due, but never let a late
-	// wake-up move the due times (they stay start + i*interval).
+	// wake-up move the due times (they stay start + i/burst*interval).
 	timer := time.NewTimer(time.Until(start))
+	end := start.Add(cfg.Duration)
 schedule:
 	for i := range total {
-		due := start.Add(time.Duration(i) * interval)
+		due := start.Add(time.Duration(i/burst) * interval)
 		if d := time.Until(due); d > 0 {
 			timer.Reset(d)
 			select {
 			case <-timer.C:
+			case <-cfg.Stop:
+				end = time.Now()
+				break schedule
 			case <-runCtx.Done():
 				break schedule
 			}
 		}
+		select {
+		case <-cfg.Stop:
+			end = time.Now()
+			break schedule
+		default:
+		}
 		rec.Due()
 		rec.Late(time.Since(due)) // this process's own delay, part of the latency
+		if cfg.MaxInFlight > 0 && queued.Load() >= int64(cfg.MaxInFlight) {
+			unsent(due)
+			continue
+		}
+		queued.Add(1)
 		select {
 		case jobs <- job{p: &cfg.Puzzles[i%len(cfg.Puzzles)], due: due}:
 		case <-runCtx.Done():
-			rec.Unsent()
+			queued.Add(-1)
+			unsent(due)
 			break schedule
 		}
 	}
 	timer.Stop()
 	close(jobs)
 	wg.Wait()
-	end := time.Now()
-	stopTicks(end)
+	stopTicks(time.Now())
 
-	res := &Result{Mode: "load", Target: cfg.Target, Connections: cfg.Conns, Rate: cfg.Rate}
-	rec.Fill(res)
+	res := &Result{Mode: "load", Start: start, Target: cfg.Target, Connections: cfg.Conns, Rate: cfg.Rate}
 	// The rate achieved over the scheduled window, answers that arrive in
 	// the grace period included.
-	res.DurationS = cfg.Duration.Seconds()
+	return finish(ctx, rec, res, end.Sub(start))
+}
+
+// Background runs Load in its own goroutine until the returned stop is
+// called (or cfg.Duration passes); stop ends the schedule, waits for the
+// requests sent and returns Load's result.
+func Background(ctx context.Context, cfg LoadConfig) (stop func() (*Result, error)) {
+	ch := make(chan struct{})
+	cfg.Stop = ch
+	type out struct {
+		res *Result
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := Load(ctx, cfg)
+		done <- out{res, err}
+	}()
+	return func() (*Result, error) {
+		close(ch)
+		o := <-done
+		return o.res, o.err
+	}
+}
+
+// finish fills res from rec over a run of d and reports an interrupted
+// run, whose figures are still in res.
+func finish(ctx context.Context, rec *Recorder, res *Result, d time.Duration) (*Result, error) {
+	rec.Fill(res)
+	res.DurationS = d.Seconds()
 	res.Throughput = float64(res.OK) / res.DurationS
 	if err := ctx.Err(); err != nil {
-		return res, fmt.Errorf("load run interrupted: %w", err)
+		return res, fmt.Errorf("%s run interrupted: %w", res.Mode, err)
 	}
 	return res, nil
 }
@@ -131,6 +211,12 @@ schedule:
 func startTicker(rec *Recorder, start time.Time, progress func(Tick)) func(time.Time) {
 	done := make(chan struct{})
 	stopped := make(chan struct{})
+	tick := func() {
+		tk := rec.Tick()
+		if progress != nil {
+			progress(tk)
+		}
+	}
 	go func() {
 		defer close(stopped)
 		next := start.Add(time.Second)
@@ -138,15 +224,12 @@ func startTicker(rec *Recorder, start time.Time, progress func(Tick)) func(time.
 		defer t.Stop()
 		for {
 			select {
-			case <-done:
-				return
 			case <-t.C:
-				tk := rec.Tick()
-				if progress != nil {
-					progress(tk)
-				}
+				tick()
 				next = next.Add(time.Second)
 				t.Reset(time.Until(next))
+			case <-done:
+				return
 			}
 		}
 	}()
@@ -154,10 +237,7 @@ func startTicker(rec *Recorder, start time.Time, progress func(Tick)) func(time.
 		close(done)
 		<-stopped
 		if end.Sub(start)%time.Second > 100*time.Millisecond || rec.ticks() == 0 {
-			tk := rec.Tick()
-			if progress != nil {
-				progress(tk)
-			}
+			tick()
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package suite
 
 import (
 	"fmt"
@@ -11,14 +11,13 @@ import (
 
 // CPU isolation: the load and the stack on separate cores.
 //
-// The suite's load client shares the machine with the stack it measures.
-// On a calm 2-core VM the stack answered 8,000 req/s, and a client that
-// shared both cores with it could send no more than about 7,000/s: the
-// overload's 3 C never happened, and what the client spent came out of
-// the stack's goodput. With -isolate the suite, every process it starts
-// and its attackers' containers run on CPU 0, and the stack's containers
-// (workers, nginx, exporter) on the others, so that C and every figure
-// after it are the stack's own, and the load is never short of CPU.
+// The suite's load client shares the machine with the stack it measures;
+// sharing every core, the client cannot offer 3 C and what it spends comes
+// out of the stack's goodput (figures: tests/reliability/README.md). With
+// -isolate the suite, every process it starts and its attackers'
+// containers run on CPU 0, and the stack's containers (workers, nginx,
+// exporter) on the others, so that C and every figure after it are the
+// stack's own, and the load is never short of CPU.
 // dockerd and containerd still run where the kernel puts them.
 
 // loadCPU is the core of the suite, everything it starts and its attackers.

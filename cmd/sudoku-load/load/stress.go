@@ -95,28 +95,20 @@ func Stress(ctx context.Context, cfg StressConfig) (*Result, error) {
 	var resent atomic.Int64
 	var wg sync.WaitGroup
 	for range cfg.Conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			stressConn(runCtx, addr, deadline, cfg, reqs, client, &next, rec, &resent)
-		}()
+		})
 	}
 	wg.Wait()
 	end := time.Now()
 	stopTicks(end)
 
-	res := &Result{Mode: "stress", Target: cfg.URL, Connections: cfg.Conns}
-	rec.Fill(res)
-	res.DurationS = end.Sub(start).Seconds()
-	res.Throughput = float64(res.OK) / res.DurationS
+	res, err := finish(ctx, rec, &Result{Mode: "stress", Target: cfg.URL, Connections: cfg.Conns}, end.Sub(start))
 	res.Stress = &StressStats{NoRead: cfg.NoRead,
 		SendRate:    float64(res.Sent) / res.DurationS,
 		ReceiveRate: float64(res.Received) / res.DurationS,
 		Resent:      resent.Load()}
-	if err := ctx.Err(); err != nil {
-		return res, fmt.Errorf("stress interrupted: %w", err)
-	}
-	return res, nil
+	return res, err
 }
 
 type sentReq struct {

@@ -60,9 +60,7 @@ func Local(ctx context.Context, cfg LocalConfig) (*Result, error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for runCtx.Err() == nil {
 				i := int(next.Add(1) - 1)
 				if i >= cfg.Count {
@@ -83,20 +81,14 @@ func Local(ctx context.Context, cfg LocalConfig) (*Result, error) {
 					rec.Done(KindOK, true, lat)
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	end := time.Now()
 	stopTicks(end)
 
-	res := &Result{Mode: "local", Target: "in-process solver", Connections: cfg.Workers}
-	rec.Fill(res)
-	res.DurationS = end.Sub(start).Seconds()
-	res.Throughput = float64(res.OK) / res.DurationS
+	res, err := finish(ctx, rec, &Result{Mode: "local", Target: "in-process solver", Connections: cfg.Workers}, end.Sub(start))
 	cores := min(cfg.Workers, runtime.GOMAXPROCS(0))
 	res.Local = &LocalStats{Workers: cfg.Workers, Cores: cores, PerCore: res.Throughput / float64(cores), Limit: cfg.Limit}
-	if err := ctx.Err(); err != nil {
-		return res, fmt.Errorf("local run interrupted: %w", err)
-	}
-	return res, nil
+	return res, err
 }

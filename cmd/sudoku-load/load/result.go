@@ -5,21 +5,25 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // Result is the outcome of any mode. Its JSON form is a stable schema: every
 // key is always present (capacity, stress and local are null when they do not
 // apply), and errors always holds every kind.
 type Result struct {
-	Mode        string  `json:"mode"`
-	Target      string  `json:"target"`
-	Connections int     `json:"connections"`
-	Rate        float64 `json:"rate"`       // requested rate, requests/s (0: as fast as possible)
-	DurationS   float64 `json:"duration_s"` // wall time of the run
-	Sent        int64   `json:"sent"`
-	Received    int64   `json:"received"` // answers of any status
-	OK          int64   `json:"ok"`       // verified answers
-	Wrong       int64   `json:"wrong"`    // answers that do not solve their puzzle
+	Mode string `json:"mode"`
+	// Start is when the run's first request was due (Load: the origin of
+	// every Sample's Due).
+	Start       time.Time `json:"-"`
+	Target      string    `json:"target"`
+	Connections int       `json:"connections"`
+	Rate        float64   `json:"rate"`       // requested rate, requests/s (0: as fast as possible)
+	DurationS   float64   `json:"duration_s"` // wall time of the run
+	Sent        int64     `json:"sent"`
+	Received    int64     `json:"received"` // answers of any status
+	OK          int64     `json:"ok"`       // verified answers
+	Wrong       int64     `json:"wrong"`    // answers that do not solve their puzzle
 	// Errors counts every error kind, wrong answers and 503s included.
 	Errors map[string]int64 `json:"errors"`
 	// Throughput is verified answers per second of DurationS.

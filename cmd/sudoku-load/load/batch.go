@@ -48,9 +48,7 @@ func Batch(ctx context.Context, cfg BatchConfig) (*Result, error) {
 
 	var wg sync.WaitGroup
 	for range cfg.Conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for w := range work {
 				ps := cfg.Puzzles[w[0]:w[1]]
 				if ctx.Err() != nil {
@@ -70,20 +68,13 @@ func Batch(ctx context.Context, cfg BatchConfig) (*Result, error) {
 				}
 				cfg.Client.solveBatch(ctx, ps, rec)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	end := time.Now()
 	stopTicks(end)
 
-	res := &Result{Mode: "batch", Target: cfg.Target, Connections: cfg.Conns}
-	rec.Fill(res)
-	res.DurationS = end.Sub(start).Seconds()
-	res.Throughput = float64(res.OK) / res.DurationS
-	if err := ctx.Err(); err != nil {
-		return res, fmt.Errorf("batch interrupted: %w", err)
-	}
-	return res, nil
+	return finish(ctx, rec, &Result{Mode: "batch", Target: cfg.Target, Connections: cfg.Conns}, end.Sub(start))
 }
 
 // solveBatch POSTs ps as "<index>:<puzzle>" lines and checks every answer

@@ -1,13 +1,11 @@
-package main
+package suite
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -186,7 +184,7 @@ func (s *stack) useDirect(ctx context.Context) error {
 			return nil
 		}
 	}
-	return errors.New("nginx container has no network address")
+	return fmt.Errorf("nginx container has no network address")
 }
 
 func (s *stack) down(ctx context.Context) {
@@ -389,7 +387,7 @@ func hostRSS(pid int) (int64, error) {
 			}
 		}
 	}
-	return 0, errors.New("no VmRSS for pid " + strconv.Itoa(pid))
+	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
 }
 
 // workerRSS is the resident set of the worker process in a worker container.
@@ -411,7 +409,7 @@ func (s *stack) workerRSS(ctx context.Context, id string) (int64, error) {
 	if len(ps) == 1 {
 		return ps[0].RSS, nil
 	}
-	return 0, errors.New("no sudoku-fcgi process in container " + short(id))
+	return 0, fmt.Errorf("no sudoku-fcgi process in container %s", short(id))
 }
 
 // nginxWorkersRSS returns the largest resident set among nginx worker
@@ -432,7 +430,7 @@ func (s *stack) nginxWorkersRSS(ctx context.Context, id string) (int64, error) {
 		}
 	}
 	if !found {
-		return 0, errors.New("no nginx worker process in container " + short(id))
+		return 0, fmt.Errorf("no nginx worker process in container %s", short(id))
 	}
 	return max, nil
 }
@@ -451,26 +449,7 @@ func (s *stack) networkName(ctx context.Context) (string, error) {
 	for name := range st[0].NetworkSettings.Networks {
 		return name, nil
 	}
-	return "", errors.New("nginx container has no network")
-}
-
-// getOnce does one GET with its own connection and returns status, the
-// worker header and the body.
-func getOnce(ctx context.Context, url string, timeout time.Duration) (int, string, []byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, "", nil, err
-	}
-	req.Close = true
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		return 0, "", nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, resp.Header.Get("X-Sudoku-Worker"), body, err
+	return "", fmt.Errorf("nginx container has no network")
 }
 
 // testPuzzle is line 1 of test1000.

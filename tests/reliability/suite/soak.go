@@ -1,4 +1,4 @@
-package main
+package suite
 
 import (
 	"context"
@@ -15,9 +15,9 @@ func soakScenario(ctx context.Context, s *suite) result {
 	idle := s.idle(ctx, ids)
 	stopSample := s.sample(ctx, ids, 10*time.Second, false)
 	rate := s.half()
-	f, err := s.runLoad(ctx, "load", "-url", s.st.baseURL, "-in", s.cfg.puzzles,
+	f, err := s.runLoad(ctx, "load", "-url", s.st.baseURL, "-in", s.cfg.Puzzles,
 		"-rate", fmt.Sprintf("%.0f", rate), "-c", fmt.Sprint(s.conns(rate)),
-		"-duration", s.cfg.soakDuration.String())
+		"-duration", s.cfg.SoakDuration.String())
 	sm := stopSample()
 	if err != nil {
 		return c.abort(err)
@@ -31,7 +31,7 @@ func soakScenario(ctx context.Context, s *suite) result {
 		nerr += v
 	}
 	p99, _ := f.num("latency_ms.p99")
-	c.fig("%.0f/s for %v: sent %.0f, received %.0f, wrong %.0f, errors %v, p99 %.1fms", rate, s.cfg.soakDuration, sent, recv, wrong, kinds, p99)
+	c.fig("%.0f/s for %v: sent %.0f, received %.0f, wrong %.0f, errors %v, p99 %.1fms", rate, s.cfg.SoakDuration, sent, recv, wrong, kinds, p99)
 	c.want(sent > 0 && nerr == 0 && wrong == 0, "errors %v, wrong %.0f", kinds, wrong)
 	for _, id := range ids {
 		slope := slopeMiBPerMin(sm.series[id], time.Minute)

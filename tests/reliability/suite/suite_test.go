@@ -1,4 +1,4 @@
-package main
+package suite
 
 import (
 	"io"
@@ -91,32 +91,6 @@ func TestSlope(t *testing.T) {
 	}
 }
 
-func TestCheckSolution(t *testing.T) {
-	const p = "000000010400000000020000000000050407008000300001090000300400200050100000000806000"
-	const sol = "693784512487512936125963874932651487568247391741398625319475268856129743274836159"
-	if !checkSolution(p, sol) {
-		t.Errorf("checkSolution(p, sol) = false, want true")
-	}
-	bad := []byte(sol)
-	bad[0], bad[1] = bad[1], bad[0]
-	if checkSolution(p, string(bad)) {
-		t.Errorf("checkSolution(p, swapped) = true, want false")
-	}
-	if checkSolution(p, sol[:80]) {
-		t.Errorf("checkSolution(p, short) = true, want false")
-	}
-}
-
-func TestPct(t *testing.T) {
-	var d []time.Duration
-	for i := 100; i >= 1; i-- {
-		d = append(d, time.Duration(i))
-	}
-	if pct(d, 99) != 99 || pct(d, 50) != 50 || pct(d, 100) != 100 || pct(nil, 99) != 0 {
-		t.Errorf("pct wrong: p99 %v p50 %v max %v", pct(d, 99), pct(d, 50), pct(d, 100))
-	}
-}
-
 func TestHostileRequestsAreBounded(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	kinds := map[string]bool{}
@@ -132,8 +106,8 @@ func TestHostileRequestsAreBounded(t *testing.T) {
 	}
 }
 
-// TestDriveMaxInFlight: with the server holding every request, the driver
-// sends MaxInFlight of them and counts the rest as skipped, not sent,
+// TestDriveMaxInFlight: with the server holding every request, a load
+// phase sends MaxInFlight of them and counts the rest as skipped, not sent,
 // and the summary keeps them out of Sent but counts them as failures.
 func TestDriveMaxInFlight(t *testing.T) {
 	release := make(chan struct{})
@@ -146,8 +120,12 @@ func TestDriveMaxInFlight(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		close(release)
 	}()
+	puzzles, _, err := readPuzzles("../testdata/test1000")
+	if err != nil {
+		t.Fatal(err)
+	}
 	res := drive(t.Context(), srv.URL, loadSpec{Name: "t", Rate: 100, Duration: 200 * time.Millisecond, Conns: 8,
-		MaxInFlight: 3, Puzzles: []string{strings.Repeat(".", 81)}, Timeout: 5 * time.Second}, io.Discard)
+		MaxInFlight: 3, Puzzles: puzzles, Timeout: 5 * time.Second}, io.Discard)
 	sum := res.summary(200 * time.Millisecond)
 	if len(res.Records) != 3 || sum.Sent != 3 || sum.Skipped != 17 || sum.Kinds[kindBusy] != 3 || sum.failures() != 20 {
 		t.Errorf("sent %d, skipped %d, 503 %d, failures %d; want 3, 17, 3, 20", sum.Sent, sum.Skipped, sum.Kinds[kindBusy], sum.failures())

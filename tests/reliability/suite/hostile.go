@@ -1,4 +1,4 @@
-package main
+package suite
 
 import (
 	"bufio"
@@ -191,12 +191,11 @@ func rawExchange(ctx context.Context, addr string, req []byte, timeout time.Dura
 // hostileInput: 10,000 fuzzed requests through nginx.
 func hostileInput(ctx context.Context, s *suite) result {
 	var c checks
-	ids := s.workers(ctx)
-	before, err := s.st.inspect(ctx, ids...)
+	ids, before, err := s.workerStates(ctx)
 	if err != nil {
 		return c.abort(err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", s.cfg.httpPort)
+	addr := fmt.Sprintf("127.0.0.1:%d", s.cfg.HTTPPort)
 	const total = 10000
 	var (
 		mu       sync.Mutex
@@ -292,7 +291,7 @@ func statusString(m map[int]int) string {
 // published; nginx hides its version.
 func internalEndpoints(ctx context.Context, s *suite) result {
 	var c checks
-	addr := fmt.Sprintf("127.0.0.1:%d", s.cfg.httpPort)
+	addr := fmt.Sprintf("127.0.0.1:%d", s.cfg.HTTPPort)
 	paths := []string{
 		"/metrics", "/healthz", "/readyz", "/debug/pprof/", "/debug/pprof/goroutine?debug=1",
 		"/debug/pprof/heap", "/debug/free-os-memory", "/stub_status", "/nginx_status", "/status",

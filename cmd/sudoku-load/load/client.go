@@ -10,15 +10,17 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
 // Client sends GET /sudoku requests and checks their answers. It is safe for
 // concurrent use.
 type Client struct {
-	http *http.Client
-	base string
-	text bool
+	http  *http.Client
+	base  string
+	text  bool
+	agent string
 }
 
 // ClientConfig configures NewClient.
@@ -33,6 +35,12 @@ type ClientConfig struct {
 	Timeout time.Duration
 	// Text asks for format=text answers instead of JSON.
 	Text bool
+	// UserAgent, if set, is every request's User-Agent header (the tests
+	// name their load phases with it in nginx's access log).
+	UserAgent string
+	// HTTPClient, if set, sends the requests instead of a client built
+	// from Conns and Timeout (e.g. one with its own TLS configuration).
+	HTTPClient *http.Client
 }
 
 // NewClient returns a client that keeps up to cfg.Conns connections alive.
@@ -40,6 +48,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("load: bad URL %q: want http://host:port", cfg.URL)
+	}
+	if cfg.HTTPClient != nil {
+		return &Client{http: cfg.HTTPClient, base: strings.TrimRight(cfg.URL, "/") + "/sudoku", text: cfg.Text, agent: cfg.UserAgent}, nil
 	}
 	if cfg.Conns < 1 {
 		cfg.Conns = 1
@@ -57,9 +68,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		ForceAttemptHTTP2:   false,
 	}
 	return &Client{
-		http: &http.Client{Transport: tr, Timeout: cfg.Timeout},
-		base: strings.TrimRight(cfg.URL, "/") + "/sudoku",
-		text: cfg.Text,
+		http:  &http.Client{Transport: tr, Timeout: cfg.Timeout},
+		base:  strings.TrimRight(cfg.URL, "/") + "/sudoku",
+		text:  cfg.Text,
+		agent: cfg.UserAgent,
 	}, nil
 }
 
@@ -71,6 +83,11 @@ type Outcome struct {
 	Kind Kind
 	// Received is true when an HTTP answer (of any status) arrived.
 	Received bool
+	// Status is the answer's HTTP status (0 when none arrived).
+	Status int
+	// Worker is the answer's X-Sudoku-Worker header: the worker that
+	// solved it.
+	Worker string
 	// Err describes a non-OK outcome.
 	Err error
 }
@@ -85,23 +102,28 @@ func (c *Client) Solve(ctx context.Context, p Puzzle) Outcome {
 	if err != nil {
 		return Outcome{Kind: KindOther, Err: err}
 	}
+	if c.agent != "" {
+		req.Header.Set("User-Agent", c.agent)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return Outcome{Kind: KindOfError(err), Err: err}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err != nil {
-		return Outcome{Kind: KindOfError(err), Err: err}
+	out := Outcome{Received: true, Status: resp.StatusCode, Worker: resp.Header.Get("X-Sudoku-Worker")}
+	switch {
+	case err != nil:
+		return Outcome{Kind: KindOfError(err), Status: out.Status, Worker: out.Worker, Err: err}
+	case resp.StatusCode != http.StatusOK:
+		out.Kind = KindOfStatus(resp.StatusCode)
+		out.Err = fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(body))
+	default:
+		if out.Err = c.check(p, body); out.Err != nil {
+			out.Kind = KindWrong
+		}
 	}
-	if resp.StatusCode != http.StatusOK {
-		return Outcome{Kind: KindOfStatus(resp.StatusCode), Received: true,
-			Err: fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(body))}
-	}
-	if err := c.check(p, body); err != nil {
-		return Outcome{Kind: KindWrong, Received: true, Err: err}
-	}
-	return Outcome{Kind: KindOK, Received: true}
+	return out
 }
 
 type answer struct {
@@ -126,4 +148,27 @@ func (c *Client) check(p Puzzle, body []byte) error {
 		return fmt.Errorf("%w: answer for id %q, want %q", ErrWrongAnswer, a.ID, p.ID)
 	}
 	return Verify(p.Grid, a.Solution)
+}
+
+// Alternate returns a RoundTripper that sends each request through the next
+// of rts in turn: e.g. half the requests over kept-alive connections and
+// half over a new connection each.
+func Alternate(rts ...http.RoundTripper) http.RoundTripper { return &alternate{rts: rts} }
+
+type alternate struct {
+	rts []http.RoundTripper
+	n   atomic.Uint64
+}
+
+func (a *alternate) RoundTrip(r *http.Request) (*http.Response, error) {
+	return a.rts[(a.n.Add(1)-1)%uint64(len(a.rts))].RoundTrip(r)
+}
+
+// CloseIdleConnections closes those of every RoundTripper that has them.
+func (a *alternate) CloseIdleConnections() {
+	for _, rt := range a.rts {
+		if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
+			c.CloseIdleConnections()
+		}
+	}
 }
