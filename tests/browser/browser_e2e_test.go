@@ -27,12 +27,37 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"sudoku-fcgi/cmd/sudoku-load/load"
 	"sudoku-fcgi/nginx/nginxtest"
 	"sudoku-fcgi/solver"
-	"sudoku-fcgi/tests/internal/steadyload"
 )
 
-// screenshotPath is the README's picture of the page; the test rewrites it.
+// backgroundLoad sends puzzle at 40 requests/s over 2 connections, so that
+// the live panel has something to draw, until the returned function stops
+// it and tallies the answers.
+func backgroundLoad(t *testing.T, origin, puzzle string) (stop func() load.WorkerTally) {
+	t.Helper()
+	cl, err := load.NewClient(load.ClientConfig{URL: origin, HTTPClient: &http.Client{Timeout: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := load.ReadPuzzles(strings.NewReader(puzzle))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := &load.Workers{}
+	end := load.Background(context.Background(), load.LoadConfig{Client: cl, Puzzles: ps, Conns: 2, Rate: 40,
+		Duration: time.Hour, OnSample: ws.Record})
+	return func() load.WorkerTally {
+		_, _ = end() // the tally holds every request's fate
+		return ws.Tally()
+	}
+}
+
+// screenshotPath is the README's picture of the page. The test rewrites it
+// with -update (SUDOKU_BROWSER_UPDATE=1 tests/browser/run.sh), and otherwise
+// saves its screenshot in the temporary directory, so a test run leaves the
+// tree as it was.
 const screenshotPath = "testdata/screenshot.png"
 
 // needChromium returns Debian's chromium (or $SUDOKU_E2E_CHROMIUM). Without
@@ -467,9 +492,7 @@ func TestPage(t *testing.T) {
 	})
 
 	// Some traffic from here on, so that the charts have something to show.
-	load := steadyload.Start(origin+"/sudoku?puzzle="+held, 2, 50*time.Millisecond, func(int) *http.Client {
-		return &http.Client{Timeout: 5 * time.Second}
-	})
+	bg := backgroundLoad(t, origin, held)
 	p.navigate("/")
 	t.Run("live panel across scaling and a restart", func(t *testing.T) { testScaling(t, p, compose) })
 
@@ -479,15 +502,19 @@ func TestPage(t *testing.T) {
 		p.do(chromedp.Click(chromedp.ID("solve-btn")))
 		p.waitGrid(heldSolution)
 		p.waitFor("twenty points in the requests chart", p.pointsDrawn("chart-rps")+" >= 20", 60*time.Second)
-		t.Logf("background load: %v", load.Stop())
+		t.Logf("background load: %v", bg())
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(screenshotPath, png, 0o644); err != nil {
+		path := screenshotPath
+		if !*update {
+			path = filepath.Join(os.TempDir(), "sudoku-browser-screenshot.png")
+		}
+		if err := os.WriteFile(path, png, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("wrote %s (%d bytes)", screenshotPath, len(png))
+		t.Logf("wrote %s (%d bytes)", path, len(png))
 	})
 
 	w.check(t)

@@ -2,8 +2,9 @@
 # make test-browser: the web page in headless Chromium (Debian's chromium)
 # against a compose stack of its own (project sudoku-browser, loopback ports
 # 24080/24443/24113). The Go test in this directory drives the page and
-# rewrites tests/browser/testdata/screenshot.png. Tears the stack down
-# afterwards (SUDOKU_BROWSER_KEEP=1 keeps it).
+# saves a screenshot; SUDOKU_BROWSER_UPDATE=1 makes it rewrite the README's
+# tests/browser/testdata/screenshot.png. Tears the stack down afterwards
+# (SUDOKU_BROWSER_KEEP=1 keeps it).
 #
 # Env (optional): SUDOKU_BROWSER_PROJECT (sudoku-browser),
 # SUDOKU_BROWSER_HTTP_PORT (24080), SUDOKU_BROWSER_HTTPS_PORT (24443),
@@ -46,5 +47,7 @@ log "building and starting project $project"
 wait_healthy "$("${compose[@]}" ps -q nginx)" nginx "${SUDOKU_BROWSER_UP_TIMEOUT:-300}"
 
 log "running the browser test"
-SUDOKU_E2E_HTTP=127.0.0.1:$http_port SUDOKU_E2E_COMPOSE="${compose[*]}" go test -tags e2e -count=1 -v -timeout 6m ./tests/browser/
-log "passed; screenshot in tests/browser/testdata/screenshot.png"
+update=()
+[[ ${SUDOKU_BROWSER_UPDATE:-} == 1 ]] && update=(-args -update)
+SUDOKU_E2E_HTTP=127.0.0.1:$http_port SUDOKU_E2E_COMPOSE="${compose[*]}" go test -tags e2e -count=1 -v -timeout 6m ./tests/browser/ "${update[@]}"
+log "passed"
