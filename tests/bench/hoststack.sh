@@ -36,7 +36,7 @@ out=$(cd "$out" && pwd)
 work=$(mktemp -d)
 bin=$work/bin
 pids=()
-cproject=load-bench
+cproject="load-bench"
 cleanup() {
 	local p
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done

@@ -27,10 +27,10 @@ for t in nginx wrk curl; do command -v $t >/dev/null || { echo "worker-fcgi.sh: 
 
 tmp=$(mktemp -d)
 chmod 755 "$tmp" # nginx workers (not root) must reach the socket
-wpid="" ; npid=""
+wpid=""
 cleanup() {
-	[[ -n $wpid ]] && kill "$wpid" 2>/dev/null && wait "$wpid" 2>/dev/null || true
-	[[ -f $tmp/nginx.pid ]] && kill "$(cat "$tmp/nginx.pid")" 2>/dev/null || true
+	if [[ -n $wpid ]] && kill "$wpid" 2>/dev/null; then wait "$wpid" 2>/dev/null || true; fi
+	if [[ -f $tmp/nginx.pid ]]; then kill "$(cat "$tmp/nginx.pid")" 2>/dev/null || true; fi
 	sleep 0.3
 	rm -rf "$tmp"
 }
@@ -131,7 +131,7 @@ measure() {
 }
 
 echo "== $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), wrk -t1 -c$CONNS -d$DURATION, GOMAXPROCS=$MAXPROCS (0: runtime) gc-percent=$GCPERCENT, upstream $UPSTREAM"
-for r in $(seq "$ROUNDS"); do
+for _ in $(seq "$ROUNDS"); do
 	measure "GET nginx->fcgi" http://127.0.0.1:19080/ "$tmp/get.lua" 1
 	measure "GET plain net/http" http://127.0.0.1:19002/ "$tmp/get.lua" 1
 	measure "POST x$BATCH nginx->fcgi" http://127.0.0.1:19080/ "$tmp/post.lua" "$BATCH"
