@@ -1,6 +1,9 @@
 # The FastCGI worker: a static Go binary in an otherwise empty image.
 # Classic builder compatible (docker-compose v1): no BuildKit-only syntax.
-FROM golang:1.26-bookworm AS build
+# GO_IMAGE names the build image; pin a digest with e.g.
+# --build-arg GO_IMAGE=golang:1.26-bookworm@sha256:... (compose: SUDOKU_GO_IMAGE).
+ARG GO_IMAGE=golang:1.26-bookworm
+FROM ${GO_IMAGE} AS build
 WORKDIR /src
 ENV CGO_ENABLED=0 GOFLAGS=-trimpath
 # The standard library, compiled once into the build cache of this layer:
@@ -13,14 +16,19 @@ COPY go.mod go.sum* ./
 RUN go mod download
 COPY solver/ solver/
 COPY fcgi/ fcgi/
+COPY cmd/cli/ cmd/cli/
 COPY cmd/sudoku-fcgi/ cmd/sudoku-fcgi/
-RUN go build -ldflags='-s -w' -o /out/sudoku-fcgi ./cmd/sudoku-fcgi
+# Stamped into -version and sudoku_build_info (make passes them).
+ARG VERSION=dev
+ARG REVISION=unknown
+RUN go build -ldflags="-s -w -X github.com/prometheus/common/version.Version=${VERSION} -X github.com/prometheus/common/version.Revision=${REVISION}" \
+	-o /out/sudoku-fcgi ./cmd/sudoku-fcgi
 
 FROM scratch
 COPY --from=build /out/sudoku-fcgi /usr/local/bin/sudoku-fcgi
 # Any unprivileged id works; scratch has no /etc/passwd to name it.
 USER 65532:65532
-ENV SUDOKU_LISTEN=:9000 SUDOKU_INTERNAL_LISTEN=:9001
+ENV SUDOKU_FCGI_LISTEN=:9000 SUDOKU_FCGI_INTERNAL_LISTEN=:9001
 EXPOSE 9000 9001
 # The binary checks its own /readyz: no shell or curl needed in the image.
 HEALTHCHECK --interval=5s --timeout=2s --start-period=5s --retries=3 \
