@@ -4,14 +4,14 @@
 # Prints req/s, latency and CPU microseconds per request of the worker (and
 # nginx) for: GET via nginx, GET plain, POST batch via nginx.
 #
-# Host processes on loopback only, ports 19000-19099 (the worker helper's
-# range). Needs nginx, wrk, curl. The nginx config is a minimal one written
-# to a temp dir (upstream keepalive + fastcgi_keep_conn); the project's own
-# nginx/nginx.conf is measured by `make bench`.
+# Host processes on loopback only, ports 19000-19099. Needs nginx, wrk, curl.
+# The nginx config is a minimal one written to a temp dir (upstream keepalive
+# + fastcgi_keep_conn); the project's own nginx/nginx.conf is measured by
+# `make bench-host`.
 #
 # Env: DURATION (10s) CONNS (32) MAXPROCS (0: runtime) GCPERCENT (400)
 #      LISTEN (unix: a socket in the temp dir; tcp: 127.0.0.1:19000)
-#      PUZZLES (/work/shared/data/test1000 or ../shared/data/test1000)
+#      PUZZLES (tests/reliability/testdata/test1000)
 #      BATCH (lines per POST, 100) ROUNDS (1)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,7 +21,7 @@ MAXPROCS=${MAXPROCS:-0}
 GCPERCENT=${GCPERCENT:-400}
 BATCH=${BATCH:-100}
 ROUNDS=${ROUNDS:-1}
-PUZZLES=${PUZZLES:-$( [[ -f ../shared/data/test1000 ]] && echo ../shared/data/test1000 || echo /work/shared/data/test1000)}
+PUZZLES=${PUZZLES:-tests/reliability/testdata/test1000}
 PUZZLES=$(readlink -f "$PUZZLES")
 for t in nginx wrk curl; do command -v $t >/dev/null || { echo "worker-fcgi.sh: $t not installed" >&2; exit 1; }; done
 
