@@ -229,23 +229,17 @@ case_batch_post() {
 	grep -qx 'none:NoSolution' "$work/answers" || fail "unsolvable puzzle: $(grep '^none:' "$work/answers")"
 }
 
-case_bad_characters() {
-	req GET "$base/sudoku?puzzle=$(puzzle 1 | sed 's/^./x/')"
+# expect_bad_puzzle PUZZLE PATTERN WHAT: GET with PUZZLE answers a JSON 400
+# whose message matches PATTERN (case-insensitive), i.e. says WHAT.
+expect_bad_puzzle() {
+	req GET "$base/sudoku?puzzle=$1"
 	expect_status 400 && expect_json_error || return 1
-	grep -qi 'cell 1' "$work/body" || fail "error does not say where: $(body)"
+	grep -qi "$2" "$work/body" || fail "error does not $3: $(body)"
 }
 
-case_80_cells() {
-	req GET "$base/sudoku?puzzle=$(puzzle 1 | cut -c2-)"
-	expect_status 400 && expect_json_error || return 1
-	grep -q '80' "$work/body" || fail "error does not give the count: $(body)"
-}
-
-case_conflicting_givens() {
-	req GET "$base/sudoku?puzzle=11$(printf '0%.0s' $(seq 79))"
-	expect_status 400 && expect_json_error || return 1
-	grep -qi 'row 1' "$work/body" || fail "error does not name the row: $(body)"
-}
+case_bad_characters() { expect_bad_puzzle "$(puzzle 1 | sed 's/^./x/')" 'cell 1' 'say where'; }
+case_80_cells() { expect_bad_puzzle "$(puzzle 1 | cut -c2-)" '80' 'give the count'; }
+case_conflicting_givens() { expect_bad_puzzle "11$(printf '0%.0s' $(seq 79))" 'row 1' 'name the row'; }
 
 case_unsolvable() {
 	req GET "$base/sudoku?puzzle=123456780000000009$(printf '0%.0s' $(seq 63))"
