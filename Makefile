@@ -13,10 +13,16 @@ COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compos
 CHANGELOG_VERSION := $(shell sed -n 's/^## \[\([0-9][^]]*\)\].*/\1/p' CHANGELOG.md 2>/dev/null | head -1)
 VERSION ?= $(or $(patsubst v%,%,$(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null)),$(CHANGELOG_VERSION),dev)
 REVISION ?= $(or $(shell git describe --always --dirty --abbrev=12 --match 'no tag has this name' 2>/dev/null),unknown)
-LDFLAGS := -X github.com/prometheus/common/version.Version=$(VERSION) -X github.com/prometheus/common/version.Revision=$(REVISION)
+# The branch, and the commit's date as the build date (reproducible builds).
+BRANCH ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
+BUILD_DATE ?= $(shell git log -1 --format=%cd --date=format:%Y%m%d-%H:%M:%S 2>/dev/null)
+VERSION_PKG := github.com/prometheus/common/version
+LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION) -X $(VERSION_PKG).Branch=$(BRANCH) -X $(VERSION_PKG).BuildDate=$(BUILD_DATE)
 # docker-compose.yml passes these to the Dockerfiles (build.args).
 export SUDOKU_VERSION := $(VERSION)
 export SUDOKU_REVISION := $(REVISION)
+export SUDOKU_BRANCH := $(BRANCH)
+export SUDOKU_BUILD_DATE := $(BUILD_DATE)
 
 .PHONY: help
 help: ## list the targets
@@ -27,8 +33,8 @@ help: ## list the targets
 build: ## build every command into bin/, stamped with VERSION and REVISION
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
-version: ## print the version and revision a build would stamp
-	@echo "$(VERSION) $(REVISION)"
+version: ## print the version, revision, branch and date a build would stamp
+	@echo "$(VERSION) $(REVISION) $(BRANCH) $(BUILD_DATE)"
 
 # ---- lint ----
 # staticcheck from PATH or GOPATH/bin (where .ci/run installs it), else

@@ -21,7 +21,10 @@ COPY cmd/sudoku-fcgi/ cmd/sudoku-fcgi/
 # Stamped into -version and sudoku_build_info (make passes them).
 ARG VERSION=dev
 ARG REVISION=unknown
-RUN go build -ldflags="-s -w -X github.com/prometheus/common/version.Version=${VERSION} -X github.com/prometheus/common/version.Revision=${REVISION}" \
+ARG BRANCH=
+ARG BUILD_DATE=
+ENV VERSION_PKG=github.com/prometheus/common/version
+RUN go build -ldflags="-s -w -X ${VERSION_PKG}.Version=${VERSION} -X ${VERSION_PKG}.Revision=${REVISION} -X ${VERSION_PKG}.Branch=${BRANCH} -X ${VERSION_PKG}.BuildDate=${BUILD_DATE}" \
 	-o /out/sudoku-fcgi ./cmd/sudoku-fcgi
 
 FROM scratch
