@@ -1,21 +1,49 @@
-# sudoku-fcgi: make help lists the targets.
+# sudoku-fcgi. `make help` lists the targets; `make up` runs the service and
+# `make test` runs everything CI runs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 GO ?= go
 # docker compose (v2) where present, else docker-compose (v1).
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
-# Project name and host ports of `make up` (the integration suite has its own,
-# see tests/integration/run.sh).
-PROJECT ?= sudoku-fcgi
-IT_PROJECT ?= $(or $(SUDOKU_IT_PROJECT),sudoku-it)
 
-.PHONY: help build fmt-check vet unit lint nginx-test integration test up down logs ps bench bench-accept seed-images
+# Version stamping.
+# The version is the newest tag (v1.2.3 -> 1.2.3), else the newest released
+# version in CHANGELOG.md; the revision is the commit, "-dirty" with local
+# changes. `make build` links them in; the images get them as build args.
+CHANGELOG_VERSION := $(shell sed -n 's/^## \[\([0-9][^]]*\)\].*/\1/p' CHANGELOG.md 2>/dev/null | head -1)
+VERSION ?= $(or $(patsubst v%,%,$(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null)),$(CHANGELOG_VERSION),dev)
+REVISION ?= $(or $(shell git describe --always --dirty --abbrev=12 --match 'no tag has this name' 2>/dev/null),unknown)
+# The branch, and the commit's date as the build date (reproducible builds).
+BRANCH ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
+BUILD_DATE ?= $(shell git log -1 --format=%cd --date=format:%Y%m%d-%H:%M:%S 2>/dev/null)
+VERSION_PKG := github.com/prometheus/common/version
+LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION) -X $(VERSION_PKG).Branch=$(BRANCH) -X $(VERSION_PKG).BuildDate=$(BUILD_DATE)
+# docker-compose.yml passes these to the Dockerfiles (build.args).
+export SUDOKU_VERSION := $(VERSION)
+export SUDOKU_REVISION := $(REVISION)
+export SUDOKU_BRANCH := $(BRANCH)
+export SUDOKU_BUILD_DATE := $(BUILD_DATE)
 
+.PHONY: help
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^# ---- / {sub(/^# ---- /, ""); sub(/ ----$$/, ""); printf "\n%s:\n", $$0} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-20s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build every command into bin/
-	$(GO) build -trimpath -o bin/ ./cmd/...
+# ---- build ----
+.PHONY: build version
+build: ## build every command into bin/, stamped with VERSION and REVISION
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
+
+version: ## print the version, revision, branch and date a build would stamp
+	@echo "$(VERSION) $(REVISION) $(BRANCH) $(BUILD_DATE)"
+
+# ---- lint ----
+# staticcheck from PATH or GOPATH/bin (where .ci/run installs it), else
+# `go run` of the pinned version (needs the module proxy once).
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK ?= $(or $(shell command -v staticcheck 2>/dev/null),$(wildcard $(shell $(GO) env GOPATH 2>/dev/null)/bin/staticcheck),$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION))
+SHELL_SCRIPTS = $(shell find . -name '*.sh' -not -path './.git/*' -not -path './out/*' | sort) .ci/run
+.PHONY: lint fmt-check vet staticcheck shellcheck
+lint: fmt-check vet staticcheck shellcheck ## gofmt check, go vet, staticcheck, shellcheck (part of make test)
 
 fmt-check: ## fail if gofmt would change a file
 	@out=$$(gofmt -l .); if [[ -n $$out ]]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
@@ -23,76 +51,111 @@ fmt-check: ## fail if gofmt would change a file
 vet: ## go vet
 	$(GO) vet ./...
 
-unit: ## unit tests with the race detector, shuffled
-	$(GO) test -race -shuffle=on ./...
+staticcheck: ## staticcheck (STATICCHECK_VERSION, installed by .ci/run)
+	$(STATICCHECK) ./...
 
-lint: fmt-check vet ## gofmt, go vet, and staticcheck/shellcheck when installed
-	@if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "lint: staticcheck not installed, not run"; fi
-	@if command -v shellcheck >/dev/null; then shellcheck .ci/run docker/*.sh tests/*/*.sh nginx/*.sh; else echo "lint: shellcheck not installed, not run"; fi
+shellcheck: ## shellcheck on every shell script
+	@command -v shellcheck >/dev/null || { echo "shellcheck not installed (Debian: apt-get install shellcheck)"; exit 1; }
+	shellcheck $(SHELL_SCRIPTS)
 
-nginx-test: ## nginx -t with the project's config inside the real nginx image
+# ---- tests ----
+# PKG narrows the unit tests, e.g. make unit PKG=./fcgi/...
+PKG ?= ./...
+FUZZTIME ?= 30s
+.PHONY: test unit fuzz nginx-test integration test-tls test-scale test-reliability test-reliability-ci soak
+test: lint unit nginx-test integration test-tls test-scale test-reliability-ci ## everything CI runs, in this order
+
+unit: ## unit tests with the race detector, shuffled (PKG, default ./...)
+	$(GO) test -race -shuffle=on $(PKG)
+
+fuzz: ## every Fuzz target in PKG for FUZZTIME each (30s)
+	@set -e; for pkg in $$($(GO) list $(PKG)); do \
+		for f in $$($(GO) test -list '^Fuzz' "$$pkg" | grep '^Fuzz' || true); do \
+			echo "fuzz: $$pkg $$f"; \
+			$(GO) test "$$pkg" -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME); \
+		done; \
+	done
+
+# The end-to-end suites bring up their own compose projects on loopback
+# ports, so they never meet the stack of `make up` (nor each other's names).
+IT_PROJECT ?= $(or $(SUDOKU_IT_PROJECT),sudoku-it)
+nginx-test: ## nginx -t with the project's config in the nginx image; the image's CA bundle is there
 	$(COMPOSE) -p $(IT_PROJECT) build nginx
 	$(COMPOSE) -p $(IT_PROJECT) run --rm --no-deps -T --entrypoint bash nginx -c \
-		'echo "server 127.0.0.1:9 down;" >/run/sudoku-edge/servers.conf && : >/run/sudoku-edge/tls.conf && : >/run/sudoku-edge/trusted-clients.conf && : >/run/sudoku-edge/admission.conf && nginx -t'
+		'echo "server 127.0.0.1:9 down;" >/run/sudoku-edge/servers.conf && : >/run/sudoku-edge/tls.conf && : >/run/sudoku-edge/trusted-clients.conf && : >/run/sudoku-edge/admission.conf && nginx -t && test -s /etc/ssl/certs/ca-certificates.crt && echo "CA bundle: /etc/ssl/certs/ca-certificates.crt"'
 	$(COMPOSE) -p $(IT_PROJECT) down -v --remove-orphans
 
-integration: ## curl suite against a fresh compose stack (own project and ports)
+integration: ## curl suite against a fresh compose stack (tests/integration/run.sh)
 	tests/integration/run.sh
 
-test: fmt-check vet unit nginx-test integration ## everything CI runs
+test-tls: ## TLS end to end with Pebble: certificate over HTTP-01, renewal under load (tests/tls/run.sh)
+	tests/tls/run.sh
 
-seed-images: ## build local base images when no registry can be reached
+test-scale: ## scaling end to end: workers 2 -> 3 and back under load (tests/scale/run.sh)
+	tests/scale/run.sh
+
+# RELIABILITY_FLAGS passes flags to the runner, e.g. '-run overload -keep'.
+RELIABILITY_FLAGS ?=
+test-reliability: ## every reliability scenario on a fresh stack (tests/reliability/README.md)
+	$(GO) run ./tests/reliability $(RELIABILITY_FLAGS)
+
+# The overload stays out of CI: tests/reliability/README.md says why.
+test-reliability-ci: ## the reliability scenarios CI runs: all but the overload
+	$(GO) run ./tests/reliability -skip '^overload$$' $(RELIABILITY_FLAGS)
+
+soak: ## 10 minutes at 0.5 C: RSS growth and errors (not in make test)
+	$(GO) run ./tests/reliability -soak $(RELIABILITY_FLAGS)
+
+# ---- the stack (docker compose) ----
+# The project name comes from .env (COMPOSE_PROJECT_NAME), so plain
+# `docker compose ...` and `docker-compose ...` in the checkout find the same
+# containers. N is the worker count for make scale, S a service for logs/sh.
+N ?= 2
+S ?=
+HTTP_PORT = $(lastword $(subst :, ,$(or $(SUDOKU_HTTP_PORT),8080)))
+EXAMPLE_PUZZLE := 000000010400000000020000000000050407008000300001090000300400200050100000000806000
+.PHONY: seed-images up down clean ps logs scale sh
+seed-images: ## build local base images where no registry answers (docker/seed-images.sh)
 	docker/seed-images.sh
 
-up: seed-images ## start the stack on :8080 (docker compose up --build -d)
-	$(COMPOSE) -p $(PROJECT) up -d --build
-	@p=$${SUDOKU_HTTP_PORT:-8080}; p=$${p##*:}; echo "waiting for http://127.0.0.1:$$p/sudoku"; \
+up: seed-images ## build and start the stack on :8080, then print a curl to try
+	$(COMPOSE) up -d --build
+	@echo "waiting for http://127.0.0.1:$(HTTP_PORT)/sudoku"; \
 	for i in $$(seq 90); do \
-		curl -fs -o /dev/null "http://127.0.0.1:$$p/sudoku/stats" && { echo "up: curl 'http://127.0.0.1:$$p/sudoku?puzzle=...'"; exit 0; }; \
+		if curl -fs -o /dev/null "http://127.0.0.1:$(HTTP_PORT)/sudoku/stats"; then \
+			echo "up. Try:"; \
+			echo "  curl 'http://127.0.0.1:$(HTTP_PORT)/sudoku?puzzle=$(EXAMPLE_PUZZLE)'"; \
+			exit 0; \
+		fi; \
 		sleep 1; \
-	done; echo "not answering after 90s: see $(COMPOSE) -p $(PROJECT) logs"; exit 1
+	done; echo "not answering after 90s: see make logs"; exit 1
 
-down: ## stop the stack and remove its containers and volumes
-	$(COMPOSE) -p $(PROJECT) down -v --remove-orphans
+down: ## stop the stack and remove its containers; named volumes (certificates) stay
+	$(COMPOSE) down --remove-orphans
 
-logs: ## follow the stack's logs
-	$(COMPOSE) -p $(PROJECT) logs -f --tail=50
+clean: ## remove the stack with its volumes (the edge's certificates too), bin/ and out/
+	@echo "clean: removing the stack's containers and volumes, including edge-data (ACME account and certificates)"
+	$(COMPOSE) down -v --remove-orphans
+	rm -rf bin/ out/
 
 ps: ## the stack's containers and their health
-	$(COMPOSE) -p $(PROJECT) ps
+	$(COMPOSE) ps
 
-bench-accept: ## accept_mutex on/off/reuseport with wrk on host nginx (README table)
+logs: ## follow the stack's logs (S=nginx for one service)
+	$(COMPOSE) logs -f --tail=50 $(S)
+
+scale: ## run N workers (make scale N=4); sudoku-edge picks them up
+	$(COMPOSE) up -d --no-recreate --scale sudoku=$(N)
+
+sh: ## a shell in a service's container (make sh S=nginx)
+	$(COMPOSE) exec $(or $(S),nginx) bash
+
+# ---- benchmarks (figures: tests/bench/RESULTS.md) ----
+COUNT ?= 6
+.PHONY: bench bench-accept bench-host bench-host-compose bench-worker bench-worker-nginx solver-bench bench-solver load-smoke
+bench: solver-bench bench-worker ## the Go benchmarks (no external tools)
+bench-accept: ## accept_mutex on/off/reuseport on host nginx with wrk (tests/bench/accept-mutex.sh)
 	tests/bench/accept-mutex.sh
-
-bench: bench-accept ## every benchmark
-
-# ---- targets added by other parts of the project go below this line ----
-# ---- worker (cmd/sudoku-fcgi, fcgi/) targets: owned by the worker helper ----
-.PHONY: worker-test worker-fuzz worker-bench worker-bench-nginx
-
-worker-test: ## worker: vet + race tests of fcgi/ and cmd/sudoku-fcgi
-	$(or $(GO),go) vet ./fcgi/... ./cmd/sudoku-fcgi/...
-	$(or $(GO),go) test -race -shuffle=on ./fcgi/... ./cmd/sudoku-fcgi/...
-
-worker-fuzz: ## worker: fuzz the handler, query parsing and JSON escaping (FUZZTIME=30s each)
-	$(or $(GO),go) test ./fcgi -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime $(or $(FUZZTIME),30s)
-	$(or $(GO),go) test ./fcgi -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(or $(FUZZTIME),30s)
-	$(or $(GO),go) test ./fcgi -run '^$$' -fuzz '^FuzzAppendJSONString$$' -fuzztime $(or $(FUZZTIME),30s)
-
-worker-bench: ## worker: handler and FastCGI round-trip benchmarks (CPU, allocs per request)
-	$(or $(GO),go) test ./fcgi -run '^$$' -bench . -benchmem -count $(or $(COUNT),5)
-
-worker-bench-nginx: ## worker: host nginx -> fcgi vs plain net/http with wrk (ports 19000-19099)
-	tests/bench/worker-fcgi.sh
-# ---- end of worker targets ----
-
-# ---- sudoku-load (load tool; owner: load helper) ----
-.PHONY: load-test bench-host bench-host-compose load-smoke
-LOAD_URL ?= http://127.0.0.1:8080
-LOAD_IN ?= tests/integration/testdata/puzzles.txt
-
-load-test: ## sudoku-load engine and CLI tests, with the race detector
-	$(GO) test -race -shuffle=on ./cmd/sudoku-load/...
 
 bench-host: ## sudoku-load on host nginx + workers and on plain net/http (tests/bench/hoststack.sh; OUT=/tmp/sudoku-bench)
 	tests/bench/hoststack.sh
@@ -100,65 +163,21 @@ bench-host: ## sudoku-load on host nginx + workers and on plain net/http (tests/
 bench-host-compose: ## the same runs against a compose stack (project load-bench, port 30180)
 	HOST=0 COMPOSE=1 tests/bench/hoststack.sh
 
-load-smoke: ## 5 s of open-loop load on LOAD_URL with progress (LOAD_URL, LOAD_IN)
-	$(GO) run ./cmd/sudoku-load load -url $(LOAD_URL) -in $(LOAD_IN) -rate 200 -duration 5s -log-console
+bench-worker: ## handler and FastCGI round-trip benchmarks, -benchmem (COUNT)
+	$(GO) test ./fcgi -run '^$$' -bench . -benchmem -count $(COUNT)
 
-bench: bench-host
+bench-worker-nginx: ## host nginx -> one worker vs plain net/http with wrk (tests/bench/worker-fcgi.sh)
+	tests/bench/worker-fcgi.sh
 
-# ---- reliability (issue 7): scenario suite against the compose stack ----
-# Own compose project and loopback ports 25080/25443/25113 (below the ephemeral range); bounded in count and time
-# (about 9-11 minutes on a 2-core machine). RELIABILITY_FLAGS passes flags
-# to the runner, e.g. RELIABILITY_FLAGS='-run overload -keep'.
-RELIABILITY_FLAGS ?=
-
-test-reliability: ## reliability scenarios (overload, failover, restarts, hostile input...) on a fresh stack
-	$(GO) run ./tests/reliability $(RELIABILITY_FLAGS)
-
-soak: ## 10 minutes at 0.5 C: RSS growth and errors (not part of make test)
-	$(GO) run ./tests/reliability -soak $(RELIABILITY_FLAGS)
-
-# `make test` runs every scenario but the overload (test-reliability-ci): the
-# overload's goodput falls short of 0.9 C when the VM is calm and C comes out
-# high (12,000/s, 0.83 of the saturation: goodput 0.55 C; paired runs gave
-# 0.59-0.77 of the saturation), and CI lands nothing while any test fails.
-# The runner lists it as NOT RUN. README: "Reliability", Status.
-test-reliability-ci: ## the reliability scenarios CI runs: all but the overload
-	$(GO) run ./tests/reliability -skip '^overload$$' $(RELIABILITY_FLAGS)
-
-.PHONY: test-reliability test-reliability-ci soak
-# ---- edge (sudoku-edge): TLS and scaling, end to end against compose ----
-.PHONY: test-tls test-scale edge-unit
-
-edge-unit: ## sudoku-edge unit tests: rendering, reload decision, discovery, TLS with in-process Pebble (needs host nginx)
-	$(GO) test -race -shuffle=on ./nginx/... ./cmd/sudoku-edge/... ./tests/internal/...
-
-test-tls: ## TLS end to end: Pebble in compose, cert over HTTP-01 through nginx, forced renewal under load (ports 27080/27443/27113/27150)
-	tests/tls/run.sh
-
-test-scale: ## scaling end to end: workers 2 -> 3 answer within 10 s, 3 -> 2 under load with no failure (ports 26180/26543/26213)
-	tests/scale/run.sh
-
-# `make test` runs both after the stack's own steps.
-test: test-tls test-scale
-# ---- solver (solver/, cmd/sudoku) targets: owned by the solver helper ----
-.PHONY: solver-test solver-fuzz solver-bench bench-solver
-
-solver-test: ## solver: vet + race tests of solver/ and cmd/sudoku (every shared data file: go test ./solver without -race)
-	$(or $(GO),go) vet ./solver/... ./cmd/sudoku/...
-	$(or $(GO),go) test -race -shuffle=on ./solver/... ./cmd/sudoku/...
-
-solver-fuzz: ## solver: FuzzParse and FuzzSolve (FUZZTIME=30s each)
-	$(or $(GO),go) test ./solver -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(or $(FUZZTIME),30s)
-	$(or $(GO),go) test ./solver -run '^$$' -fuzz '^FuzzSolve$$' -fuzztime $(or $(FUZZTIME),30s)
-
-solver-bench: ## solver: us/puzzle per data set at limit 1 and 2, into out/solver-bench.txt for benchstat (COUNT=6)
+solver-bench: ## us/puzzle per data set at limit 1 and 2, into out/solver-bench.txt for benchstat (COUNT)
 	mkdir -p out
-	$(or $(GO),go) test ./solver -run '^$$' -bench Solve -count $(or $(COUNT),6) | tee out/solver-bench.txt
+	$(GO) test ./solver -run '^$$' -bench Solve -count $(COUNT) | tee out/solver-bench.txt
 
-bench-solver: ## solver: sudoku solve vs ../shared/tools/refsolve, whole process, hyperfine (RUNS=10)
+bench-solver: ## sudoku solve against an external reference solver, hyperfine (cmd/sudoku/bench-refsolve.sh; SHARED)
 	cmd/sudoku/bench-refsolve.sh
-# ---- end of solver targets ----
 
-# The reliability scenarios run last in `make test`: they take longest
-# (about 7 minutes) and bring up their own stack.
-test: test-reliability-ci
+LOAD_URL ?= http://127.0.0.1:$(HTTP_PORT)
+LOAD_IN ?= tests/integration/testdata/puzzles.txt
+# 40/s stays within nginx's per-client limit (50 r/s).
+load-smoke: ## 5 s of open-loop load on LOAD_URL (the stack of make up) at 40/s with progress
+	$(GO) run ./cmd/sudoku-load load -url $(LOAD_URL) -in $(LOAD_IN) -rate 40 -duration 5s -log-console

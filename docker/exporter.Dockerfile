@@ -1,6 +1,9 @@
 # Debian's prometheus-nginx-exporter, scraping nginx's internal stub_status
 # (nginx:8082, never published) and serving Prometheus metrics on 9113.
-FROM debian:bookworm-slim
+# BASE_IMAGE names the base image; pin a digest with e.g.
+# --build-arg BASE_IMAGE=debian:bookworm-slim@sha256:... (compose: SUDOKU_BASE_IMAGE).
+ARG BASE_IMAGE=debian:bookworm-slim
+FROM ${BASE_IMAGE}
 RUN apt-get update \
 	&& apt-get install -y --no-install-recommends prometheus-nginx-exporter \
 	&& rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb

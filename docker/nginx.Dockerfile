@@ -1,7 +1,12 @@
 # nginx from Debian bookworm (1.22, the version CI tests) with the project's
 # config, supervised by sudoku-edge (worker discovery, TLS, reloads).
 # Classic builder compatible (docker-compose v1): no BuildKit-only syntax.
-FROM golang:1.26-bookworm AS build
+# GO_IMAGE and BASE_IMAGE name the base images; pin digests with e.g.
+# --build-arg BASE_IMAGE=debian:bookworm-slim@sha256:... (compose:
+# SUDOKU_GO_IMAGE, SUDOKU_BASE_IMAGE).
+ARG GO_IMAGE=golang:1.26-bookworm
+ARG BASE_IMAGE=debian:bookworm-slim
+FROM ${GO_IMAGE} AS build
 WORKDIR /src
 ENV CGO_ENABLED=0 GOFLAGS=-trimpath
 # The standard library, compiled once into the build cache of this layer:
@@ -15,12 +20,22 @@ RUN go mod download
 # an edit to the nginx config files below does not recompile the edge.
 COPY nginx/*.go nginx/
 COPY nginx/templates/ nginx/templates/
+COPY cmd/cli/ cmd/cli/
 COPY cmd/sudoku-edge/ cmd/sudoku-edge/
-RUN go build -ldflags='-s -w' -o /out/sudoku-edge ./cmd/sudoku-edge
+# Stamped into -version and sudoku_build_info (make passes them).
+ARG VERSION=dev
+ARG REVISION=unknown
+ARG BRANCH=
+ARG BUILD_DATE=
+ENV VERSION_PKG=github.com/prometheus/common/version
+RUN go build -ldflags="-s -w -X ${VERSION_PKG}.Version=${VERSION} -X ${VERSION_PKG}.Revision=${REVISION} -X ${VERSION_PKG}.Branch=${BRANCH} -X ${VERSION_PKG}.BuildDate=${BUILD_DATE}" \
+	-o /out/sudoku-edge ./cmd/sudoku-edge
 
-FROM debian:bookworm-slim
+FROM ${BASE_IMAGE}
+# ca-certificates: certmagic verifies the ACME server (Let's Encrypt)
+# against the system roots in /etc/ssl/certs.
 RUN apt-get update \
-	&& apt-get install -y --no-install-recommends nginx \
+	&& apt-get install -y --no-install-recommends nginx ca-certificates \
 	&& rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb /etc/nginx/sites-enabled /etc/nginx/sites-available \
 		/etc/nginx/conf.d /etc/nginx/snippets /var/www \
 	&& mkdir -p /run/sudoku-edge /var/lib/sudoku-edge \

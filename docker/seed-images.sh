@@ -4,10 +4,12 @@
 # missing and cannot be pulled (a host with no container registry). Hosts that
 # can pull never need it: it does nothing when the images are present or
 # pullable. Needs root, debootstrap and a Go toolchain on the host.
+# SUDOKU_BASE_IMAGE and SUDOKU_GO_IMAGE name other tags, as for compose (a
+# digest-pinned name can only be pulled, not seeded).
 set -euo pipefail
 
-DEBIAN_IMAGE=debian:bookworm-slim
-GO_IMAGE=golang:1.26-bookworm
+DEBIAN_IMAGE=${SUDOKU_BASE_IMAGE:-debian:bookworm-slim}
+GO_IMAGE=${SUDOKU_GO_IMAGE:-golang:1.26-bookworm}
 
 log() { printf 'seed-images: %s\n' "$*" >&2; }
 

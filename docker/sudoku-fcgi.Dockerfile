@@ -1,6 +1,9 @@
 # The FastCGI worker: a static Go binary in an otherwise empty image.
 # Classic builder compatible (docker-compose v1): no BuildKit-only syntax.
-FROM golang:1.26-bookworm AS build
+# GO_IMAGE names the build image; pin a digest with e.g.
+# --build-arg GO_IMAGE=golang:1.26-bookworm@sha256:... (compose: SUDOKU_GO_IMAGE).
+ARG GO_IMAGE=golang:1.26-bookworm
+FROM ${GO_IMAGE} AS build
 WORKDIR /src
 ENV CGO_ENABLED=0 GOFLAGS=-trimpath
 # The standard library, compiled once into the build cache of this layer:
@@ -13,8 +16,16 @@ COPY go.mod go.sum* ./
 RUN go mod download
 COPY solver/ solver/
 COPY fcgi/ fcgi/
+COPY cmd/cli/ cmd/cli/
 COPY cmd/sudoku-fcgi/ cmd/sudoku-fcgi/
-RUN go build -ldflags='-s -w' -o /out/sudoku-fcgi ./cmd/sudoku-fcgi
+# Stamped into -version and sudoku_build_info (make passes them).
+ARG VERSION=dev
+ARG REVISION=unknown
+ARG BRANCH=
+ARG BUILD_DATE=
+ENV VERSION_PKG=github.com/prometheus/common/version
+RUN go build -ldflags="-s -w -X ${VERSION_PKG}.Version=${VERSION} -X ${VERSION_PKG}.Revision=${REVISION} -X ${VERSION_PKG}.Branch=${BRANCH} -X ${VERSION_PKG}.BuildDate=${BUILD_DATE}" \
+	-o /out/sudoku-fcgi ./cmd/sudoku-fcgi
 
 FROM scratch
 COPY --from=build /out/sudoku-fcgi /usr/local/bin/sudoku-fcgi

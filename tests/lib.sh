@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shell helpers shared by the end-to-end runners (tests/tls/run.sh,
 # tests/scale/run.sh). Source it after defining log().
 

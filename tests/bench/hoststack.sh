@@ -16,7 +16,7 @@
 # target also gets a capacity at LOOSE_SLO, and the half-capacity run uses the
 # strict capacity when there is one, else the loose one (the summary says which).
 #
-# Env: PUZZLES (../shared/data/test1000, else tests/integration/testdata/puzzles.txt),
+# Env: PUZZLES (tests/reliability/testdata/test1000),
 # OUT (/tmp/sudoku-bench), SLO (5ms), LOOSE_SLO (50ms), STEP (5s per capacity step), HOLD (20s for
 # the half-capacity run), WORKERS (2), HOST (1: measure the host processes),
 # COMPOSE (0; 1: also the compose stack, project load-bench, port 30180).
@@ -26,17 +26,13 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 out=${OUT:-/tmp/sudoku-bench}
 slo=${SLO:-5ms} loose=${LOOSE_SLO:-50ms} step=${STEP:-5s} hold=${HOLD:-20s} nworkers=${WORKERS:-2} compose=${COMPOSE:-0} host=${HOST:-1}
-puzzles=${PUZZLES:-}
-if [[ -z $puzzles ]]; then
-	puzzles=$root/../shared/data/test1000
-	[[ -f $puzzles ]] || puzzles=$root/tests/integration/testdata/puzzles.txt
-fi
+puzzles=${PUZZLES:-$root/tests/reliability/testdata/test1000}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 work=$(mktemp -d)
 bin=$work/bin
 pids=()
-cproject=load-bench
+cproject="load-bench"
 cleanup() {
 	local p
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done

@@ -4,14 +4,14 @@
 # Prints req/s, latency and CPU microseconds per request of the worker (and
 # nginx) for: GET via nginx, GET plain, POST batch via nginx.
 #
-# Host processes on loopback only, ports 19000-19099 (the worker helper's
-# range). Needs nginx, wrk, curl. The nginx config is a minimal one written
-# to a temp dir (upstream keepalive + fastcgi_keep_conn); the project's own
-# nginx/nginx.conf is measured by `make bench`.
+# Host processes on loopback only, ports 19000-19099. Needs nginx, wrk, curl.
+# The nginx config is a minimal one written to a temp dir (upstream keepalive
+# + fastcgi_keep_conn); the project's own nginx/nginx.conf is measured by
+# `make bench-host`.
 #
 # Env: DURATION (10s) CONNS (32) MAXPROCS (0: runtime) GCPERCENT (400)
 #      LISTEN (unix: a socket in the temp dir; tcp: 127.0.0.1:19000)
-#      PUZZLES (/work/shared/data/test1000 or ../shared/data/test1000)
+#      PUZZLES (tests/reliability/testdata/test1000)
 #      BATCH (lines per POST, 100) ROUNDS (1)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,16 +21,16 @@ MAXPROCS=${MAXPROCS:-0}
 GCPERCENT=${GCPERCENT:-400}
 BATCH=${BATCH:-100}
 ROUNDS=${ROUNDS:-1}
-PUZZLES=${PUZZLES:-$( [[ -f ../shared/data/test1000 ]] && echo ../shared/data/test1000 || echo /work/shared/data/test1000)}
+PUZZLES=${PUZZLES:-tests/reliability/testdata/test1000}
 PUZZLES=$(readlink -f "$PUZZLES")
 for t in nginx wrk curl; do command -v $t >/dev/null || { echo "worker-fcgi.sh: $t not installed" >&2; exit 1; }; done
 
 tmp=$(mktemp -d)
 chmod 755 "$tmp" # nginx workers (not root) must reach the socket
-wpid="" ; npid=""
+wpid=""
 cleanup() {
-	[[ -n $wpid ]] && kill "$wpid" 2>/dev/null && wait "$wpid" 2>/dev/null || true
-	[[ -f $tmp/nginx.pid ]] && kill "$(cat "$tmp/nginx.pid")" 2>/dev/null || true
+	if [[ -n $wpid ]] && kill "$wpid" 2>/dev/null; then wait "$wpid" 2>/dev/null || true; fi
+	if [[ -f $tmp/nginx.pid ]]; then kill "$(cat "$tmp/nginx.pid")" 2>/dev/null || true; fi
 	sleep 0.3
 	rm -rf "$tmp"
 }
@@ -131,7 +131,7 @@ measure() {
 }
 
 echo "== $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), wrk -t1 -c$CONNS -d$DURATION, GOMAXPROCS=$MAXPROCS (0: runtime) gc-percent=$GCPERCENT, upstream $UPSTREAM"
-for r in $(seq "$ROUNDS"); do
+for _ in $(seq "$ROUNDS"); do
 	measure "GET nginx->fcgi" http://127.0.0.1:19080/ "$tmp/get.lua" 1
 	measure "GET plain net/http" http://127.0.0.1:19002/ "$tmp/get.lua" 1
 	measure "POST x$BATCH nginx->fcgi" http://127.0.0.1:19080/ "$tmp/post.lua" "$BATCH"

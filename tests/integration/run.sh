@@ -16,7 +16,7 @@
 #   SUDOKU_IT_UP_TIMEOUT     seconds to wait for health  (300)
 #   SUDOKU_IT_CASES          regex: run only the cases whose name matches
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 
 project=${SUDOKU_IT_PROJECT:-sudoku-it}
 http_port=${SUDOKU_IT_HTTP_PORT:-28080}
@@ -40,7 +40,7 @@ else
 	echo "0 passed, 1 failed"
 	exit 1
 fi
-# shellcheck disable=SC2206 # word splitting of the extra -f arguments is wanted
+# shellcheck disable=SC2086 # word splitting of the extra -f arguments is wanted
 compose() { "${compose_cmd[@]}" -p "$project" -f docker-compose.yml ${SUDOKU_IT_COMPOSE_FILES:-} "$@"; }
 
 # Container ids of a service (or all), by compose's labels: much faster than
@@ -229,23 +229,17 @@ case_batch_post() {
 	grep -qx 'none:NoSolution' "$work/answers" || fail "unsolvable puzzle: $(grep '^none:' "$work/answers")"
 }
 
-case_bad_characters() {
-	req GET "$base/sudoku?puzzle=$(puzzle 1 | sed 's/^./x/')"
+# expect_bad_puzzle PUZZLE PATTERN WHAT: GET with PUZZLE answers a JSON 400
+# whose message matches PATTERN (case-insensitive), i.e. says WHAT.
+expect_bad_puzzle() {
+	req GET "$base/sudoku?puzzle=$1"
 	expect_status 400 && expect_json_error || return 1
-	grep -qi 'cell 1' "$work/body" || fail "error does not say where: $(body)"
+	grep -qi "$2" "$work/body" || fail "error does not $3: $(body)"
 }
 
-case_80_cells() {
-	req GET "$base/sudoku?puzzle=$(puzzle 1 | cut -c2-)"
-	expect_status 400 && expect_json_error || return 1
-	grep -q '80' "$work/body" || fail "error does not give the count: $(body)"
-}
-
-case_conflicting_givens() {
-	req GET "$base/sudoku?puzzle=11$(printf '0%.0s' $(seq 79))"
-	expect_status 400 && expect_json_error || return 1
-	grep -qi 'row 1' "$work/body" || fail "error does not name the row: $(body)"
-}
+case_bad_characters() { expect_bad_puzzle "$(puzzle 1 | sed 's/^./x/')" 'cell 1' 'say where'; }
+case_80_cells() { expect_bad_puzzle "$(puzzle 1 | cut -c2-)" '80' 'give the count'; }
+case_conflicting_givens() { expect_bad_puzzle "11$(printf '0%.0s' $(seq 79))" 'row 1' 'name the row'; }
 
 case_unsolvable() {
 	req GET "$base/sudoku?puzzle=123456780000000009$(printf '0%.0s' $(seq 63))"
@@ -398,21 +392,19 @@ case_burst_503_no_502() {
 	# the stand-in for many clients.
 	trust_host || return 1
 	local ids cpus round
-	ids=$(containers sudoku)
-	cpus=$(docker inspect -f '{{.HostConfig.NanoCpus}}' $ids | head -1)
+	mapfile -t ids < <(containers sudoku)
+	cpus=$(docker inspect -f '{{.HostConfig.NanoCpus}}' "${ids[@]}" | head -1)
 	cpus=$(awk -v n="${cpus:-0}" 'BEGIN {print (n > 0 ? n / 1e9 : 1)}')
-	# shellcheck disable=SC2086 # one argument per container id
 	# 1%, Docker's floor: at 5% the fast solver sometimes kept up well enough
 	# that nginx's retry on the other worker hid every 503 from the client.
-	docker update --cpus 0.01 $ids >/dev/null || fail "docker update --cpus failed" || return 1
+	docker update --cpus 0.01 "${ids[@]}" >/dev/null || fail "docker update --cpus failed" || return 1
 	: >"$work/codes"
-	for round in 1 2 3; do
+	for ((round = 0; round < 3; round++)); do
 		for _ in 1 2 3 4 5; do sed "s|^|$base/sudoku?puzzle=|" "$data/hard.txt"; done |
 			parallel 300 >>"$work/codes"
 		grep -q '^503$' "$work/codes" && break
 	done
-	# shellcheck disable=SC2086
-	docker update --cpus "$cpus" $ids >/dev/null || fail "cannot give the workers their $cpus CPUs back" || return 1
+	docker update --cpus "$cpus" "${ids[@]}" >/dev/null || fail "cannot give the workers their $cpus CPUs back" || return 1
 	echo "     $(wc -l <"$work/codes") hard puzzles, 300 at once, workers at 1% CPU: $(sort "$work/codes" | uniq -c | tr '\n' ' ')"
 	echo "     answers nginx retried on another worker after a 503: $(service_logs nginx | grep -c '"upstream_status":"503, ')"
 	grep -q '^503$' "$work/codes" || fail "no 503 at all" || return 1
