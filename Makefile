@@ -107,9 +107,9 @@ soak: ## 10 minutes at 0.5 C: RSS growth and errors (not in make test)
 	$(GO) run ./tests/reliability -soak $(RELIABILITY_FLAGS)
 
 # ---- the stack (docker compose) ----
-# The project name comes from .env (COMPOSE_PROJECT_NAME), so plain
-# `docker compose ...` and `docker-compose ...` in the checkout find the same
-# containers. N is the worker count for make scale, S a service for logs/sh.
+# No -p: compose's default project name (the checkout's directory) is the one
+# plain `docker compose ...` and `docker-compose ...` in the checkout use, so
+# they find the same containers. N is the worker count for make scale, S a service for logs/sh.
 N ?= 2
 S ?=
 HTTP_PORT = $(lastword $(subst :, ,$(or $(SUDOKU_HTTP_PORT),8080)))
