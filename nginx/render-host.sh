@@ -13,8 +13,9 @@ http=${2:-28080} status=${3:-28082} acme=${4:-28081}
 src=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$dir/run" "$dir/tmp" "$dir/logs"
 dir=$(cd "$dir" && pwd)
-for f in nginx.conf sudoku-locations.conf sudoku-fastcgi.conf; do
+for f in nginx.conf sudoku-locations.conf sudoku-fastcgi.conf sudoku-www.conf; do
 	sed -e "s#/run/sudoku-edge#$dir/run#g" \
+		-e "s#/usr/share/sudoku-www#$src/www#g" \
 		-e "s#listen 8080 #listen 127.0.0.1:$http #" \
 		-e "s#listen 8082;#listen 127.0.0.1:$status;#" \
 		-e "s#127.0.0.1:8081#127.0.0.1:$acme#" \
@@ -27,5 +28,8 @@ if [[ ! -s $dir/run/servers.conf ]]; then
 		echo "server $w max_fails=0;"
 	done >"$dir/run/servers.conf"
 fi
-touch "$dir/run/tls.conf" "$dir/run/trusted-clients.conf" "$dir/run/admission.conf"
+# TLS off until sudoku-edge writes tls.conf: the locations still name $sudoku_hsts.
+# shellcheck disable=SC2016 # nginx variables, written as they are
+[[ -s $dir/run/tls.conf ]] || printf 'map $https $sudoku_hsts {\n    default "";\n}\n' >"$dir/run/tls.conf"
+touch "$dir/run/trusted-clients.conf" "$dir/run/admission.conf"
 echo "$dir/nginx.conf"

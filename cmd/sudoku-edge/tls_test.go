@@ -152,6 +152,16 @@ func TestRunTLSWithPebble(t *testing.T) {
 		t.Error("a TLS 1.1 handshake succeeded, want it refused")
 	}
 
+	// nginx's own error answers carry HSTS too.
+	resp, err = client.Get(fmt.Sprintf("https://%s:%d/nope", domain, httpsPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Strict-Transport-Security") != "max-age=63072000" || resp.Header.Get("X-Request-Id") == "" {
+		t.Errorf("GET https /nope = %d, headers %v; want 404 with HSTS max-age=63072000 and X-Request-Id", resp.StatusCode, resp.Header)
+	}
+
 	resp, err = client.Get(fmt.Sprintf("http://%s:%d/sudoku?x=1", domain, httpPort))
 	if err != nil {
 		t.Fatal(err)

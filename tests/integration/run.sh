@@ -461,9 +461,9 @@ case_worker_metrics() {
 		docker exec "$nginx_id" bash -c "exec 3<>/dev/tcp/$ip/9001 && printf 'GET /metrics HTTP/1.0\\r\\nHost: w\\r\\n\\r\\n' >&3 && cat <&3" >"$work/wmetrics" ||
 			fail "cannot scrape $ip:9001 from the nginx container" || return 1
 		grep -q '^HTTP/1.[01] 200' "$work/wmetrics" || fail "$ip:9001/metrics: $(head -1 "$work/wmetrics")" || return 1
-		grep -Eq '^sudoku_requests_total\{outcome="solved"\} [1-9]' "$work/wmetrics" ||
+		grep -Eq '^sudoku_requests_total\{outcome="solved",route="get"\} [1-9]' "$work/wmetrics" ||
 			fail "$ip: no solved requests counted: $(grep '^sudoku_requests_total' "$work/wmetrics" | tr '\n' ' ')" || return 1
-		echo "     $ip: $(grep '^sudoku_requests_total{outcome="solved"}' "$work/wmetrics")"
+		echo "     $ip: $(grep '^sudoku_requests_total{outcome="solved",route="get"}' "$work/wmetrics")"
 	done
 }
 

@@ -213,7 +213,7 @@ func (s *suite) solveDeadline(ctx context.Context) (time.Duration, string) {
 			}
 		}
 	}
-	// The worker prints its usage to stderr and exits non-zero on -help.
+	// The worker prints its usage to stdout and exits 0 on -help.
 	cmd := exec.CommandContext(ctx, "docker", "exec", ids[0], "/usr/local/bin/sudoku-fcgi", "-help")
 	help, _ := cmd.CombinedOutput()
 	if m := reSolveDefault.FindStringSubmatch(string(help)); m != nil {
