@@ -42,8 +42,8 @@ version: ## print the version, revision, branch and date a build would stamp
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK ?= $(or $(shell command -v staticcheck 2>/dev/null),$(wildcard $(shell $(GO) env GOPATH 2>/dev/null)/bin/staticcheck),$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION))
 SHELL_SCRIPTS = $(shell find . -name '*.sh' -not -path './.git/*' -not -path './out/*' | sort) .ci/run
-.PHONY: lint fmt-check vet staticcheck shellcheck
-lint: fmt-check vet staticcheck shellcheck ## gofmt check, go vet, staticcheck, shellcheck (part of make test)
+.PHONY: lint fmt-check vet staticcheck shellcheck check-rules
+lint: fmt-check vet staticcheck shellcheck check-rules ## gofmt check, go vet, staticcheck, shellcheck, promtool (part of make test)
 
 fmt-check: ## fail if gofmt would change a file
 	@out=$$(gofmt -l .); if [[ -n $$out ]]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
@@ -54,6 +54,11 @@ vet: ## go vet
 staticcheck: ## staticcheck (STATICCHECK_VERSION, installed by .ci/run)
 	$(STATICCHECK) ./...
 
+check-rules: ## promtool: the Prometheus config and rules check, and the rules' unit tests pass
+	@command -v promtool >/dev/null || { echo "promtool not installed (Debian: apt-get install prometheus)"; exit 1; }
+	promtool check config docker/prometheus/prometheus.yml
+	cd docker/prometheus && promtool test rules rules_test.yml
+
 shellcheck: ## shellcheck on every shell script
 	@command -v shellcheck >/dev/null || { echo "shellcheck not installed (Debian: apt-get install shellcheck)"; exit 1; }
 	shellcheck $(SHELL_SCRIPTS)
@@ -62,8 +67,8 @@ shellcheck: ## shellcheck on every shell script
 # PKG narrows the unit tests, e.g. make unit PKG=./fcgi/...
 PKG ?= ./...
 FUZZTIME ?= 30s
-.PHONY: test unit fuzz nginx-test integration test-tls test-scale test-reliability test-reliability-ci soak
-test: lint unit nginx-test integration test-tls test-scale test-reliability-ci ## everything CI runs, in this order
+.PHONY: test unit fuzz nginx-test integration test-browser test-tls test-scale test-reliability test-reliability-ci soak
+test: lint unit nginx-test integration test-browser test-tls test-scale test-reliability-ci ## everything CI runs, in this order
 
 unit: ## unit tests with the race detector, shuffled (PKG, default ./...)
 	$(GO) test -race -shuffle=on $(PKG)
@@ -87,6 +92,9 @@ nginx-test: ## nginx -t with the project's config in the nginx image; the image'
 
 integration: ## curl suite against a fresh compose stack (tests/integration/run.sh)
 	tests/integration/run.sh
+
+test-browser: ## the web page in headless Chromium against its own stack (tests/browser/run.sh; SUDOKU_BROWSER_UPDATE=1 rewrites the screenshot)
+	tests/browser/run.sh
 
 test-tls: ## TLS end to end with Pebble: certificate over HTTP-01, renewal under load (tests/tls/run.sh)
 	tests/tls/run.sh

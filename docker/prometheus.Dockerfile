@@ -1,7 +1,8 @@
 # Prometheus from Debian's package, with the project's scrape config and
 # rules (docker/prometheus/), for the compose profile "monitoring".
-ARG DEBIAN_IMAGE=debian:bookworm-slim
-FROM ${DEBIAN_IMAGE}
+# BASE_IMAGE names the base image (compose: SUDOKU_BASE_IMAGE).
+ARG BASE_IMAGE=debian:bookworm-slim
+FROM ${BASE_IMAGE}
 RUN apt-get update \
 	&& apt-get install -y --no-install-recommends prometheus \
 	&& rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb \

@@ -9,6 +9,8 @@
 #   SUDOKU_IT_HTTP_PORT      host port for nginx :8080   (28080, bound to 127.0.0.1)
 #   SUDOKU_IT_HTTPS_PORT     host port for nginx :8443   (28443)
 #   SUDOKU_IT_EXPORTER_PORT  host port for the exporter  (29113)
+#   SUDOKU_IT_PROMETHEUS_PORT host port for Prometheus   (29090; the stack
+#                            runs with the compose profile "monitoring")
 #   SUDOKU_IT_COMPOSE_FILES  extra `-f file` arguments, e.g. an override file
 #   SUDOKU_IT_KEEP=1         leave the stack running afterwards (for debugging)
 #   SUDOKU_IT_REUSE=1        use the project's running stack as is: no build,
@@ -22,12 +24,14 @@ project=${SUDOKU_IT_PROJECT:-sudoku-it}
 http_port=${SUDOKU_IT_HTTP_PORT:-28080}
 https_port=${SUDOKU_IT_HTTPS_PORT:-28443}
 exporter_port=${SUDOKU_IT_EXPORTER_PORT:-29113}
+prometheus_port=${SUDOKU_IT_PROMETHEUS_PORT:-29090}
 up_timeout=${SUDOKU_IT_UP_TIMEOUT:-300}
 base=http://127.0.0.1:$http_port
 data=tests/integration/testdata
 work=$(mktemp -d)
 
 export SUDOKU_HTTP_PORT=127.0.0.1:$http_port
+export SUDOKU_PROMETHEUS_PORT=127.0.0.1:$prometheus_port
 export SUDOKU_HTTPS_PORT=127.0.0.1:$https_port
 export SUDOKU_EXPORTER_PORT=127.0.0.1:$exporter_port
 
@@ -41,7 +45,7 @@ else
 	exit 1
 fi
 # shellcheck disable=SC2086 # word splitting of the extra -f arguments is wanted
-compose() { "${compose_cmd[@]}" -p "$project" -f docker-compose.yml ${SUDOKU_IT_COMPOSE_FILES:-} "$@"; }
+compose() { "${compose_cmd[@]}" --profile monitoring -p "$project" -f docker-compose.yml ${SUDOKU_IT_COMPOSE_FILES:-} "$@"; }
 
 # Container ids of a service (or all), by compose's labels: much faster than
 # `docker-compose ps -q`, and the same labels under compose v1 and v2.
@@ -168,6 +172,16 @@ bring_up() {
 }
 
 # ------------------------------------------------------------------ cases
+case_openapi() {
+	SUDOKU_API_URL=$base go test -count=1 ./tests/openapi 2>&1 | sed 's/^/     /'
+	return "${PIPESTATUS[0]}"
+}
+
+case_monitoring() {
+	tests/monitoring/check.sh "http://127.0.0.1:$prometheus_port" 2>&1 | sed 's/^/     /'
+	return "${PIPESTATUS[0]}"
+}
+
 case_solve_json() {
 	req GET "$base/sudoku?puzzle=$(puzzle 1)&id=a1"
 	expect_status 200 || return 1
@@ -507,6 +521,8 @@ run_case "bad Host is 4xx, not 500" case_bad_host
 run_case "stats JSON fields" case_stats
 run_case "headers: server_tokens off, request id, worker" case_headers
 run_case "request id in nginx's JSON log and the worker's log" case_request_id_logged
+run_case "answers match the OpenAPI description (nginx/www/openapi.yaml)" case_openapi
+run_case "Prometheus: every target up, rules and dashboard queries run" case_monitoring
 run_case "429 per-client limit with JSON body" case_rate_limit
 run_case "burst: some 503, no other 5xx, then no 502" case_burst_503_no_502
 run_case "requests reach every worker" case_every_worker

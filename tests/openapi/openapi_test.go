@@ -1,5 +1,5 @@
 // Package openapi checks real answers of a running stack against the API
-// description nginx serves (nginx/openapi.yaml): every status a client can
+// description nginx serves (nginx/www/openapi.yaml): every status a client can
 // provoke, both answer formats and the batch POST. The integration suite
 // (tests/integration/run.sh) runs it against its stack with SUDOKU_API_URL;
 // against host processes, where nginx exempts loopback clients from its rate
@@ -38,17 +38,17 @@ const (
 // base so that the router matches the stack's URLs.
 func spec(t *testing.T, base string) routers.Router {
 	t.Helper()
-	doc, err := openapi3.NewLoader().LoadFromFile("../../nginx/openapi.yaml")
+	doc, err := openapi3.NewLoader().LoadFromFile("../../nginx/www/openapi.yaml")
 	if err != nil {
-		t.Fatalf("loading nginx/openapi.yaml: %v", err)
+		t.Fatalf("loading nginx/www/openapi.yaml: %v", err)
 	}
 	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("nginx/openapi.yaml is not a valid OpenAPI 3 document: %v", err)
+		t.Fatalf("nginx/www/openapi.yaml is not a valid OpenAPI 3 document: %v", err)
 	}
 	doc.Servers = openapi3.Servers{{URL: base}}
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {
-		t.Fatalf("routing nginx/openapi.yaml: %v", err)
+		t.Fatalf("routing nginx/www/openapi.yaml: %v", err)
 	}
 	return router
 }
@@ -84,6 +84,9 @@ func TestAnswersMatchDescription(t *testing.T) {
 		{name: "conflicting givens", method: "GET", target: "/sudoku?puzzle=" + conflict, status: 400, inBody: "row 1 has two 1s"},
 		{name: "no solution", method: "GET", target: "/sudoku?puzzle=" + noSolution, status: 422},
 		{name: "method not allowed", method: "DELETE", target: "/sudoku?puzzle=" + puzzle, status: 405, noRoute: true},
+		{name: "head", method: "HEAD", target: "/sudoku?puzzle=" + puzzle, status: 200},
+		{name: "head bad puzzle", method: "HEAD", target: "/sudoku?puzzle=12x", status: 400},
+		{name: "description", method: "GET", target: "/openapi.yaml", status: 200, inBody: "openapi: 3."},
 		{name: "stats", method: "GET", target: "/sudoku/stats", status: 200, inBody: `"worker"`},
 		{name: "stats method not allowed", method: "POST", target: "/sudoku/stats", body: "x", status: 405, noRoute: true},
 		{name: "unknown path", method: "GET", target: "/nope", status: 404},
@@ -164,7 +167,7 @@ func validate(t *testing.T, router routers.Router, req *http.Request, resp *http
 		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
 	}
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
-		t.Errorf("%s %.60s -> %d does not match nginx/openapi.yaml: %v\nbody: %.300s", req.Method, req.URL.Path, resp.StatusCode, err, body)
+		t.Errorf("%s %.60s -> %d does not match nginx/www/openapi.yaml: %v\nbody: %.300s", req.Method, req.URL.Path, resp.StatusCode, err, body)
 	}
 }
 

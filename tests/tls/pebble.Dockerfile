@@ -11,4 +11,7 @@ EXPOSE 14000 15000
 ENV PEBBLE_VA_NOSLEEP=1 PEBBLE_WFE_NONCEREJECT=0
 HEALTHCHECK --interval=1s --timeout=2s --retries=30 \
 	CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/14000"]
+# Pebble listens on unprivileged ports and reads a world-readable throwaway
+# key, so it runs as nobody like every other container of the project.
+USER nobody
 ENTRYPOINT ["/usr/bin/pebble", "-config", "/etc/pebble/config.json"]
