@@ -1,7 +1,8 @@
 # Pebble, Let's Encrypt's test ACME server, from Debian's package: the CA for
 # `make test-tls`. Its listener certificate is generated per run by
 # tests/tls/run.sh and mounted at /pebble (Debian ships none).
-FROM debian:bookworm-slim
+ARG BASE_IMAGE=debian:bookworm-slim
+FROM ${BASE_IMAGE}
 RUN apt-get update \
 	&& apt-get install -y --no-install-recommends pebble \
 	&& rm -rf /var/lib/apt/lists/*
