@@ -209,7 +209,7 @@ func (s *state) propagate(changed uint32) bool {
 
 // search is one solve: the limit, what was found, and the budget.
 type search struct {
-	ctx     context.Context
+	done    <-chan struct{} // the budget's end; nil when it never ends
 	limit   int
 	count   int
 	guesses int
@@ -217,7 +217,17 @@ type search struct {
 	sol     Grid
 }
 
-func (sr *search) done() bool { return sr.count >= sr.limit || sr.stopped }
+func (sr *search) finished() bool { return sr.count >= sr.limit || sr.stopped }
+
+// budgetOver reports whether the budget has ended, and records it.
+func (sr *search) budgetOver() bool {
+	select {
+	case <-sr.done:
+		sr.stopped = true
+	default:
+	}
+	return sr.stopped
+}
 
 // run propagates s, records a solution or guesses, and recurses.
 func (sr *search) run(s *state, changed uint32) {
@@ -231,8 +241,7 @@ func (sr *search) run(s *state, changed uint32) {
 			return
 		}
 		sr.guesses++
-		if sr.ctx != nil && sr.guesses%checkEvery == 0 && sr.ctx.Err() != nil {
-			sr.stopped = true
+		if sr.done != nil && sr.guesses%checkEvery == 0 && sr.budgetOver() {
 			return
 		}
 		bit := uint32(1) << pos
@@ -249,7 +258,7 @@ func (sr *search) run(s *state, changed uint32) {
 			d := bits.TrailingZeros32(digits)
 			digits &= digits - 1
 			sr.guess(s, d, b, bit)
-			if sr.done() {
+			if sr.finished() {
 				return
 			}
 			s.cand[3*d+b] &^= bit
@@ -375,10 +384,7 @@ func (sr *search) record(s *state) {
 }
 
 func solve(ctx context.Context, g Grid, limit int) (Result, error) {
-	if ctx != nil && ctx.Done() == nil {
-		ctx = nil // never ends: skip the checks
-	}
-	sr := search{ctx: ctx, limit: max(limit, 1)}
+	sr := search{done: ctx.Done(), limit: max(limit, 1)}
 	sr.start(g)
 	res := Result{Count: sr.count}
 	if sr.count > 0 {
