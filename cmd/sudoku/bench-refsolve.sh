@@ -35,9 +35,9 @@ for set in 17clue 11plus; do
 	"$work/refsolve" <"$in" >"$work/$set.refsolve.out"
 	"$work/sudokucheck" "$in" "$work/$set.refsolve.out"
 	hyperfine --style basic -w 2 -r "$runs" --export-markdown "$work/$set.md" \
-		-n "sudoku solve -jobsobs 1" "$work/sudoku solve -jobs 1 <$in >/dev/null" \
-		-n "sudoku solve -jobsobs $(nproc)" "$work/sudoku solve -jobs $(nproc) <$in >/dev/null" \
-		-n "sudoku solve -unique -j 1" "$work/sudoku solve -unique -j 1 <$in >/dev/null" \
+		-n "sudoku solve -jobs 1" "$work/sudoku solve -jobs 1 <$in >/dev/null" \
+		-n "sudoku solve -jobs $(nproc)" "$work/sudoku solve -jobs $(nproc) <$in >/dev/null" \
+		-n "sudoku solve -unique -jobs 1" "$work/sudoku solve -unique -jobs 1 <$in >/dev/null" \
 		-n refsolve "$work/refsolve <$in >/dev/null"
 	cat "$work/$set.md"
 done
