@@ -36,13 +36,16 @@ type state struct {
 var tab = buildTables()
 
 type tables struct {
-	triad     [512]uint8  // 9 cells of a row -> 3 bits: boxes with a candidate
-	perm      [512]uint16 // 3x3 pattern -> cells that lie on a permutation
-	bandKeep  [512]uint32 // row/box triad pattern -> 27-bit mask it keeps
-	colExpand [512]uint32 // 9 columns -> 27-bit mask of those columns
-	single    [512]uint16 // 9 cells of a row -> the cell if it is alone
-	peers     [27]uint32  // row and box of a cell in its band, minus the cell
-	boxMask   [27]uint32
+	triad      [512]uint8  // 9 cells of a row -> 3 bits: boxes with a candidate
+	perm       [512]uint16 // 3x3 pattern -> cells that lie on a permutation
+	bandKeep   [512]uint32 // row/box triad pattern -> 27-bit mask it keeps
+	colExpand  [512]uint32 // 9 columns -> 27-bit mask of those columns
+	single     [512]uint16 // 9 cells of a row -> the cell if it is alone
+	peers      [27]uint32  // row and box of a cell in its band, minus the cell
+	forceClear [512]uint32 // minirows of a band -> the rest of their rows and boxes
+	miniCells  [512]uint32 // minirows of a band -> their cells
+	nperm      [512]uint8  // 3x3 pattern -> how many permutations lie on it
+	boxMask    [27]uint32
 }
 
 func buildTables() *tables {
@@ -67,9 +70,18 @@ func buildTables() *tables {
 			m := 1<<(0*3+p[0]) | 1<<(1*3+p[1]) | 1<<(2*3+p[2])
 			if x&m == m {
 				keep |= uint16(m)
+				t.nperm[x]++
 			}
 		}
 		t.perm[x] = keep
+		for i := 0; i < 9; i++ {
+			if x>>i&1 != 0 {
+				r, k := i/3, i%3
+				mini := uint32(7) << (9*r + 3*k)
+				t.miniCells[x] |= mini
+				t.forceClear[x] |= (511<<(9*r) | 0x1C0E07<<(3*k)) &^ mini
+			}
+		}
 		for i := 0; i < 9; i++ {
 			if keep>>i&1 != 0 {
 				r, k := i/3, i%3
@@ -149,9 +161,15 @@ func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 	return lost &^ (1 << d), true
 }
 
+// patterns are, for each digit, the minirows (bit 9*band+3*row+box) and
+// the minicolumns (bit 9*band+column) that hold it.
+type patterns struct {
+	h, v [9]uint32
+}
+
 // propagate runs closure on the changed digits (a 9-bit set) and naked
 // singles until nothing changes. It reports false on a contradiction.
-func (s *state) propagate(changed uint32) bool {
+func (s *state) propagate(changed uint32, pat *patterns) bool {
 	t := tab
 	for {
 		for changed != 0 {
@@ -202,9 +220,115 @@ func (s *state) propagate(changed uint32) bool {
 			}
 		}
 		if changed == 0 {
-			return true
+			if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {
+				return true // solved: nothing left to pick
+			}
+			var ok bool
+			if changed, ok = s.minilines(pat); !ok {
+				return false
+			}
+			if changed == 0 {
+				return true
+			}
 		}
 	}
+}
+
+// Masks over 27 bits seen as nine 3-bit groups (g0: each group's first
+// bit) or as three 9-bit bands of three 3-bit rows (r0: each band's first
+// row).
+const (
+	g0 = 0o111111111
+	g1 = g0 << 1
+	g2 = g0 << 2
+	r0 = 0o000000007 | 0o000007000<<0 | 0o007000000
+	r1 = r0 << 3
+	r2 = r0 << 6
+)
+
+// othersInGroup returns, for each bit, whether another bit of its 3-bit
+// group is set.
+func othersInGroup(x uint32) uint32 {
+	return (x>>1)&(g0|g1) | (x<<2)&g2 | (x>>2)&g0 | (x<<1)&(g1|g2)
+}
+
+// minilines applies what the digits do together in the three cells of a
+// row within a box (a minirow) or of a column within a box (a minicolumn):
+// they hold three different digits, so when only three digits can go there
+// all three must, and when three digits must go there no other can. It
+// returns the digits that lost candidates, or false on a contradiction.
+//
+// For each digit, h has bit 9b+3r+k when minirow (row r, box k) of band b
+// holds it and v has bit 9b+c when column c of band b does; the counts over
+// the digits are kept bit-sliced.
+func (s *state) minilines(pat *patterns) (changed uint32, ok bool) {
+	t := tab
+	h, v := &pat.h, &pat.v
+	var hf, vf [9]uint32
+	var h1, h2, h3, h4, v1, v2, v3, v4 uint32
+	var hf1, hf2, hf3, hf4, vf1, vf2, vf3, vf4 uint32
+	for d := 0; d < 9; d++ {
+		c := (*[3]uint32)(s.cand[3*d:])
+		var x, y uint32
+		for b := 0; b < 3; b++ {
+			a := c[b]
+			x |= (uint32(t.triad[a&511]) | uint32(t.triad[a>>9&511])<<3 | uint32(t.triad[a>>18])<<6) << (9 * b)
+			y |= (a | a>>9 | a>>18) & 511 << (9 * b)
+		}
+		h[d], v[d] = x, y
+		h4 |= h3 & x
+		h3 |= h2 & x
+		h2 |= h1 & x
+		h1 |= x
+		v4 |= v3 & y
+		v3 |= v2 & y
+		v2 |= v1 & y
+		v1 |= y
+		// Forced: alone in its row (group) or in its box (the same
+		// position in the band's other rows); for columns, alone in its
+		// stack within the band or in its column over the bands.
+		boxOthers := (x>>3)&(r0|r1) | (x<<6)&r2 | (x>>6)&r0 | (x<<3)&(r1|r2)
+		fx := x&^othersInGroup(x) | x&^boxOthers
+		colOthers := (y>>9 | y>>18 | y<<9 | y<<18) & bandAll
+		fy := y&^othersInGroup(y) | y&^colOthers
+		hf[d], vf[d] = fx, fy
+		hf4 |= hf3 & fx
+		hf3 |= hf2 & fx
+		hf2 |= hf1 & fx
+		hf1 |= fx
+		vf4 |= vf3 & fy
+		vf3 |= vf2 & fy
+		vf2 |= vf1 & fy
+		vf1 |= fy
+	}
+	if h3 != bandAll || v3 != bandAll || hf4|vf4 != 0 {
+		return 0, false
+	}
+	hOnly, hFull, vOnly, vFull := h3&^h4, hf3, v3&^v4, vf3
+	if hOnly|hFull|vOnly|vFull == 0 {
+		return 0, true
+	}
+	for d := 0; d < 9; d++ {
+		hForce, hOut := h[d]&hOnly&^hf[d], h[d]&hFull&^hf[d]
+		vForce, vOut := v[d]&vOnly&^vf[d], v[d]&vFull&^vf[d]
+		if hForce|hOut|vForce|vOut == 0 {
+			continue
+		}
+		// A column forced in band b takes the stack's other columns of
+		// band b and the same column of the other bands.
+		vAll := (vForce | vForce>>9 | vForce>>18) & 511
+		c := (*[3]uint32)(s.cand[3*d:])
+		for b := 0; b < 3; b++ {
+			fb := vForce >> (9 * b) & 511
+			cols := (fb|othersInGroup(fb))&^fb | vAll&^fb | vOut>>(9*b)&511
+			clear := t.forceClear[hForce>>(9*b)&511] | t.miniCells[hOut>>(9*b)&511] | t.colExpand[cols]
+			if c[b]&clear != 0 {
+				c[b] &^= clear
+				changed |= 1 << d
+			}
+		}
+	}
+	return changed, true
 }
 
 // search is one solve: the limit, what was found, and the budget.
@@ -231,12 +355,12 @@ func (sr *search) budgetOver() bool {
 
 // run propagates s, records a solution or guesses, and recurses.
 func (sr *search) run(s *state, changed uint32) {
+	var pat patterns
 	for {
-		if !s.propagate(changed) {
+		if !s.propagate(changed, &pat) {
 			return
 		}
-		b, pos, ok := s.pickCell()
-		if !ok {
+		if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {
 			sr.record(s)
 			return
 		}
@@ -244,6 +368,32 @@ func (sr *search) run(s *state, changed uint32) {
 		if sr.done != nil && sr.guesses%checkEvery == 0 && sr.budgetOver() {
 			return
 		}
+		if d, i, v, ok := pat.pick(); ok {
+			// Try every permutation but the last on a copy; the last
+			// one is what remains in s once the others are ruled out.
+			var last uint16
+			for _, m := range permMasks {
+				if v&m != m {
+					continue
+				}
+				if last != 0 {
+					x := patternMask(i, last)
+					sr.guessMask(s, d, &x)
+					if sr.finished() {
+						return
+					}
+				}
+				last = m
+			}
+			x := patternMask(i, last)
+			c := (*[3]uint32)(s.cand[3*d:])
+			c[0] &= x[0]
+			c[1] &= x[1]
+			c[2] &= x[2]
+			changed = 1 << d
+			continue
+		}
+		b, pos, _ := s.pickCell()
 		bit := uint32(1) << pos
 		var digits uint32
 		for d := 0; d < 9; d++ {
@@ -274,6 +424,80 @@ func (sr *search) run(s *state, changed uint32) {
 func (sr *search) guess(s *state, d, b int, bit uint32) {
 	child := *s
 	sr.run(&child, child.place(d, b, bit))
+}
+
+// guessMask searches a copy of s with digit d's candidates cut to m.
+func (sr *search) guessMask(s *state, d int, m *[3]uint32) {
+	child := *s
+	c := (*[3]uint32)(child.cand[3*d:])
+	c[0] &= m[0]
+	c[1] &= m[1]
+	c[2] &= m[2]
+	sr.run(&child, 1<<d)
+}
+
+// permMasks are the six permutations of three rows onto three boxes as
+// 3x3 patterns (bit 3*row+box).
+var permMasks = [6]uint16{
+	1<<0 | 1<<4 | 1<<8, 1<<0 | 1<<5 | 1<<7, 1<<1 | 1<<3 | 1<<8,
+	1<<1 | 1<<5 | 1<<6, 1<<2 | 1<<3 | 1<<7, 1<<2 | 1<<4 | 1<<6,
+}
+
+// patternMask returns the masks that keep, for one digit, only the cells of
+// permutation m in band i (0-2) or stack i-3 (3-5).
+func patternMask(i int, m uint16) (x [3]uint32) {
+	t := tab
+	x = [3]uint32{bandAll, bandAll, bandAll}
+	if i < 3 {
+		x[i] = t.bandKeep[m&511]
+		return x
+	}
+	st := 3 * uint(i-3)
+	stack := t.colExpand[7<<st]
+	for b := 0; b < 3; b++ {
+		x[b] = ^stack | t.colExpand[uint32(m>>(3*b)&7)<<st&511]
+	}
+	return x
+}
+
+// pick chooses what to guess on: the band or stack with the fewest
+// row-to-box (band-to-column) permutations left over all digits, not yet
+// down to one for every digit, and in it the digit with the fewest, at
+// least two. It returns the digit, the band (0-2) or stack (3-5) and the
+// digit's 3x3 pattern there; ok is false when every digit of every band
+// and stack is down to one permutation.
+func (p *patterns) pick() (d, i int, v uint16, ok bool) {
+	t := tab
+	var pat [6][9]uint16
+	var tot [6]int
+	for e := 0; e < 9; e++ {
+		h, c := p.h[e], p.v[e]
+		for b := 0; b < 3; b++ {
+			x := uint16(h >> (9 * b) & 511)
+			pat[b][e] = x
+			tot[b] += int(t.nperm[x])
+			st := 3 * uint(b)
+			y := uint16(c>>st&7 | (c>>(9+st)&7)<<3 | (c>>(18+st)&7)<<6)
+			pat[3+b][e] = y
+			tot[3+b] += int(t.nperm[y])
+		}
+	}
+	best, bestTot := -1, 1<<30
+	for j, n := range tot {
+		if n > 9 && n < bestTot {
+			best, bestTot = j, n
+		}
+	}
+	if best < 0 {
+		return 0, 0, 0, false
+	}
+	bestN := 7
+	for e := 0; e < 9; e++ {
+		if n := int(t.nperm[pat[best][e]]); n >= 2 && n < bestN {
+			d, bestN = e, n
+		}
+	}
+	return d, best, pat[best][d], true
 }
 
 // place keeps only digit d in the cell bit of band b and returns the digits
