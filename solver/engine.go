@@ -17,7 +17,12 @@ import (
 // directions and hidden singles in rows and boxes). The same argument over
 // bands and the columns of a stack gives the column side. Both are one
 // lookup in a 512-entry table. Cells come in through naked singles, found
-// for a whole band at once with bit accumulators. A guess copies the whole
+// for a whole band at once with bit accumulators. Across digits, the three
+// cells of a row or column within a box take three different digits; that
+// pass (minilines) also leaves each digit's row-to-box and band-to-column
+// patterns, and the search guesses on them: in the band or stack with the
+// fewest permutations left, the digit with the fewest, one branch per
+// permutation (as tdoku does; see RESULTS.md). A guess copies the whole
 // state (27 words and 3 more); there is no undo log.
 
 const (
@@ -45,7 +50,6 @@ type tables struct {
 	forceClear [512]uint32 // minirows of a band -> the rest of their rows and boxes
 	miniCells  [512]uint32 // minirows of a band -> their cells
 	nperm      [512]uint8  // 3x3 pattern -> how many permutations lie on it
-	boxMask    [27]uint32
 }
 
 func buildTables() *tables {
@@ -98,7 +102,6 @@ func buildTables() *tables {
 			}
 		}
 		t.peers[pos] = m &^ (1 << pos)
-		t.boxMask[pos] = 0x1C0E07 << (3 * (c / 3))
 	}
 	return t
 }
@@ -393,7 +396,7 @@ func (sr *search) run(s *state, changed uint32) {
 			changed = 1 << d
 			continue
 		}
-		b, pos, _ := s.pickCell()
+		b, pos := s.pickFewest()
 		bit := uint32(1) << pos
 		var digits uint32
 		for d := 0; d < 9; d++ {
@@ -512,70 +515,10 @@ func (s *state) place(d, b int, bit uint32) (changed uint32) {
 	return changed
 }
 
-// pickCell chooses the cell to guess on. Among the cells with two
-// candidates it takes the one whose guess removes the most candidates
-// either way: for each of its two digits it counts the cells of its row,
-// box and column that still hold the digit (bivalue ones three times), and
-// takes the largest sum with the smaller count counted twice, so that both
-// branches have work to do. With no bivalue cell it takes the first cell
-// with the fewest candidates. ok is false when every cell is placed.
-// (Guesses per puzzle at limit 2, first bivalue cell -> this: 17-clue
-// 1.28 -> 0.45, top1465 18.8 -> 8.6, 11+ 141 -> 70, hardest_1106 285 -> 116.)
-func (s *state) pickCell() (b, pos int, ok bool) {
-	if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {
-		return 0, 0, false
-	}
-	t := tab
-	var two [3]uint32
-	for b := 0; b < 3; b++ {
-		var once, twice, thrice uint32
-		for d := 0; d < 9; d++ {
-			m := s.cand[3*d+b]
-			thrice |= twice & m
-			twice |= once & m
-			once |= m
-		}
-		two[b] = twice &^ thrice & s.unsolved[b]
-	}
-	if two[0]|two[1]|two[2] == 0 {
-		return s.pickFewest()
-	}
-	best := -1
-	for bb := 0; bb < 3; bb++ {
-		for m := two[bb]; m != 0; m &= m - 1 {
-			p := bits.TrailingZeros32(m)
-			cell := uint32(1) << p
-			inBand := uint32(511)<<(p/9*9) | t.boxMask[p]
-			col := t.colExpand[1<<(p%9)]
-			own := col << bb // the column's cells in this band, once packed
-			var n [2]int
-			k := 0
-			for d := 0; d < 9 && k < 2; d++ {
-				c := (*[3]uint32)(s.cand[3*d:])
-				if c[bb]&cell == 0 {
-					continue
-				}
-				// The column's cells of all three bands packed in one
-				// word: column bits are 9 apart, so shifts of 1 and 2
-				// do not collide.
-				packed := c[0]&col | (c[1]&col)<<1 | (c[2]&col)<<2
-				n[k] = bits.OnesCount32(c[bb]&inBand) + bits.OnesCount32(packed&^own)
-				// Bivalue peers holding the digit count twice more: the
-				// guess turns them into naked singles.
-				pair := two[0]&c[0]&col | (two[1]&c[1]&col)<<1 | (two[2]&c[2]&col)<<2
-				n[k] += 2 * (bits.OnesCount32(two[bb]&c[bb]&inBand) + bits.OnesCount32(pair&^own))
-				k++
-			}
-			score := min(n[0], n[1]) + n[0] + n[1]
-			if score > best {
-				best, b, pos = score, bb, p
-			}
-		}
-	}
-	return b, pos, true
-}
-
-func (s *state) pickFewest() (b, pos int, ok bool) {
+// pickFewest returns the first unsolved cell with the fewest candidates.
+// It is the fallback of pick, which finds a pattern to guess on in every
+// state the propagation leaves unsolved.
+func (s *state) pickFewest() (b, pos int) {
 	best, bestN := 0, 10
 	for i := 0; i < 81; i++ {
 		b, pos := i/27, i%27
@@ -590,7 +533,7 @@ func (s *state) pickFewest() (b, pos int, ok bool) {
 			best, bestN = i, n
 		}
 	}
-	return best / 27, best % 27, true
+	return best / 27, best % 27
 }
 
 func (sr *search) record(s *state) {
