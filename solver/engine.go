@@ -31,10 +31,11 @@ const (
 	checkEvery = 128
 )
 
-// state is the whole search state: 120 bytes, copied on a guess.
+// state is the whole search state: 192 bytes, copied on a guess.
 type state struct {
 	cand     [27]uint32 // index 3*digit + band
 	unsolved [3]uint32  // cells of each band without a placed digit
+	pat      patterns   // each digit's patterns as its last closure left them
 }
 
 // Tables built once at start-up and never written after.
@@ -115,9 +116,12 @@ func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 	c := (*[3]uint32)(s.cand[3*d:])
 	a0, a1, a2 := c[0], c[1], c[2]
 	for {
-		n0 := a0 & t.bandKeep[uint(t.triad[a0&511])|uint(t.triad[a0>>9&511])<<3|uint(t.triad[a0>>18&511])<<6]
-		n1 := a1 & t.bandKeep[uint(t.triad[a1&511])|uint(t.triad[a1>>9&511])<<3|uint(t.triad[a1>>18&511])<<6]
-		n2 := a2 & t.bandKeep[uint(t.triad[a2&511])|uint(t.triad[a2>>9&511])<<3|uint(t.triad[a2>>18&511])<<6]
+		x0 := uint(t.triad[a0&511]) | uint(t.triad[a0>>9&511])<<3 | uint(t.triad[a0>>18&511])<<6
+		n0 := a0 & t.bandKeep[x0&511]
+		x1 := uint(t.triad[a1&511]) | uint(t.triad[a1>>9&511])<<3 | uint(t.triad[a1>>18&511])<<6
+		n1 := a1 & t.bandKeep[x1&511]
+		x2 := uint(t.triad[a2&511]) | uint(t.triad[a2>>9&511])<<3 | uint(t.triad[a2>>18&511])<<6
+		n2 := a2 & t.bandKeep[x2&511]
 		if n0 == 0 || n1 == 0 || n2 == 0 {
 			return 0, false
 		}
@@ -138,6 +142,10 @@ func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 		// Band closure is idempotent: only a change made by the stacks
 		// can give it more to do.
 		if a0 == n0 && a1 == n1 && a2 == n2 {
+			// The closed digit's minirows (the triads kept) and
+			// minicolumns, for minilines and pick.
+			s.pat.h[d] = uint32(t.perm[x0&511]) | uint32(t.perm[x1&511])<<9 | uint32(t.perm[x2&511])<<18
+			s.pat.v[d] = c0 | c1<<9 | c2<<18
 			break
 		}
 	}
@@ -165,14 +173,16 @@ func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 }
 
 // patterns are, for each digit, the minirows (bit 9*band+3*row+box) and
-// the minicolumns (bit 9*band+column) that hold it.
+// the minicolumns (bit 9*band+column) that hold it. closeDigit writes them;
+// at a fixpoint of propagate every digit was closed after its last change,
+// so they describe the state.
 type patterns struct {
 	h, v [9]uint32
 }
 
 // propagate runs closure on the changed digits (a 9-bit set) and naked
 // singles until nothing changes. It reports false on a contradiction.
-func (s *state) propagate(changed uint32, pat *patterns) bool {
+func (s *state) propagate(changed uint32) bool {
 	t := tab
 	for {
 		for changed != 0 {
@@ -227,7 +237,7 @@ func (s *state) propagate(changed uint32, pat *patterns) bool {
 				return true // solved: nothing left to pick
 			}
 			var ok bool
-			if changed, ok = s.minilines(pat); !ok {
+			if changed, ok = s.minilines(); !ok {
 				return false
 			}
 			if changed == 0 {
@@ -264,21 +274,14 @@ func othersInGroup(x uint32) uint32 {
 // For each digit, h has bit 9b+3r+k when minirow (row r, box k) of band b
 // holds it and v has bit 9b+c when column c of band b does; the counts over
 // the digits are kept bit-sliced.
-func (s *state) minilines(pat *patterns) (changed uint32, ok bool) {
+func (s *state) minilines() (changed uint32, ok bool) {
 	t := tab
-	h, v := &pat.h, &pat.v
+	h, v := &s.pat.h, &s.pat.v
 	var hf, vf [9]uint32
 	var h1, h2, h3, h4, v1, v2, v3, v4 uint32
 	var hf1, hf2, hf3, hf4, vf1, vf2, vf3, vf4 uint32
 	for d := 0; d < 9; d++ {
-		c := (*[3]uint32)(s.cand[3*d:])
-		var x, y uint32
-		for b := 0; b < 3; b++ {
-			a := c[b]
-			x |= (uint32(t.triad[a&511]) | uint32(t.triad[a>>9&511])<<3 | uint32(t.triad[a>>18])<<6) << (9 * b)
-			y |= (a | a>>9 | a>>18) & 511 << (9 * b)
-		}
-		h[d], v[d] = x, y
+		x, y := h[d], v[d]
 		h4 |= h3 & x
 		h3 |= h2 & x
 		h2 |= h1 & x
@@ -358,9 +361,8 @@ func (sr *search) budgetOver() bool {
 
 // run propagates s, records a solution or guesses, and recurses.
 func (sr *search) run(s *state, changed uint32) {
-	var pat patterns
 	for {
-		if !s.propagate(changed, &pat) {
+		if !s.propagate(changed) {
 			return
 		}
 		if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {
@@ -371,7 +373,7 @@ func (sr *search) run(s *state, changed uint32) {
 		if sr.done != nil && sr.guesses%checkEvery == 0 && sr.budgetOver() {
 			return
 		}
-		if d, i, v, ok := pat.pick(); ok {
+		if d, i, v, ok := s.pat.pick(); ok {
 			// Try every permutation but the last on a copy; the last
 			// one is what remains in s once the others are ruled out.
 			var last uint16
