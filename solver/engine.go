@@ -473,18 +473,12 @@ func patternMask(i int, m uint16) (x [3]uint32) {
 // and stack is down to one permutation.
 func (p *patterns) pick() (d, i int, v uint16, ok bool) {
 	t := tab
-	var pat [6][9]uint16
 	var tot [6]int
 	for e := 0; e < 9; e++ {
 		h, c := p.h[e], p.v[e]
 		for b := 0; b < 3; b++ {
-			x := uint16(h >> (9 * b) & 511)
-			pat[b][e] = x
-			tot[b] += int(t.nperm[x])
-			st := 3 * uint(b)
-			y := uint16(c>>st&7 | (c>>(9+st)&7)<<3 | (c>>(18+st)&7)<<6)
-			pat[3+b][e] = y
-			tot[3+b] += int(t.nperm[y])
+			tot[b] += int(t.nperm[h>>(9*b)&511])
+			tot[3+b] += int(t.nperm[stackPattern(c, b)])
 		}
 	}
 	best, bestTot := -1, 1<<30
@@ -498,11 +492,22 @@ func (p *patterns) pick() (d, i int, v uint16, ok bool) {
 	}
 	bestN := 7
 	for e := 0; e < 9; e++ {
-		if n := int(t.nperm[pat[best][e]]); n >= 2 && n < bestN {
-			d, bestN = e, n
+		x := uint16(p.h[e] >> (9 * best) & 511)
+		if best >= 3 {
+			x = stackPattern(p.v[e], best-3)
+		}
+		if n := int(t.nperm[x]); n >= 2 && n < bestN {
+			d, bestN, v = e, n, x
 		}
 	}
-	return d, best, pat[best][d], true
+	return d, best, v, true
+}
+
+// stackPattern returns a digit's 3x3 pattern in stack st (bit 3*band+column
+// within the stack) from its minicolumns c.
+func stackPattern(c uint32, st int) uint16 {
+	c >>= 3 * uint(st)
+	return uint16(c&7 | (c>>9&7)<<3 | (c>>18&7)<<6)
 }
 
 // place keeps only digit d in the cell bit of band b and returns the digits
