@@ -265,6 +265,17 @@ func othersInGroup(x uint32) uint32 {
 	return (x>>1)&(g0|g1) | (x<<2)&g2 | (x>>2)&g0 | (x<<1)&(g1|g2)
 }
 
+// A tally counts, bit by bit, how many of the words added have the bit:
+// at least once, twice, three and four times.
+type tally struct{ ge1, ge2, ge3, ge4 uint32 }
+
+func (t *tally) add(x uint32) {
+	t.ge4 |= t.ge3 & x
+	t.ge3 |= t.ge2 & x
+	t.ge2 |= t.ge1 & x
+	t.ge1 |= x
+}
+
 // minilines applies what the digits do together in the three cells of a
 // row within a box (a minirow) or of a column within a box (a minicolumn):
 // they hold three different digits, so when only three digits can go there
@@ -278,18 +289,11 @@ func (s *state) minilines() (changed uint32, ok bool) {
 	t := tab
 	h, v := &s.pat.h, &s.pat.v
 	var hf, vf [9]uint32
-	var h1, h2, h3, h4, v1, v2, v3, v4 uint32
-	var hf1, hf2, hf3, hf4, vf1, vf2, vf3, vf4 uint32
+	var hn, vn, hfn, vfn tally
 	for d := 0; d < 9; d++ {
 		x, y := h[d], v[d]
-		h4 |= h3 & x
-		h3 |= h2 & x
-		h2 |= h1 & x
-		h1 |= x
-		v4 |= v3 & y
-		v3 |= v2 & y
-		v2 |= v1 & y
-		v1 |= y
+		hn.add(x)
+		vn.add(y)
 		// Forced: alone in its row (group) or in its box (the same
 		// position in the band's other rows); for columns, alone in its
 		// stack within the band or in its column over the bands.
@@ -298,19 +302,13 @@ func (s *state) minilines() (changed uint32, ok bool) {
 		colOthers := (y>>9 | y>>18 | y<<9 | y<<18) & bandAll
 		fy := y&^othersInGroup(y) | y&^colOthers
 		hf[d], vf[d] = fx, fy
-		hf4 |= hf3 & fx
-		hf3 |= hf2 & fx
-		hf2 |= hf1 & fx
-		hf1 |= fx
-		vf4 |= vf3 & fy
-		vf3 |= vf2 & fy
-		vf2 |= vf1 & fy
-		vf1 |= fy
+		hfn.add(fx)
+		vfn.add(fy)
 	}
-	if h3 != bandAll || v3 != bandAll || hf4|vf4 != 0 {
+	if hn.ge3 != bandAll || vn.ge3 != bandAll || hfn.ge4|vfn.ge4 != 0 {
 		return 0, false
 	}
-	hOnly, hFull, vOnly, vFull := h3&^h4, hf3, v3&^v4, vf3
+	hOnly, hFull, vOnly, vFull := hn.ge3&^hn.ge4, hfn.ge3, vn.ge3&^vn.ge4, vfn.ge3
 	if hOnly|hFull|vOnly|vFull == 0 {
 		return 0, true
 	}
