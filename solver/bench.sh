@@ -7,10 +7,11 @@
 #      the solver only (solver.solve), for the first SAMPLE puzzles of each
 #      set, solved one by one by `sudoku solve -jobs 1` (limit 1) and
 #      `sudoku solve -jobs 1 -unique` (limit 2). Skipped without valgrind.
-# Usage: solver/bench.sh   (COUNT=10, SAMPLE=200; OUT=dir keeps the raw output)
+# Usage: solver/bench.sh   (COUNT=10, SAMPLE=200; OUT=dir keeps the raw output; GO=go)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+go=${GO:-go}
 count=${COUNT:-10}
 sample=${SAMPLE:-200}
 sets_dir=${SOLVER_SETS:-solver/testdata/sets}
@@ -18,8 +19,8 @@ out=${OUT:-$(mktemp -d /tmp/solver-bench.XXXXXX)}
 mkdir -p "$out"
 sets=(puzzles2_17_clue puzzles3_magictour_top1465 "puzzles5_forum_hardest_1905_11+" puzzles6_forum_hardest_1106)
 
-echo "== BenchmarkSolve, $count rounds ($(date -u +%FT%TZ), $(nproc) CPUs, $(go env GOVERSION))"
-go test -run '^$' -bench Solve -count "$count" ./solver >"$out/bench.txt"
+echo "== BenchmarkSolve, $count rounds ($(date -u +%FT%TZ), $(nproc) CPUs, $("$go" env GOVERSION))"
+"$go" test -run '^$' -bench Solve -count "$count" ./solver >"$out/bench.txt"
 awk '
 	/^BenchmarkSolve\// {
 		name = $1; sub(/^BenchmarkSolve\//, "", name); sub(/-[0-9]+$/, "", name)
@@ -44,7 +45,7 @@ if ! command -v valgrind >/dev/null; then
 	exit 0
 fi
 echo "== callgrind: instructions per puzzle in solver.solve, first $sample puzzles of each set"
-go build -o "$out/sudoku" ./cmd/sudoku
+"$go" build -o "$out/sudoku" ./cmd/sudoku
 printf "%-45s %14s %14s\n" "set" "limit 1" "limit 2"
 for set in "${sets[@]}"; do
 	awk -v n="$sample" '!/^#/ && NF && k++ < n' "$sets_dir/$set" >"$out/sample.txt"
