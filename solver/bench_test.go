@@ -1,30 +1,26 @@
 package solver
 
 import (
-	"bufio"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 )
 
-// benchSets are the shared data files the issue sets targets for.
+// benchSets are the sets the benchmark and RESULTS.md report.
 var benchSets = []string{
 	"puzzles2_17_clue",
 	"puzzles3_magictour_top1465",
 	"puzzles5_forum_hardest_1905_11+",
 	"puzzles6_forum_hardest_1106",
-	"puzzles7_serg_benchmark",
 }
 
-// BenchmarkSolve solves every puzzle of each shared data set once per
+// BenchmarkSolve solves every puzzle of each set (see setsDir) once per
 // iteration, at limit 1 and 2. Besides ns/op (a whole file) it reports
 // us/puzzle (wall clock), cpu-us/puzzle (this process's CPU time, steadier
 // on a shared machine) and guesses/puzzle (a property of the search, not of
 // the machine). Run it with
 //
-//	go test -run '^$' -bench Solve -count 6 ./solver | tee new.txt
+//	go test -run '^$' -bench Solve -count 10 ./solver | tee new.txt
 //	benchstat old.txt new.txt
 func BenchmarkSolve(b *testing.B) {
 	for _, name := range benchSets {
@@ -57,23 +53,9 @@ func BenchmarkSolve(b *testing.B) {
 
 func loadBench(b *testing.B, name string) []Grid {
 	b.Helper()
-	f, err := os.Open(filepath.Join(sharedData, "solver", name))
-	if err != nil {
-		b.Skipf("skipping: shared data not available: %v", err)
-	}
-	defer f.Close()
 	var out []Grid
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		g, err := Parse(line)
-		if err != nil {
-			b.Fatalf("%s: %v", name, err)
-		}
-		out = append(out, g)
+	for _, p := range readPuzzles(b, filepath.Join(setsDir(), name)) {
+		out = append(out, p.grid)
 	}
 	return out
 }

@@ -11,6 +11,8 @@
 // The search keeps candidates as band bitboards (one 27-bit mask per digit
 // and band of three rows), propagates each digit exactly within bands and
 // stacks with table lookups, finds naked singles for a whole band with bit
-// accumulators, and guesses on a two-candidate cell by copying its
-// 120-byte state. Limit 1 and limit 2 share one code path; see engine.go.
+// accumulators and triples in the three cells of a row or column within a
+// box, and guesses on where a digit goes in a band (which box for each of
+// its rows) by copying its 192-byte state. Limit 1 and limit 2 share one
+// code path; see engine.go.
 package solver

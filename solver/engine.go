@@ -17,7 +17,12 @@ import (
 // directions and hidden singles in rows and boxes). The same argument over
 // bands and the columns of a stack gives the column side. Both are one
 // lookup in a 512-entry table. Cells come in through naked singles, found
-// for a whole band at once with bit accumulators. A guess copies the whole
+// for a whole band at once with bit accumulators. Across digits, the three
+// cells of a row or column within a box take three different digits; that
+// pass (minilines) also leaves each digit's row-to-box and band-to-column
+// patterns, and the search guesses on them: in the band or stack with the
+// fewest permutations left, the digit with the fewest, one branch per
+// permutation (as tdoku does; see RESULTS.md). A guess copies the whole
 // state (27 words and 3 more); there is no undo log.
 
 const (
@@ -26,23 +31,26 @@ const (
 	checkEvery = 128
 )
 
-// state is the whole search state: 120 bytes, copied on a guess.
+// state is the whole search state: 192 bytes, copied on a guess.
 type state struct {
 	cand     [27]uint32 // index 3*digit + band
 	unsolved [3]uint32  // cells of each band without a placed digit
+	pat      patterns   // each digit's patterns as its last closure left them
 }
 
 // Tables built once at start-up and never written after.
 var tab = buildTables()
 
 type tables struct {
-	triad     [512]uint8  // 9 cells of a row -> 3 bits: boxes with a candidate
-	perm      [512]uint16 // 3x3 pattern -> cells that lie on a permutation
-	bandKeep  [512]uint32 // row/box triad pattern -> 27-bit mask it keeps
-	colExpand [512]uint32 // 9 columns -> 27-bit mask of those columns
-	single    [512]uint16 // 9 cells of a row -> the cell if it is alone
-	peers     [27]uint32  // row and box of a cell in its band, minus the cell
-	boxMask   [27]uint32
+	triad      [512]uint8  // 9 cells of a row -> 3 bits: boxes with a candidate
+	perm       [512]uint16 // 3x3 pattern -> cells that lie on a permutation
+	bandKeep   [512]uint32 // row/box triad pattern -> 27-bit mask it keeps
+	colExpand  [512]uint32 // 9 columns -> 27-bit mask of those columns
+	single     [512]uint16 // 9 cells of a row -> the cell if it is alone
+	peers      [27]uint32  // row and box of a cell in its band, minus the cell
+	forceClear [512]uint32 // minirows of a band -> the rest of their rows and boxes
+	miniCells  [512]uint32 // minirows of a band -> their cells
+	nperm      [512]uint8  // 3x3 pattern -> how many permutations lie on it
 }
 
 func buildTables() *tables {
@@ -67,9 +75,18 @@ func buildTables() *tables {
 			m := 1<<(0*3+p[0]) | 1<<(1*3+p[1]) | 1<<(2*3+p[2])
 			if x&m == m {
 				keep |= uint16(m)
+				t.nperm[x]++
 			}
 		}
 		t.perm[x] = keep
+		for i := 0; i < 9; i++ {
+			if x>>i&1 != 0 {
+				r, k := i/3, i%3
+				mini := uint32(7) << (9*r + 3*k)
+				t.miniCells[x] |= mini
+				t.forceClear[x] |= (511<<(9*r) | 0x1C0E07<<(3*k)) &^ mini
+			}
+		}
 		for i := 0; i < 9; i++ {
 			if keep>>i&1 != 0 {
 				r, k := i/3, i%3
@@ -86,7 +103,6 @@ func buildTables() *tables {
 			}
 		}
 		t.peers[pos] = m &^ (1 << pos)
-		t.boxMask[pos] = 0x1C0E07 << (3 * (c / 3))
 	}
 	return t
 }
@@ -100,9 +116,12 @@ func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 	c := (*[3]uint32)(s.cand[3*d:])
 	a0, a1, a2 := c[0], c[1], c[2]
 	for {
-		n0 := a0 & t.bandKeep[uint(t.triad[a0&511])|uint(t.triad[a0>>9&511])<<3|uint(t.triad[a0>>18&511])<<6]
-		n1 := a1 & t.bandKeep[uint(t.triad[a1&511])|uint(t.triad[a1>>9&511])<<3|uint(t.triad[a1>>18&511])<<6]
-		n2 := a2 & t.bandKeep[uint(t.triad[a2&511])|uint(t.triad[a2>>9&511])<<3|uint(t.triad[a2>>18&511])<<6]
+		x0 := uint(t.triad[a0&511]) | uint(t.triad[a0>>9&511])<<3 | uint(t.triad[a0>>18&511])<<6
+		n0 := a0 & t.bandKeep[x0&511]
+		x1 := uint(t.triad[a1&511]) | uint(t.triad[a1>>9&511])<<3 | uint(t.triad[a1>>18&511])<<6
+		n1 := a1 & t.bandKeep[x1&511]
+		x2 := uint(t.triad[a2&511]) | uint(t.triad[a2>>9&511])<<3 | uint(t.triad[a2>>18&511])<<6
+		n2 := a2 & t.bandKeep[x2&511]
 		if n0 == 0 || n1 == 0 || n2 == 0 {
 			return 0, false
 		}
@@ -123,6 +142,10 @@ func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 		// Band closure is idempotent: only a change made by the stacks
 		// can give it more to do.
 		if a0 == n0 && a1 == n1 && a2 == n2 {
+			// The closed digit's minirows (the triads kept) and
+			// minicolumns, for minilines and pick.
+			s.pat.h[d] = uint32(t.perm[x0&511]) | uint32(t.perm[x1&511])<<9 | uint32(t.perm[x2&511])<<18
+			s.pat.v[d] = c0 | c1<<9 | c2<<18
 			break
 		}
 	}
@@ -147,6 +170,14 @@ func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 		lost |= l
 	}
 	return lost &^ (1 << d), true
+}
+
+// patterns are, for each digit, the minirows (bit 9*band+3*row+box) and
+// the minicolumns (bit 9*band+column) that hold it. closeDigit writes them;
+// at a fixpoint of propagate every digit was closed after its last change,
+// so they describe the state.
+type patterns struct {
+	h, v [9]uint32
 }
 
 // propagate runs closure on the changed digits (a 9-bit set) and naked
@@ -202,14 +233,111 @@ func (s *state) propagate(changed uint32) bool {
 			}
 		}
 		if changed == 0 {
-			return true
+			if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {
+				return true // solved: nothing left to pick
+			}
+			var ok bool
+			if changed, ok = s.minilines(); !ok {
+				return false
+			}
+			if changed == 0 {
+				return true
+			}
 		}
 	}
 }
 
+// Masks over 27 bits seen as nine 3-bit groups (g0: each group's first
+// bit) or as three 9-bit bands of three 3-bit rows (r0: each band's first
+// row).
+const (
+	g0 = 0o111111111
+	g1 = g0 << 1
+	g2 = g0 << 2
+	r0 = 0o000000007 | 0o000007000<<0 | 0o007000000
+	r1 = r0 << 3
+	r2 = r0 << 6
+)
+
+// othersInGroup returns, for each bit, whether another bit of its 3-bit
+// group is set.
+func othersInGroup(x uint32) uint32 {
+	return (x>>1)&(g0|g1) | (x<<2)&g2 | (x>>2)&g0 | (x<<1)&(g1|g2)
+}
+
+// A tally counts, bit by bit, how many of the words added have the bit:
+// at least once, twice, three and four times.
+type tally struct{ ge1, ge2, ge3, ge4 uint32 }
+
+func (t *tally) add(x uint32) {
+	t.ge4 |= t.ge3 & x
+	t.ge3 |= t.ge2 & x
+	t.ge2 |= t.ge1 & x
+	t.ge1 |= x
+}
+
+// minilines applies what the digits do together in the three cells of a
+// row within a box (a minirow) or of a column within a box (a minicolumn):
+// they hold three different digits, so when only three digits can go there
+// all three must, and when three digits must go there no other can. It
+// returns the digits that lost candidates, or false on a contradiction.
+//
+// For each digit, h has bit 9b+3r+k when minirow (row r, box k) of band b
+// holds it and v has bit 9b+c when column c of band b does; the counts over
+// the digits are kept bit-sliced.
+func (s *state) minilines() (changed uint32, ok bool) {
+	t := tab
+	h, v := &s.pat.h, &s.pat.v
+	var hf, vf [9]uint32
+	var hn, vn, hfn, vfn tally
+	for d := 0; d < 9; d++ {
+		x, y := h[d], v[d]
+		hn.add(x)
+		vn.add(y)
+		// Forced: alone in its row (group) or in its box (the same
+		// position in the band's other rows); for columns, alone in its
+		// stack within the band or in its column over the bands.
+		boxOthers := (x>>3)&(r0|r1) | (x<<6)&r2 | (x>>6)&r0 | (x<<3)&(r1|r2)
+		fx := x&^othersInGroup(x) | x&^boxOthers
+		colOthers := (y>>9 | y>>18 | y<<9 | y<<18) & bandAll
+		fy := y&^othersInGroup(y) | y&^colOthers
+		hf[d], vf[d] = fx, fy
+		hfn.add(fx)
+		vfn.add(fy)
+	}
+	if hn.ge3 != bandAll || vn.ge3 != bandAll || hfn.ge4|vfn.ge4 != 0 {
+		return 0, false
+	}
+	hOnly, hFull, vOnly, vFull := hn.ge3&^hn.ge4, hfn.ge3, vn.ge3&^vn.ge4, vfn.ge3
+	if hOnly|hFull|vOnly|vFull == 0 {
+		return 0, true
+	}
+	for d := 0; d < 9; d++ {
+		hForce, hOut := h[d]&hOnly&^hf[d], h[d]&hFull&^hf[d]
+		vForce, vOut := v[d]&vOnly&^vf[d], v[d]&vFull&^vf[d]
+		if hForce|hOut|vForce|vOut == 0 {
+			continue
+		}
+		// A column forced in band b takes the stack's other columns of
+		// band b and the same column of the other bands.
+		vAll := (vForce | vForce>>9 | vForce>>18) & 511
+		c := (*[3]uint32)(s.cand[3*d:])
+		for b := 0; b < 3; b++ {
+			fb := vForce >> (9 * b) & 511
+			cols := (fb|othersInGroup(fb))&^fb | vAll&^fb | vOut>>(9*b)&511
+			clear := t.forceClear[hForce>>(9*b)&511] | t.miniCells[hOut>>(9*b)&511] | t.colExpand[cols]
+			if c[b]&clear != 0 {
+				c[b] &^= clear
+				changed |= 1 << d
+			}
+		}
+	}
+	return changed, true
+}
+
 // search is one solve: the limit, what was found, and the budget.
 type search struct {
-	ctx     context.Context
+	done    <-chan struct{} // the budget's end; nil when it never ends
 	limit   int
 	count   int
 	guesses int
@@ -217,7 +345,17 @@ type search struct {
 	sol     Grid
 }
 
-func (sr *search) done() bool { return sr.count >= sr.limit || sr.stopped }
+func (sr *search) finished() bool { return sr.count >= sr.limit || sr.stopped }
+
+// budgetOver reports whether the budget has ended, and records it.
+func (sr *search) budgetOver() bool {
+	select {
+	case <-sr.done:
+		sr.stopped = true
+	default:
+	}
+	return sr.stopped
+}
 
 // run propagates s, records a solution or guesses, and recurses.
 func (sr *search) run(s *state, changed uint32) {
@@ -225,16 +363,40 @@ func (sr *search) run(s *state, changed uint32) {
 		if !s.propagate(changed) {
 			return
 		}
-		b, pos, ok := s.pickCell()
-		if !ok {
+		if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {
 			sr.record(s)
 			return
 		}
 		sr.guesses++
-		if sr.ctx != nil && sr.guesses%checkEvery == 0 && sr.ctx.Err() != nil {
-			sr.stopped = true
+		if sr.done != nil && sr.guesses%checkEvery == 0 && sr.budgetOver() {
 			return
 		}
+		if d, i, v, ok := s.pat.pick(); ok {
+			// Try every permutation but the last on a copy; the last
+			// one is what remains in s once the others are ruled out.
+			var last uint16
+			for _, m := range permMasks {
+				if v&m != m {
+					continue
+				}
+				if last != 0 {
+					x := patternMask(i, last)
+					sr.guessMask(s, d, &x)
+					if sr.finished() {
+						return
+					}
+				}
+				last = m
+			}
+			x := patternMask(i, last)
+			c := (*[3]uint32)(s.cand[3*d:])
+			c[0] &= x[0]
+			c[1] &= x[1]
+			c[2] &= x[2]
+			changed = 1 << d
+			continue
+		}
+		b, pos := s.pickFewest()
 		bit := uint32(1) << pos
 		var digits uint32
 		for d := 0; d < 9; d++ {
@@ -249,7 +411,7 @@ func (sr *search) run(s *state, changed uint32) {
 			d := bits.TrailingZeros32(digits)
 			digits &= digits - 1
 			sr.guess(s, d, b, bit)
-			if sr.done() {
+			if sr.finished() {
 				return
 			}
 			s.cand[3*d+b] &^= bit
@@ -267,6 +429,85 @@ func (sr *search) guess(s *state, d, b int, bit uint32) {
 	sr.run(&child, child.place(d, b, bit))
 }
 
+// guessMask searches a copy of s with digit d's candidates cut to m.
+func (sr *search) guessMask(s *state, d int, m *[3]uint32) {
+	child := *s
+	c := (*[3]uint32)(child.cand[3*d:])
+	c[0] &= m[0]
+	c[1] &= m[1]
+	c[2] &= m[2]
+	sr.run(&child, 1<<d)
+}
+
+// permMasks are the six permutations of three rows onto three boxes as
+// 3x3 patterns (bit 3*row+box).
+var permMasks = [6]uint16{
+	1<<0 | 1<<4 | 1<<8, 1<<0 | 1<<5 | 1<<7, 1<<1 | 1<<3 | 1<<8,
+	1<<1 | 1<<5 | 1<<6, 1<<2 | 1<<3 | 1<<7, 1<<2 | 1<<4 | 1<<6,
+}
+
+// patternMask returns the masks that keep, for one digit, only the cells of
+// permutation m in band i (0-2) or stack i-3 (3-5).
+func patternMask(i int, m uint16) (x [3]uint32) {
+	t := tab
+	x = [3]uint32{bandAll, bandAll, bandAll}
+	if i < 3 {
+		x[i] = t.bandKeep[m&511]
+		return x
+	}
+	st := 3 * uint(i-3)
+	stack := t.colExpand[7<<st]
+	for b := 0; b < 3; b++ {
+		x[b] = ^stack | t.colExpand[uint32(m>>(3*b)&7)<<st&511]
+	}
+	return x
+}
+
+// pick chooses what to guess on: the band or stack with the fewest
+// row-to-box (band-to-column) permutations left over all digits, not yet
+// down to one for every digit, and in it the digit with the fewest, at
+// least two. It returns the digit, the band (0-2) or stack (3-5) and the
+// digit's 3x3 pattern there; ok is false when every digit of every band
+// and stack is down to one permutation.
+func (p *patterns) pick() (d, i int, v uint16, ok bool) {
+	t := tab
+	var tot [6]int
+	for e := 0; e < 9; e++ {
+		h, c := p.h[e], p.v[e]
+		for b := 0; b < 3; b++ {
+			tot[b] += int(t.nperm[h>>(9*b)&511])
+			tot[3+b] += int(t.nperm[stackPattern(c, b)])
+		}
+	}
+	best, bestTot := -1, 1<<30
+	for j, n := range tot {
+		if n > 9 && n < bestTot {
+			best, bestTot = j, n
+		}
+	}
+	if best < 0 {
+		return 0, 0, 0, false
+	}
+	bestN := 7
+	for e := 0; e < 9; e++ {
+		x := uint16(p.h[e] >> (9 * best) & 511)
+		if best >= 3 {
+			x = stackPattern(p.v[e], best-3)
+		}
+		if n := int(t.nperm[x]); n >= 2 && n < bestN {
+			d, bestN, v = e, n, x
+		}
+	}
+	return d, best, v, true
+}
+
+// stackPattern returns a digit's 3x3 pattern in stack st (bit 3*band+column
+// within the stack) from its minicolumns c.
+func stackPattern(c uint32, st int) uint16 {
+	c >>= 3 * uint(st)
+	return uint16(c&7 | (c>>9&7)<<3 | (c>>18&7)<<6)
+}
+
 // place keeps only digit d in the cell bit of band b and returns the digits
 // that lost it; the naked single step does the rest.
 func (s *state) place(d, b int, bit uint32) (changed uint32) {
@@ -279,70 +520,10 @@ func (s *state) place(d, b int, bit uint32) (changed uint32) {
 	return changed
 }
 
-// pickCell chooses the cell to guess on. Among the cells with two
-// candidates it takes the one whose guess removes the most candidates
-// either way: for each of its two digits it counts the cells of its row,
-// box and column that still hold the digit (bivalue ones three times), and
-// takes the largest sum with the smaller count counted twice, so that both
-// branches have work to do. With no bivalue cell it takes the first cell
-// with the fewest candidates. ok is false when every cell is placed.
-// (Guesses per puzzle at limit 2, first bivalue cell -> this: 17-clue
-// 1.28 -> 0.45, top1465 18.8 -> 8.6, 11+ 141 -> 70, hardest_1106 285 -> 116.)
-func (s *state) pickCell() (b, pos int, ok bool) {
-	if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {
-		return 0, 0, false
-	}
-	t := tab
-	var two [3]uint32
-	for b := 0; b < 3; b++ {
-		var once, twice, thrice uint32
-		for d := 0; d < 9; d++ {
-			m := s.cand[3*d+b]
-			thrice |= twice & m
-			twice |= once & m
-			once |= m
-		}
-		two[b] = twice &^ thrice & s.unsolved[b]
-	}
-	if two[0]|two[1]|two[2] == 0 {
-		return s.pickFewest()
-	}
-	best := -1
-	for bb := 0; bb < 3; bb++ {
-		for m := two[bb]; m != 0; m &= m - 1 {
-			p := bits.TrailingZeros32(m)
-			cell := uint32(1) << p
-			inBand := uint32(511)<<(p/9*9) | t.boxMask[p]
-			col := t.colExpand[1<<(p%9)]
-			own := col << bb // the column's cells in this band, once packed
-			var n [2]int
-			k := 0
-			for d := 0; d < 9 && k < 2; d++ {
-				c := (*[3]uint32)(s.cand[3*d:])
-				if c[bb]&cell == 0 {
-					continue
-				}
-				// The column's cells of all three bands packed in one
-				// word: column bits are 9 apart, so shifts of 1 and 2
-				// do not collide.
-				packed := c[0]&col | (c[1]&col)<<1 | (c[2]&col)<<2
-				n[k] = bits.OnesCount32(c[bb]&inBand) + bits.OnesCount32(packed&^own)
-				// Bivalue peers holding the digit count twice more: the
-				// guess turns them into naked singles.
-				pair := two[0]&c[0]&col | (two[1]&c[1]&col)<<1 | (two[2]&c[2]&col)<<2
-				n[k] += 2 * (bits.OnesCount32(two[bb]&c[bb]&inBand) + bits.OnesCount32(pair&^own))
-				k++
-			}
-			score := min(n[0], n[1]) + n[0] + n[1]
-			if score > best {
-				best, b, pos = score, bb, p
-			}
-		}
-	}
-	return b, pos, true
-}
-
-func (s *state) pickFewest() (b, pos int, ok bool) {
+// pickFewest returns the first unsolved cell with the fewest candidates.
+// It is the fallback of pick, which finds a pattern to guess on in every
+// state the propagation leaves unsolved.
+func (s *state) pickFewest() (b, pos int) {
 	best, bestN := 0, 10
 	for i := 0; i < 81; i++ {
 		b, pos := i/27, i%27
@@ -357,7 +538,7 @@ func (s *state) pickFewest() (b, pos int, ok bool) {
 			best, bestN = i, n
 		}
 	}
-	return best / 27, best % 27, true
+	return best / 27, best % 27
 }
 
 func (sr *search) record(s *state) {
@@ -375,10 +556,7 @@ func (sr *search) record(s *state) {
 }
 
 func solve(ctx context.Context, g Grid, limit int) (Result, error) {
-	if ctx != nil && ctx.Done() == nil {
-		ctx = nil // never ends: skip the checks
-	}
-	sr := search{ctx: ctx, limit: max(limit, 1)}
+	sr := search{done: ctx.Done(), limit: max(limit, 1)}
 	sr.start(g)
 	res := Result{Count: sr.count}
 	if sr.count > 0 {

@@ -103,7 +103,7 @@ type Result struct {
 // givens or a value over 9 has no solution. Solve does not allocate and is
 // safe to call from many goroutines at once.
 func Solve(g Grid, limit int) Result {
-	r, _ := solve(nil, g, limit)
+	r, _ := solve(context.Background(), g, limit)
 	return r
 }
 

@@ -111,47 +111,53 @@ func TestSolveTestdata(t *testing.T) {
 	}
 }
 
-// sharedData is the project's shared puzzle data, reached from the
-// repository root as ../shared.
-const sharedData = "../../shared/data"
+// setsDir is where the benchmark sets are read: testdata/sets holds every
+// 24th puzzle of the 17-clue, 11+ and serg sets and the others whole;
+// SOLVER_SETS may name a directory with the full sets (the same file
+// names) instead.
+func setsDir() string {
+	if d := os.Getenv("SOLVER_SETS"); d != "" {
+		return d
+	}
+	return filepath.Join("testdata", "sets")
+}
 
-// TestSolveSharedData solves every puzzle of every file under ../shared/data
-// and ../shared/data/solver at limit 2 and checks counts and solutions.
-// Under the race detector (about 10x slower) it checks every puzzle of the
-// small files and an even sample of about 2,000 of each large one; without
-// it, every puzzle of every file. It skips, saying so, when ../shared is
-// not beside the clone (CI clones the repository alone); the puzzles the
-// unit tests need are in testdata/ (TestSolveTestdata).
-func TestSolveSharedData(t *testing.T) {
-	files := []struct {
-		name  string
-		count int
-	}{
-		{"test1", 1},
-		{"test1000", 1},
-		{"solver/norvig_top95.txt", 1},
-		{"solver/norvig_hardest.txt", 1},
-		{"solver/puzzles2_17_clue", 1},
-		{"solver/puzzles3_magictour_top1465", 1},
-		{"solver/puzzles5_forum_hardest_1905_11+", 1},
-		{"solver/puzzles6_forum_hardest_1106", 1},
-		{"solver/puzzles7_serg_benchmark", 2},
-	}
-	if _, err := os.Stat(sharedData); err != nil {
-		t.Skipf("skipping: shared data not found at %s (run from a worktree next to ../shared)", sharedData)
-	}
-	for _, f := range files {
+// sets are the benchmark sets and their solution count at limit 2.
+var sets = []struct {
+	name  string
+	count int
+}{
+	{"test1000", 1},
+	{"norvig_hardest.txt", 1},
+	{"norvig_top95.txt", 1},
+	{"puzzles2_17_clue", 1},
+	{"puzzles3_magictour_top1465", 1},
+	{"puzzles5_forum_hardest_1905_11+", 1},
+	{"puzzles6_forum_hardest_1106", 1},
+	{"puzzles7_serg_benchmark", 2},
+}
+
+// TestSolveSets solves every puzzle of every set at limit 1 and 2 and
+// checks the counts and the solutions. Under the race detector (about 10x
+// slower) it takes an even sample of about 500 puzzles of each set.
+func TestSolveSets(t *testing.T) {
+	dir := setsDir()
+	for _, f := range sets {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
-			puzzles := readPuzzles(t, filepath.Join(sharedData, f.name))
+			path := filepath.Join(dir, f.name)
+			if _, err := os.Stat(path); err != nil {
+				path = filepath.Join("testdata", "sets", f.name) // not among the full sets
+			}
+			puzzles := readPuzzles(t, path)
 			stride := 1
-			if raceEnabled && len(puzzles) > 2000 {
-				stride = len(puzzles) / 2000
+			if raceEnabled && len(puzzles) > 500 {
+				stride = len(puzzles) / 500
 			}
 			for i := 0; i < len(puzzles); i += stride {
 				checkPuzzle(t, puzzles[i], f.count)
 			}
-			t.Logf("%s: checked %d of %d puzzles", f.name, (len(puzzles)+stride-1)/stride, len(puzzles))
+			t.Logf("%s: checked %d of %d puzzles", path, (len(puzzles)+stride-1)/stride, len(puzzles))
 		})
 	}
 }
@@ -161,7 +167,7 @@ type puzzle struct {
 	grid Grid
 }
 
-func readPuzzles(t *testing.T, path string) []puzzle {
+func readPuzzles(t testing.TB, path string) []puzzle {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {

@@ -30,14 +30,14 @@ awk '!/^#/ && NF && n++ < 4000' "$data/puzzles5_forum_hardest_1905_11+" >"$work/
 for set in 17clue 11plus; do
 	in=$work/$set.txt
 	echo "== $set: $(wc -l <"$in") puzzles"
-	"$work/sudoku" solve -j 1 <"$in" >"$work/$set.sudoku.out"
+	"$work/sudoku" solve -jobs 1 <"$in" >"$work/$set.sudoku.out"
 	"$work/sudokucheck" "$in" "$work/$set.sudoku.out"
 	"$work/refsolve" <"$in" >"$work/$set.refsolve.out"
 	"$work/sudokucheck" "$in" "$work/$set.refsolve.out"
 	hyperfine --style basic -w 2 -r "$runs" --export-markdown "$work/$set.md" \
-		-n "sudoku solve -j 1" "$work/sudoku solve -j 1 <$in >/dev/null" \
-		-n "sudoku solve -j $(nproc)" "$work/sudoku solve -j $(nproc) <$in >/dev/null" \
-		-n "sudoku solve -unique -j 1" "$work/sudoku solve -unique -j 1 <$in >/dev/null" \
+		-n "sudoku solve -jobs 1" "$work/sudoku solve -jobs 1 <$in >/dev/null" \
+		-n "sudoku solve -jobs $(nproc)" "$work/sudoku solve -jobs $(nproc) <$in >/dev/null" \
+		-n "sudoku solve -unique -jobs 1" "$work/sudoku solve -unique -jobs 1 <$in >/dev/null" \
 		-n refsolve "$work/refsolve <$in >/dev/null"
 	cat "$work/$set.md"
 done

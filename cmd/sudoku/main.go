@@ -1,9 +1,10 @@
 // Command sudoku solves Sudoku puzzles from files or standard input.
 //
-//	sudoku solve [-unique] [-j N] [FILE...]
+//	sudoku solve [-unique] [-jobs N] [FILE...]
 //
 // It reads one puzzle per line and writes one line per puzzle, in input
-// order. Run `sudoku solve -h` for the details.
+// order. Run `sudoku solve -h` for the details. Every flag has an
+// environment twin: -jobs is $SUDOKU_JOBS, -unique is $SUDOKU_UNIQUE.
 package main
 
 import (
@@ -11,18 +12,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/prometheus/common/version"
+
+	"sudoku-fcgi/cmd/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sudoku:", err)
-		os.Exit(1)
-	}
+	cli.Main("sudoku", func(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+		return run(ctx, args, getenv, os.Stdin, stdout)
+	})
 }
 
 const usage = `Usage: sudoku <command> [arguments]
@@ -30,7 +29,8 @@ const usage = `Usage: sudoku <command> [arguments]
 Commands:
   solve    solve puzzles, one per line, from files or standard input
 
-Run 'sudoku solve -h' for the solve command's flags and an example.
+Run 'sudoku solve -h' for the solve command's flags and an example,
+'sudoku -version' for the version.
 `
 
 // run is the whole command; main only wires the process to it. stdin is
@@ -38,15 +38,18 @@ Run 'sudoku solve -h' for the solve command's flags and an example.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stdout, usage)
-		return fmt.Errorf("no command given")
+		return &cli.UsageError{Err: fmt.Errorf("no command given")}
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil
+	case "-version", "--version":
+		fmt.Fprintln(stdout, version.Print("sudoku"))
+		return nil
 	case "solve":
 		return runSolve(ctx, args[1:], getenv, stdin, stdout)
 	default:
-		return fmt.Errorf("unknown command %q (run 'sudoku -h')", args[0])
+		return &cli.UsageError{Err: fmt.Errorf("unknown command %q (run 'sudoku -h')", args[0])}
 	}
 }

@@ -104,16 +104,16 @@ func TestSolveJobsKeepOrder(t *testing.T) {
 	if err != nil || len(files) < 3 {
 		t.Fatalf("testdata files: %v, %v", files, err)
 	}
-	one, err := runCLI(t, "", append([]string{"solve", "-unique", "-j", "1"}, files...)...)
+	one, err := runCLI(t, "", append([]string{"solve", "-unique", "-jobs", "1"}, files...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	four, err := runCLI(t, "", append([]string{"solve", "-unique", "-j", "4"}, files...)...)
+	four, err := runCLI(t, "", append([]string{"solve", "-unique", "-jobs", "4"}, files...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if one != four {
-		t.Fatalf("-j 4 output differs from -j 1:\n%s\nwant\n%s", four, one)
+		t.Fatalf("-jobs 4 output differs from -jobs 1:\n%s\nwant\n%s", four, one)
 	}
 	lines := strings.Split(strings.TrimSuffix(one, "\n"), "\n")
 	var n int
@@ -140,7 +140,7 @@ func TestSolveStreams(t *testing.T) {
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(context.Background(), []string{"solve", "-j", "2"}, noEnv, pr, outW)
+		done <- run(context.Background(), []string{"solve", "-jobs", "2"}, noEnv, pr, outW)
 		outW.Close()
 	}()
 	buf := make([]byte, len(test1Sol)+1)
@@ -198,8 +198,8 @@ func TestRunErrors(t *testing.T) {
 		{name: "no command", args: nil, want: "no command given"},
 		{name: "unknown command", args: []string{"frobnicate"}, want: `unknown command "frobnicate"`},
 		{name: "bad flag", args: []string{"solve", "-x"}, want: "flag provided but not defined: -x"},
-		{name: "zero jobs", args: []string{"solve", "-j", "0"}, want: "-j 0: want at least 1"},
-		{name: "bad env", args: []string{"solve"}, env: map[string]string{"SUDOKU_SOLVE_JOBS": "many"}, want: "parsing SUDOKU_SOLVE_JOBS"},
+		{name: "zero jobs", args: []string{"solve", "-jobs", "0"}, want: "-jobs 0: want at least 1"},
+		{name: "bad env", args: []string{"solve"}, env: map[string]string{"SUDOKU_JOBS": "many"}, want: `invalid value "many" for $SUDOKU_JOBS`},
 		{name: "missing file", args: []string{"solve", "/nonexistent/puzzles.txt"}, want: "no such file or directory"},
 	}
 	for _, tt := range tests {
@@ -222,11 +222,11 @@ func TestReadError(t *testing.T) {
 }
 
 func TestEnvTwins(t *testing.T) {
-	env := map[string]string{"SUDOKU_SOLVE_UNIQUE": "true", "SUDOKU_SOLVE_JOBS": "3"}
+	env := map[string]string{"SUDOKU_UNIQUE": "true", "SUDOKU_JOBS": "3"}
 	var out bytes.Buffer
 	err := run(context.Background(), []string{"solve"}, func(k string) string { return env[k] }, strings.NewReader(test1+"\n"), &out)
 	if err != nil || out.String() != test1Sol+" unique\n" {
-		t.Fatalf("run with SUDOKU_SOLVE_UNIQUE=true = %q, %v; want %q", out.String(), err, test1Sol+" unique\n")
+		t.Fatalf("run with SUDOKU_UNIQUE=true = %q, %v; want %q", out.String(), err, test1Sol+" unique\n")
 	}
 }
 
@@ -243,7 +243,7 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	out, _ := runCLI(t, "", "solve", "-h")
-	for _, want := range []string{"Example:", "-unique", "SUDOKU_SOLVE_JOBS", "error: got 2 cells, want 81"} {
+	for _, want := range []string{"Example:", "-unique", "$SUDOKU_JOBS", "$SUDOKU_UNIQUE", "[FILE...]", "-version", "error: got 2 cells, want 81"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("sudoku solve -h does not mention %q:\n%s", want, out)
 		}

@@ -10,29 +10,25 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
+	"sudoku-fcgi/cmd/cli"
 	"sudoku-fcgi/solver"
 )
 
-const solveUsage = `Usage: sudoku solve [-unique] [-j N] [FILE...]
-
-Solve puzzles, one per line, from each FILE in turn or from standard input
-when there is none. A line is 81 cells in row-major order ('1'-'9' givens,
-'0' or '.' blanks), optionally after an "id:" prefix. Blank lines and lines
-starting with '#' are skipped.
+const solveSummary = `sudoku solve [flags] [FILE...] solves puzzles, one per line, from each FILE
+in turn or from standard input when there is none. A line is 81 cells in
+row-major order ('1'-'9' givens, '0' or '.' blanks), optionally after an
+"id:" prefix. Blank lines and lines starting with '#' are skipped.
 
 One line is written per puzzle, in input order, with the same prefix:
   [id:]<81 digits>        the (first) solution
   [id:]NoSolution         the puzzle has no solution
   [id:]error: <message>   the line is not a puzzle (the run goes on)
 With -unique a solution line ends in " unique" or " multiple".
-The exit status is 0 when every line was handled, 1 on an I/O error.
-
-Flags (each also read from the environment variable shown):
-`
+The exit status is 0 when every line was handled, 1 on an I/O error and
+2 on a bad flag or environment variable.`
 
 const solveExample = `
 Example:
@@ -51,48 +47,35 @@ type solveConfig struct {
 }
 
 func runSolve(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("sudoku solve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	cfg := solveConfig{jobs: runtime.GOMAXPROCS(0)}
-	if v := getenv("SUDOKU_SOLVE_JOBS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("parsing SUDOKU_SOLVE_JOBS: %w", err)
-		}
-		cfg.jobs = n
+	fs := cli.NewFlagSet("sudoku solve", solveSummary, stdout)
+	flagsUsage := fs.Usage
+	fs.Usage = func() {
+		flagsUsage()
+		fmt.Fprint(stdout, solveExample)
 	}
-	if v := getenv("SUDOKU_SOLVE_UNIQUE"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("parsing SUDOKU_SOLVE_UNIQUE: %w", err)
-		}
-		cfg.unique = b
+	var cfg solveConfig
+	fs.BoolVar(&cfg.unique, "unique", false, "also prove each solution unique")
+	fs.IntVar(&cfg.jobs, "jobs", runtime.GOMAXPROCS(0), "solve on `N` goroutines; output stays in input order")
+	files, err := fs.ParseFiles(args, getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // -help or -version, printed: nothing else to do
 	}
-	fs.BoolVar(&cfg.unique, "unique", cfg.unique, "also prove each solution unique ($SUDOKU_SOLVE_UNIQUE)")
-	fs.IntVar(&cfg.jobs, "j", cfg.jobs, "solve on `N` goroutines; output stays in input order ($SUDOKU_SOLVE_JOBS)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, solveUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			fmt.Fprint(stdout, solveExample)
-			return nil
-		}
-		return fmt.Errorf("parsing flags: %w (run 'sudoku solve -h')", err)
+	if err != nil {
+		return err
 	}
 	if cfg.jobs < 1 {
-		return fmt.Errorf("-j %d: want at least 1", cfg.jobs)
+		return &cli.UsageError{Err: fmt.Errorf("-jobs %d: want at least 1", cfg.jobs)}
 	}
 
 	w := bufio.NewWriterSize(stdout, 64<<10)
 	s := newSolver(cfg)
-	if fs.NArg() == 0 {
+	if len(files) == 0 {
 		if err := s.stream(ctx, stdin, w); err != nil {
 			return fmt.Errorf("reading standard input: %w", err)
 		}
 		return w.Flush()
 	}
-	for _, name := range fs.Args() {
+	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
 			w.Flush()
