@@ -177,9 +177,8 @@ bench-worker: ## handler and FastCGI round-trip benchmarks, -benchmem (COUNT)
 bench-worker-nginx: ## host nginx -> one worker vs plain net/http with wrk (tests/bench/worker-fcgi.sh)
 	tests/bench/worker-fcgi.sh
 
-solver-bench: ## us/puzzle per data set at limit 1 and 2, into out/solver-bench.txt for benchstat (COUNT)
-	mkdir -p out
-	$(GO) test ./solver -run '^$$' -bench Solve -count $(COUNT) | tee out/solver-bench.txt
+solver-bench: ## solver: CPU time, guesses and callgrind instructions per puzzle per set at limit 1 and 2 (COUNT=10 SAMPLE=200, OUT=dir keeps raw output)
+	GO=$(GO) solver/bench.sh
 
 bench-solver: ## sudoku solve against an external reference solver, hyperfine (cmd/sudoku/bench-refsolve.sh; SHARED)
 	cmd/sudoku/bench-refsolve.sh
