@@ -466,6 +466,14 @@ case_batch_body_flood() {
 	expect_status 200
 }
 
+case_no_https_without_tls() {
+	# TLS is off in the base compose file, so HTTPS is not published: a
+	# client gets "connection refused", not a handshake that fails silently.
+	local published
+	published=$(docker port "$(containers nginx)" 8443/tcp 2>/dev/null || true)
+	[[ -z $published ]] || fail "8443 published without TLS: $published"
+}
+
 case_every_worker() {
 	local n seen i
 	n=$(containers sudoku | wc -l)
@@ -566,6 +574,7 @@ run_case "requests reach every worker" case_every_worker
 run_case "worker /metrics on the internal port counts the solves" case_worker_metrics
 run_case "a worker stops, requests keep succeeding" case_worker_stopped
 run_case "exporter shows nginx_connections_accepted" case_exporter
+run_case "HTTPS not published without TLS" case_no_https_without_tls
 
 log "suite took $((SECONDS - start))s"
 if ((failed > 0)); then
