@@ -50,7 +50,7 @@ func newCommon(fs *cli.FlagSet, mode string) *common {
 	fs.BoolVar(&c.progress, "progress", true, "log one progress line per second to stderr")
 	fs.BoolVar(&c.console, "log-console", false, "log human-readable lines instead of JSON")
 	c.thresholds = load.NoThresholds
-	fs.Int64Var(&c.thresholds.MaxWrong, "max-wrong", 0, "threshold: exit 3 when more answers than this are wrong (-1: no limit)")
+	fs.Int64Var(&c.thresholds.MaxWrong, "max-wrong", 0, "threshold: exit 3 when more answers than this are wrong (0, the default: any wrong answer; -1: no limit)")
 	return c
 }
 
