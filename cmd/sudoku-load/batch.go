@@ -11,6 +11,7 @@ import (
 func setupBatch(fs *cli.FlagSet, c *common) func(context.Context) (*load.Result, error) {
 	size := fs.Int("b", 0, "puzzles per POST /sudoku (0: one GET per puzzle)")
 	fs.IntVar(&c.conns, "c", 8, "connections (requests in flight at once)")
+	c.latencyThresholds(fs)
 	return func(ctx context.Context) (*load.Result, error) {
 		if *size < 0 {
 			return nil, &cli.UsageError{Err: fmt.Errorf("-b must be >= 0, got %d", *size)}

@@ -32,6 +32,9 @@ type common struct {
 	progress bool
 	console  bool
 
+	// thresholds decide the exit status once the report is written.
+	thresholds load.Thresholds
+
 	log     zerolog.Logger
 	puzzles []load.Puzzle
 }
@@ -46,11 +49,40 @@ func newCommon(fs *cli.FlagSet, mode string) *common {
 	fs.BoolVar(&c.text, "text", false, "ask for format=text answers instead of JSON")
 	fs.BoolVar(&c.progress, "progress", true, "log one progress line per second to stderr")
 	fs.BoolVar(&c.console, "log-console", false, "log human-readable lines instead of JSON")
+	c.thresholds = load.NoThresholds
+	fs.Int64Var(&c.thresholds.MaxWrong, "max-wrong", 0, "threshold: exit 3 when more answers than this are wrong (0, the default: any wrong answer; -1: no limit)")
 	return c
 }
 
-// run reads the puzzles, runs the mode and writes its report; wrong
-// answers fail the run after the report.
+// latencyThresholds defines the thresholds of a mode that measures
+// latencies and errors over the network.
+func (c *common) latencyThresholds(fs *cli.FlagSet) {
+	fs.DurationVar(&c.thresholds.MaxP99, "max-p99", 0, "threshold: exit 3 when the p99 latency is above this (0: no limit)")
+	fs.Var(ratioFlag{&c.thresholds.MaxErrorRatio}, "max-error-ratio",
+		"threshold: exit 3 when the share of requests that failed (503s and wrong answers included) is above this `ratio` (unset: no limit)")
+}
+
+// ratioFlag is a share from 0 to 1; a negative value reads as unset.
+type ratioFlag struct{ v *float64 }
+
+func (r ratioFlag) String() string {
+	if r.v == nil || *r.v < 0 {
+		return ""
+	}
+	return strconv.FormatFloat(*r.v, 'g', -1, 64)
+}
+
+func (r ratioFlag) Set(s string) error {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 || f > 1 {
+		return fmt.Errorf("want a share from 0 to 1, got %q", s)
+	}
+	*r.v = f
+	return nil
+}
+
+// run reads the puzzles, runs the mode and writes its report; a broken
+// threshold then fails the run with a *load.ThresholdError.
 func (c *common) run(ctx context.Context, runMode func(context.Context) (*load.Result, error), stdout io.Writer) error {
 	var logw io.Writer = os.Stderr
 	if c.console {
@@ -70,10 +102,7 @@ func (c *common) run(ctx context.Context, runMode func(context.Context) (*load.R
 	if runErr != nil {
 		return runErr
 	}
-	if res.Wrong > 0 {
-		return fmt.Errorf("%d wrong answers", res.Wrong)
-	}
-	return nil
+	return c.thresholds.Err(res)
 }
 
 func (c *common) readPuzzles() error {

@@ -9,14 +9,21 @@
 // Flags have environment twins named $SUDOKU_LOAD_<FLAG>. Reports go to
 // stdout (text, or JSON with -json; an HTML page with -html FILE); progress
 // and logs go to stderr as zerolog JSON.
+//
+// Thresholds (-max-wrong in every mode; -max-p99 and -max-error-ratio in
+// load, batch and stress) set the exit status, as k6's do: 0 on success, 1
+// when the run itself failed, 2 on a usage error, 3 when the run completed
+// but broke a threshold (each broken one is printed with its measured value).
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 
@@ -28,21 +35,41 @@ import (
 
 const name = "sudoku-load"
 
-func main() { cli.Main(name, run) }
+// exitThreshold is the exit status of a run that completed but broke a
+// threshold; cli.Main gives 1 to other failures and 2 to usage errors.
+const exitThreshold = 3
+
+const exitHelp = "Exit status: 0 success, 1 the run failed, 2 a usage error, 3 the run broke a threshold (-max-*)."
+
+func main() { cli.Main(name, thresholdExit(run, os.Stderr, os.Exit)) }
+
+// thresholdExit wraps run so that a *load.ThresholdError is printed to
+// stderr and ends the process with exitThreshold.
+func thresholdExit(run cli.Runner, stderr io.Writer, exit func(int)) cli.Runner {
+	return func(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+		err := run(ctx, args, getenv, stdout)
+		if errors.As(err, new(*load.ThresholdError)) {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			exit(exitThreshold)
+		}
+		return err
+	}
+}
 
 // mode is one subcommand: it defines its flags on the set and returns the
-// function that runs it.
+// function that runs it. help, if set, follows the summary in -help.
 type mode struct {
 	summary string
 	setup   func(fs *cli.FlagSet, c *common) func(ctx context.Context) (*load.Result, error)
+	help    string
 }
 
 var modes = map[string]mode{
-	"local":    {"solve a puzzle file in-process with N goroutines (the baseline)", setupLocal},
-	"batch":    {"send a whole puzzle file at once (GETs, or POSTs of -b lines) and wait for all answers", setupBatch},
-	"load":     {"open loop at a fixed rate, latency from each scheduled send time", setupLoad},
-	"stress":   {"write pipelined requests on raw TCP as fast as possible (-no-read: never read)", setupStress},
-	"capacity": {"find the highest rate whose p99 stays under -p99, by stepping and bisecting load runs", setupCapacity},
+	"local":    {"solve a puzzle file in-process with N goroutines (the baseline)", setupLocal, ""},
+	"batch":    {"send a whole puzzle file at once (GETs, or POSTs of -b lines) and wait for all answers", setupBatch, ""},
+	"load":     {"open loop at a fixed rate, latency from each scheduled send time", setupLoad, ""},
+	"stress":   {"write pipelined requests on raw TCP as fast as possible (-no-read: never read)", setupStress, ""},
+	"capacity": {"find the highest rate whose p99 stays under -p99, by stepping and bisecting load runs", setupCapacity, capacityHelp},
 }
 
 func modeNames() []string { return slices.Sorted(maps.Keys(modes)) }
@@ -70,7 +97,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if !ok {
 		return &cli.UsageError{Err: fmt.Errorf("unknown mode %q: want one of %s", args[0], strings.Join(modeNames(), ", "))}
 	}
-	fs := cli.NewFlagSet(name+" "+args[0], m.summary, stdout)
+	summary := m.summary + "\n\n"
+	if m.help != "" {
+		summary += m.help + "\n\n"
+	}
+	summary += exitHelp
+	fs := cli.NewFlagSet(name+" "+args[0], summary, stdout)
 	c := newCommon(fs, args[0])
 	runMode := m.setup(fs, c)
 	if err := fs.Parse(args[1:], getenv); err != nil {

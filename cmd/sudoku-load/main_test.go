@@ -8,6 +8,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,8 +18,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"sudoku-fcgi/cmd/cli"
+	"sudoku-fcgi/cmd/sudoku-load/load"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -29,6 +33,14 @@ const (
 
 // fakeWorker answers GET /sudoku from the known solutions.
 func fakeWorker(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(fakeHandler(t))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// fakeHandler is fakeWorker's handler.
+func fakeHandler(t *testing.T) http.Handler {
 	t.Helper()
 	sols := map[string]string{}
 	pf, err := os.ReadFile(puzzleFile)
@@ -43,7 +55,7 @@ func fakeWorker(t *testing.T) string {
 	for i := range ps {
 		sols[ps[i]] = ss[i]
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		sol, ok := sols[q.Get("puzzle")]
 		if !ok {
@@ -51,9 +63,7 @@ func fakeWorker(t *testing.T) string {
 			return
 		}
 		_ = json.NewEncoder(w).Encode(map[string]string{"id": q.Get("id"), "puzzle": q.Get("puzzle"), "solution": sol})
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	})
 }
 
 func env(m map[string]string) func(string) string {
@@ -96,7 +106,7 @@ func TestJSONSchema(t *testing.T) {
 		"load":     {"load", "-rate", "100", "-duration", "300ms", "-c", "4"},
 		"batch":    {"batch", "-c", "4"},
 		"stress":   {"stress", "-n", "50", "-duration", "2s"},
-		"capacity": {"capacity", "-rate", "50", "-max-rate", "100", "-duration", "200ms", "-p99", "1s"},
+		"capacity": {"capacity", "-rate", "50", "-max-rate", "100", "-duration", "200ms", "-p99", "1s", "-retries", "3", "-peak", "1000"},
 		"local":    {"local", "-n", "2"},
 	}
 	var names []string
@@ -187,7 +197,8 @@ func TestHTMLReportIsSelfContained(t *testing.T) {
 			t.Errorf("report mentions URL %q", u)
 		}
 	}
-	if !strings.Contains(out.String(), "capacity  100 requests/s") {
+	// -max-rate passed, so 100/s is only a lower bound.
+	if !strings.Contains(out.String(), "capacity  at least 100 requests/s") {
 		t.Errorf("text output lacks the capacity line:\n%s", out.String())
 	}
 }
@@ -232,7 +243,8 @@ func TestFlagsAndEnv(t *testing.T) {
 	}
 }
 
-// Wrong answers make the command fail after it printed its report.
+// Wrong answers break the -max-wrong threshold (0 by default) after the
+// report is printed; -max-wrong -1 accepts them.
 func TestWrongAnswersFailTheRun(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -240,9 +252,13 @@ func TestWrongAnswersFailTheRun(t *testing.T) {
 	}))
 	defer srv.Close()
 	var out bytes.Buffer
-	err := run(context.Background(), []string{"batch", "-progress=false", "-url", srv.URL, "-in", puzzleFile}, env(nil), &out)
-	if err == nil || !strings.Contains(err.Error(), "20 wrong answers") {
-		t.Errorf("run = %v, want 20 wrong answers", err)
+	args := []string{"batch", "-progress=false", "-url", srv.URL, "-in", puzzleFile}
+	err := run(context.Background(), args, env(nil), &out)
+	if !errors.As(err, new(*load.ThresholdError)) || !strings.Contains(err.Error(), "max-wrong: measured 20, limit 0") {
+		t.Errorf("run(%q) = %v, want a threshold error with 20 wrong answers", args, err)
+	}
+	if err := run(context.Background(), append(args, "-max-wrong", "-1", "-max-error-ratio", "1"), env(nil), &bytes.Buffer{}); err != nil {
+		t.Errorf("run(%q -max-wrong -1 -max-error-ratio 1) = %v, want nil", args, err)
 	}
 	sc := bufio.NewScanner(&out)
 	found := false
@@ -262,7 +278,10 @@ func TestHelpAndVersion(t *testing.T) {
 		want []string
 	}{
 		{[]string{"-help"}, []string{"Usage: sudoku-load <mode>", "capacity", "stress", "local"}},
-		{[]string{"load", "-help"}, []string{"Usage: sudoku-load load [flags]", "-rate float", "(default 1000)", "($SUDOKU_LOAD_RATE)", "($SUDOKU_LOAD_URL)"}},
+		{[]string{"load", "-help"}, []string{"Usage: sudoku-load load [flags]", "-rate float", "(default 1000)", "($SUDOKU_LOAD_RATE)", "($SUDOKU_LOAD_URL)",
+			"-max-p99 duration", "($SUDOKU_LOAD_MAX_P99)", "-max-error-ratio ratio", "($SUDOKU_LOAD_MAX_ERROR_RATIO)", "($SUDOKU_LOAD_MAX_WRONG)", "3 the run broke a threshold"}},
+		{[]string{"capacity", "-help"}, []string{"at least N requests/s", "machines  = ceil(cores / -machine-cores) + -spare",
+			"($SUDOKU_LOAD_PEAK)", "($SUDOKU_LOAD_UTILISATION)", "($SUDOKU_LOAD_MACHINE_CORES)", "($SUDOKU_LOAD_SPARE)", "($SUDOKU_LOAD_MAX_WRONG)"}},
 		{[]string{"-version"}, []string{"sudoku-load, version"}},
 		{[]string{"capacity", "-version"}, []string{"sudoku-load capacity, version"}},
 	} {
@@ -290,5 +309,147 @@ func TestUsageErrors(t *testing.T) {
 	err := run(context.Background(), []string{"load", "-in", puzzleFile, "-url", "http://127.0.0.1:1", "-duration", "100ms", "-rate", "10", "-progress=false"}, env(nil), &bytes.Buffer{})
 	if err != nil && errors.As(err, new(*cli.UsageError)) {
 		t.Errorf("run against a closed port = %v, want no usage error", err)
+	}
+}
+
+// busyWorker answers every request with 503, as a full pool does.
+func busyWorker(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":"busy"}`, http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// slowWorker is fakeWorker with every answer delayed by d.
+func slowWorker(t *testing.T, d time.Duration) string {
+	t.Helper()
+	h := fakeHandler(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(d)
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// A broken threshold fails the run with a *load.ThresholdError that names it
+// and its measured value, after the report; a kept one does not.
+func TestThresholds(t *testing.T) {
+	good, busy, slow := fakeWorker(t), busyWorker(t), slowWorker(t, 30*time.Millisecond)
+	base := []string{"-progress=false", "-in", puzzleFile}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string // a breach in the error; empty: the run passes
+	}{
+		{"load within", []string{"load", "-url", good, "-rate", "50", "-duration", "200ms", "-max-p99", "10s", "-max-error-ratio", "0"}, nil, ""},
+		{"load slow", []string{"load", "-url", slow, "-rate", "50", "-duration", "200ms", "-max-p99", "10ms"}, nil, "max-p99: measured "},
+		{"load slow, from env", []string{"load", "-url", slow, "-rate", "50", "-duration", "200ms"}, map[string]string{"SUDOKU_LOAD_MAX_P99": "10ms"}, "limit 10ms"},
+		{"batch busy", []string{"batch", "-url", busy, "-max-error-ratio", "0.001"}, nil, "max-error-ratio: measured 1 (20 of 20), limit 0.001"},
+		{"batch busy, no threshold", []string{"batch", "-url", busy}, nil, ""},
+		{"stress busy", []string{"stress", "-url", busy, "-n", "20", "-duration", "2s"}, map[string]string{"SUDOKU_LOAD_MAX_ERROR_RATIO": "0.5"}, "max-error-ratio: measured 1"},
+		{"stress within", []string{"stress", "-url", good, "-n", "20", "-duration", "2s", "-max-p99", "10s", "-max-error-ratio", "0"}, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(tc.args, base...)
+			var out bytes.Buffer
+			err := run(context.Background(), args, env(tc.env), &out)
+			if !strings.Contains(out.String(), "latency") {
+				t.Errorf("run(%q) printed no report:\n%s", args, out.String())
+			}
+			if tc.want == "" {
+				if err != nil {
+					t.Errorf("run(%q) = %v, want nil", args, err)
+				}
+				return
+			}
+			if !errors.As(err, new(*load.ThresholdError)) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("run(%q) = %v, want a *load.ThresholdError containing %q", args, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestThresholdUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"load", "-max-error-ratio", "2"}, "want a share from 0 to 1"},
+		{[]string{"load", "-max-error-ratio", "-0.1"}, "want a share from 0 to 1"},
+		{[]string{"batch", "-max-p99", "fast"}, "invalid value"},
+		{[]string{"stress", "-no-read", "-max-p99", "5ms"}, "cannot be used with -no-read"},
+		{[]string{"capacity", "-max-p99", "5ms"}, "not defined: -max-p99"}, // capacity's objective is -p99
+		{[]string{"capacity", "-utilisation", "1.5"}, "-utilisation must be at most 1"},
+		{[]string{"capacity", "-machine-cores", "0"}, "-machine-cores must be > 0"},
+	} {
+		args := append(tc.args, "-in", puzzleFile, "-url", "http://127.0.0.1:1", "-progress=false")
+		err := run(context.Background(), args, env(nil), &bytes.Buffer{})
+		if !errors.As(err, new(*cli.UsageError)) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("run(%q) = %v, want a usage error containing %q", args, err, tc.want)
+		}
+	}
+}
+
+// thresholdExit exits 3 after a threshold error, and leaves every other
+// outcome to cli.Main.
+func TestThresholdExit(t *testing.T) {
+	breach := &load.ThresholdError{Breaches: []load.Breach{{Name: "max-p99", Measured: "7ms", Limit: "5ms"}}}
+	for _, tc := range []struct {
+		err      error
+		wantCode int // -1: no exit
+		wantErr  string
+	}{
+		{nil, -1, ""},
+		{errors.New("dial: refused"), -1, ""},
+		{&cli.UsageError{Err: errors.New("bad flag")}, -1, ""},
+		{breach, exitThreshold, "sudoku-load: threshold failed: max-p99: measured 7ms, limit 5ms\n"},
+		{fmt.Errorf("wrapped: %w", breach), exitThreshold, "sudoku-load: wrapped: threshold failed"},
+	} {
+		var stderr bytes.Buffer
+		code := -1
+		r := thresholdExit(func(context.Context, []string, func(string) string, io.Writer) error { return tc.err }, &stderr, func(c int) { code = c })
+		err := r(context.Background(), nil, env(nil), &bytes.Buffer{})
+		if code != tc.wantCode || !errors.Is(err, tc.err) || !strings.HasPrefix(stderr.String(), tc.wantErr) || (tc.wantErr == "") != (stderr.Len() == 0) {
+			t.Errorf("thresholdExit after %v: exit %d, stderr %q, error %v; want exit %d, stderr %q", tc.err, code, stderr.String(), err, tc.wantCode, tc.wantErr)
+		}
+	}
+}
+
+// capacity -peak puts the plan, with the rule's flags and their env twins,
+// in the JSON result and prints it as a table.
+func TestCapacityPlanFlags(t *testing.T) {
+	url := fakeWorker(t)
+	args := []string{"capacity", "-rate", "50", "-max-rate", "100", "-duration", "200ms", "-p99", "5s", "-retries", "3",
+		"-progress=false", "-url", url, "-in", puzzleFile, "-cores", "2", "-peak", "1000", "-utilisation", "0.5"}
+	e := env(map[string]string{"SUDOKU_LOAD_MACHINE_CORES": "4", "SUDOKU_LOAD_SPARE": "2"})
+	var out bytes.Buffer
+	if err := run(context.Background(), append(args, "-json"), e, &out); err != nil {
+		t.Fatalf("run(%q): %v", args, err)
+	}
+	var doc struct{ Capacity load.Capacity }
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatalf("run(%q) wrote invalid JSON: %v", args, err)
+	}
+	c, p := doc.Capacity, doc.Capacity.Plan
+	if p == nil || c.Rate == 0 {
+		t.Fatalf("run(%q): capacity %+v without a plan", args, c)
+	}
+	want := load.Plan{Peak: 1000, Utilisation: 0.5, MachineCores: 4, Spare: 2, PerCore: c.Rate / 2, Planned: c.Rate / 4,
+		Cores: int(math.Ceil(1000 / (c.Rate / 2 * 0.5))), AtLeast: c.AtLeast}
+	want.Machines = (want.Cores+3)/4 + 2
+	want.Provisioned = 4 * want.Machines
+	if *p != want {
+		t.Errorf("run(%q): plan %+v, want %+v", args, *p, want)
+	}
+	out.Reset()
+	if err := run(context.Background(), args, e, &out); err != nil {
+		t.Fatalf("run(%q): %v", args, err)
+	}
+	if !strings.Contains(out.String(), "plan for a peak of 1000 requests/s: each core at most 50% of its measured rate at the peak, N+2 machines of 4 cores") {
+		t.Errorf("run(%q) printed no plan table:\n%s", args, out.String())
 	}
 }

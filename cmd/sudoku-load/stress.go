@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"sudoku-fcgi/cmd/cli"
@@ -16,7 +17,11 @@ func setupStress(fs *cli.FlagSet, c *common) func(context.Context) (*load.Result
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to write at most (a bound; -timeout more to read the last answers)")
 	fs.BoolVar(&noRead, "no-read", false, "never read the responses; keep the connections open until -duration ends")
 	fs.IntVar(&depth, "depth", 256, "requests written but not yet answered per connection, when reading")
+	c.latencyThresholds(fs)
 	return func(ctx context.Context) (*load.Result, error) {
+		if noRead && c.thresholds.MaxP99 > 0 {
+			return nil, &cli.UsageError{Err: errors.New("-max-p99 needs answers: it cannot be used with -no-read")}
+		}
 		if err := checkPositive(map[string]float64{"c": float64(c.conns), "n": float64(count), "duration": c.duration.Seconds()}); err != nil {
 			return nil, err
 		}

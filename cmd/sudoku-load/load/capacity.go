@@ -35,9 +35,9 @@ type CapacityConfig struct {
 	Cool time.Duration
 	// Cores is the number of cores serving, for the rate per core.
 	Cores int
-	// Peak, if > 0, is a planned peak rate: the report says how many cores
-	// it needs at the measured rate per core.
-	Peak float64
+	// Plan, if its Peak is > 0, adds a capacity plan for that peak to the
+	// result (see NewPlan).
+	Plan PlanConfig
 	// OnStep, if set, is called after every step.
 	OnStep func(Step)
 
@@ -61,21 +61,40 @@ type Step struct {
 
 // Capacity is the capacity-only part of a Result.
 type Capacity struct {
-	SLOms        float64 `json:"slo_p99_ms"`
-	Rate         float64 `json:"rate"` // the highest passing rate, requests/s
-	Cores        int     `json:"cores"`
-	PerCore      float64 `json:"per_core"`
-	Peak         float64 `json:"peak"`
-	CoresForPeak int     `json:"cores_for_peak"`
-	Steps        []Step  `json:"steps"`
+	SLOms float64 `json:"slo_p99_ms"`
+	Rate  float64 `json:"rate"` // the highest passing rate, requests/s
+	// AtLeast says that Rate is only a lower bound: the search passed Rate
+	// but stopped before it had narrowed the capacity to Precision, at
+	// MaxRate, out of steps or interrupted.
+	AtLeast bool `json:"at_least"`
+	// FailedRate is the lowest rate that failed (0: none failed); the
+	// capacity lies below it.
+	FailedRate float64 `json:"failed_rate"`
+	// Stop is why the search ended: StopPrecision, StopMinRate,
+	// StopMaxRate, StopSteps or StopInterrupted.
+	Stop    string  `json:"stop"`
+	Cores   int     `json:"cores"`
+	PerCore float64 `json:"per_core"`
+	Plan    *Plan   `json:"plan"` // null without a peak
+	Steps   []Step  `json:"steps"`
 }
+
+// Why a capacity search ended.
+const (
+	StopPrecision   = "precision"   // the capacity is known to within Precision
+	StopMinRate     = "min-rate"    // a rate at or below MinRate failed: no capacity
+	StopMaxRate     = "max-rate"    // MaxRate passed: the capacity is at least MaxRate
+	StopSteps       = "steps"       // MaxSteps ran out
+	StopInterrupted = "interrupted" // a run failed or the context ended
+)
 
 // FindCapacity finds the highest rate whose p99 stays within SLO: it doubles the
 // rate from Load.Rate until a step fails, then bisects between the last pass
 // and the first failure. A step passes when p99 <= SLO, the achieved rate is
 // at least 95% of the asked rate, no answer is wrong and the error ratio is
 // within MaxErrorRatio. The Result's main figures are those of the best
-// passing step (or of the last step when none passed).
+// passing step (or of the last step when none passed); its Capacity says
+// whether the rate found is only a lower bound.
 func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
 	if cfg.SLO <= 0 || cfg.Load.Rate <= 0 {
 		return nil, fmt.Errorf("%w: capacity needs an SLO > 0 and a starting rate > 0", ErrConfig)
@@ -98,7 +117,7 @@ func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
 	if cfg.Cores < 1 {
 		cfg.Cores = 1
 	}
-	c := &Capacity{SLOms: float64(cfg.SLO) / 1e6, Cores: cfg.Cores, Peak: cfg.Peak}
+	c := &Capacity{SLOms: float64(cfg.SLO) / 1e6, Cores: cfg.Cores, Stop: StopSteps}
 	var best, last *Result
 	run := func(rate float64) (bool, error) {
 		if len(c.Steps) > 0 {
@@ -140,6 +159,7 @@ func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
 			pass, err = run(rate)
 		}
 		if err != nil {
+			c.Stop = StopInterrupted
 			break
 		}
 		if pass {
@@ -149,9 +169,9 @@ func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
 		}
 		switch {
 		case !pass && rate <= cfg.MinRate:
-			// Even the lowest rate fails: the objective is out of reach.
+			c.Stop = StopMinRate // even the lowest rate fails
 		case pass && math.IsInf(hi, 1) && rate >= cfg.MaxRate:
-			// Passed at the bound: the capacity is at least MaxRate.
+			c.Stop = StopMaxRate
 		case math.IsInf(hi, 1):
 			rate = min(2*rate, cfg.MaxRate)
 			continue
@@ -160,6 +180,9 @@ func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
 			if rate > lo && rate < hi {
 				continue
 			}
+			c.Stop = StopPrecision // whole requests/s cannot narrow it further
+		default:
+			c.Stop = StopPrecision
 		}
 		break
 	}
@@ -174,21 +197,22 @@ func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
 	out := *res
 	out.Mode = "capacity"
 	c.Rate = lo
+	c.AtLeast = lo > 0 && c.Stop != StopPrecision && c.Stop != StopMinRate
+	if !math.IsInf(hi, 1) {
+		c.FailedRate = hi
+	}
 	c.PerCore = lo / float64(cfg.Cores)
-	if cfg.Peak > 0 && c.PerCore > 0 {
-		c.CoresForPeak = int(math.Ceil(cfg.Peak / c.PerCore))
+	if cfg.Plan.Peak > 0 {
+		c.Plan = NewPlan(c, cfg.Plan)
 	}
 	out.Capacity = c
 	return &out, err
 }
 
 func judge(res *Result, cfg CapacityConfig) Step {
-	st := Step{Rate: res.Rate, Achieved: res.Throughput, P50ms: res.Latency.P50, P99ms: res.Latency.P99}
+	st := Step{Rate: res.Rate, Achieved: res.Throughput, P50ms: res.Latency.P50, P99ms: res.Latency.P99, ErrorRatio: res.ErrorRatio()}
 	if res.ScheduleLag != nil {
 		st.LagP99ms = res.ScheduleLag.P99
-	}
-	if res.Sent > 0 {
-		st.ErrorRatio = float64(res.ErrorCount()) / float64(res.Sent)
 	}
 	slo := float64(cfg.SLO) / 1e6
 	switch {

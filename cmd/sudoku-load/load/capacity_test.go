@@ -2,7 +2,9 @@ package load
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -29,17 +31,19 @@ func TestFindCapacitySearch(t *testing.T) {
 		wantLo, wantHi  float64
 		wantStepsBelow  int
 		wantFailedSteps bool
+		wantStop        string
+		wantAtLeast     bool
 	}{
-		{"knee above start", 500, 3000, 1e6, 3000 * 0.95, 3000, 12, true},
-		{"knee below start", 4000, 700, 1e6, 700 * 0.95, 700, 14, true},
-		{"never fails", 500, math.Inf(1), 8000, 8000, 8000, 6, false},
-		{"always fails", 500, 0, 1e6, 0, 0, 7, true}, // 500 250 125 63 32 16 8
+		{"knee above start", 500, 3000, 1e6, 3000 * 0.95, 3000, 12, true, StopPrecision, false},
+		{"knee below start", 4000, 700, 1e6, 700 * 0.95, 700, 14, true, StopPrecision, false},
+		{"never fails", 500, math.Inf(1), 8000, 8000, 8000, 6, false, StopMaxRate, true},
+		{"always fails", 500, 0, 1e6, 0, 0, 7, true, StopMinRate, false}, // 500 250 125 63 32 16 8
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var steps []Step
 			res, err := FindCapacity(context.Background(), CapacityConfig{
 				Load: LoadConfig{Rate: tc.start}, SLO: 5 * time.Millisecond, MaxRate: tc.maxRate,
-				Cores: 2, Peak: 1e6, Cool: time.Nanosecond, MaxSteps: 16, runLoad: fakeRun(tc.knee),
+				Cores: 2, Plan: PlanConfig{Peak: 1e6}, Cool: time.Nanosecond, MaxSteps: 16, runLoad: fakeRun(tc.knee),
 				OnStep: func(s Step) { steps = append(steps, s) },
 			})
 			if err != nil {
@@ -52,17 +56,58 @@ func TestFindCapacitySearch(t *testing.T) {
 			if len(c.Steps) > tc.wantStepsBelow || len(steps) != len(c.Steps) {
 				t.Errorf("%d steps (%d reported), want at most %d", len(c.Steps), len(steps), tc.wantStepsBelow)
 			}
+			if c.Stop != tc.wantStop || c.AtLeast != tc.wantAtLeast || (c.FailedRate > 0) != tc.wantFailedSteps {
+				t.Errorf("stop %q, at least %v, failed rate %.0f; want %q, %v, a failed rate %v", c.Stop, c.AtLeast, c.FailedRate, tc.wantStop, tc.wantAtLeast, tc.wantFailedSteps)
+			}
+			if c.FailedRate > 0 && c.FailedRate <= c.Rate {
+				t.Errorf("failed rate %.0f <= capacity %.0f", c.FailedRate, c.Rate)
+			}
 			if c.Rate == 0 {
-				if c.CoresForPeak != 0 || c.Steps[len(c.Steps)-1].Rate != 8 {
-					t.Errorf("no capacity: cores for peak %d, last step %+v; want 0 and the search ended at 8/s", c.CoresForPeak, c.Steps[len(c.Steps)-1])
+				if c.Plan != nil || c.Steps[len(c.Steps)-1].Rate != 8 {
+					t.Errorf("no capacity: plan %+v, last step %+v; want no plan and the search ended at 8/s", c.Plan, c.Steps[len(c.Steps)-1])
 				}
 				return
 			}
-			if c.PerCore != c.Rate/2 || c.CoresForPeak != int(math.Ceil(1e6/c.PerCore)) {
-				t.Errorf("per core %.1f, cores for peak %d; want rate/2 and ceil(1e6/per core)", c.PerCore, c.CoresForPeak)
+			if c.PerCore != c.Rate/2 || c.Plan == nil || c.Plan.Cores != int(math.Ceil(1e6/(0.7*c.PerCore))) || c.Plan.AtLeast != c.AtLeast {
+				t.Errorf("per core %.1f, plan %+v; want rate/2 and ceil(1e6/(0.7 x per core)) cores", c.PerCore, c.Plan)
 			}
 			if res.Mode != "capacity" || res.Rate != c.Rate {
 				t.Errorf("result mode %q rate %.0f, want capacity and the best passing step's rate %.0f", res.Mode, res.Rate, c.Rate)
+			}
+		})
+	}
+}
+
+// A search that runs out of steps before any step failed, or before it
+// narrowed the capacity, reports the highest passing rate as a lower bound.
+func TestFindCapacityOutOfSteps(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		knee       float64
+		steps      int
+		want, fail float64
+	}{
+		{"while doubling", math.Inf(1), 3, 2000, 0}, // 500 1000 2000
+		{"while bisecting", 3000, 5, 3000, 4000},    // 500 1000 2000 4000x 3000
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := FindCapacity(context.Background(), CapacityConfig{
+				Load: LoadConfig{Rate: 500}, SLO: 5 * time.Millisecond, Cores: 1,
+				Cool: time.Nanosecond, MaxSteps: tc.steps, runLoad: fakeRun(tc.knee),
+			})
+			if err != nil {
+				t.Fatalf("FindCapacity: %v", err)
+			}
+			c := res.Capacity
+			if c.Rate != tc.want || !c.AtLeast || c.Stop != StopSteps || c.FailedRate != tc.fail {
+				t.Errorf("capacity %+v; want at least %.0f, stopped by steps, failed rate %.0f", c, tc.want, tc.fail)
+			}
+			var b strings.Builder
+			if err := res.WriteText(&b); err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("capacity  at least %.0f requests/s", tc.want); !strings.Contains(b.String(), want) {
+				t.Errorf("WriteText lacks %q:\n%s", want, b.String())
 			}
 		})
 	}

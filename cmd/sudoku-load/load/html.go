@@ -123,7 +123,7 @@ th{background:#f3f3f3}td.l,th.l{text-align:left}.fail{color:#b00}
 <table><tr><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>mean</th></tr>
 <tr><td>{{f3 .R.Latency.P50}} ms</td><td>{{f3 .R.Latency.P90}} ms</td><td>{{f3 .R.Latency.P99}} ms</td><td>{{f3 .R.Latency.P999}} ms</td><td>{{f3 .R.Latency.Max}} ms</td><td>{{f3 .R.Latency.Mean}} ms</td></tr></table>
 {{with .R.ScheduleLag}}<p>Client schedule lag (how late this process sent requests after their due time; part of every latency above): p50 {{f3 .P50}} ms, p99 {{f3 .P99}} ms, max {{f3 .Max}} ms.</p>{{end}}
-{{with .R.Capacity}}<p>Capacity at p99 &le; {{f3 .SLOms}} ms: <b>{{f1 .Rate}} requests/s</b> on {{.Cores}} cores, <b>{{f1 .PerCore}} per core</b>{{if gt .Peak 0.0}}; a peak of {{f1 .Peak}}/s needs {{.CoresForPeak}} cores{{end}}.</p>
+{{with .R.Capacity}}<p>Capacity at p99 &le; {{f3 .SLOms}} ms: <b>{{if .AtLeast}}at least {{end}}{{f1 .Rate}} requests/s</b> on {{.Cores}} cores, <b>{{f1 .PerCore}} per core</b>{{with .Plan}}; a peak of {{f1 .Peak}}/s needs {{.Cores}} cores at {{f1 .Utilisation}} of each, {{.Machines}} machines of {{.MachineCores}} with {{.Spare}} spare{{end}}.</p>
 <table><tr><th>rate</th><th>achieved</th><th>p50 ms</th><th>p99 ms</th><th>own lag p99 ms</th><th>errors</th><th class="l">verdict</th></tr>
 {{range .Steps}}<tr><td>{{f1 .Rate}}</td><td>{{f1 .Achieved}}</td><td>{{f3 .P50ms}}</td><td>{{f3 .P99ms}}</td><td>{{f3 .LagP99ms}}</td><td>{{f3 .ErrorRatio}}</td><td class="l{{if not .Pass}} fail{{end}}">{{if .Pass}}pass{{else}}{{.Why}}{{end}}</td></tr>
 {{end}}</table>{{end}}

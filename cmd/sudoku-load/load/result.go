@@ -68,6 +68,15 @@ func (r *Result) ErrorCount() int64 {
 	return n
 }
 
+// ErrorRatio is the share of sent requests that failed in any way (0 when
+// nothing was sent).
+func (r *Result) ErrorRatio() float64 {
+	if r.Sent == 0 {
+		return 0
+	}
+	return float64(r.ErrorCount()) / float64(r.Sent)
+}
+
 // WriteJSON writes r as indented JSON.
 func (r *Result) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
@@ -115,14 +124,38 @@ func (r *Result) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  rate %8.0f/s  achieved %8.0f/s  p99 %s (own lag %s)  errors %.3f%%  %s\n",
 				s.Rate, s.Achieved, ms(s.P99ms), ms(s.LagP99ms), 100*s.ErrorRatio, verdict)
 		}
-		fmt.Fprintf(&b, "capacity  %.0f requests/s at p99 <= %s; %d cores: %.0f requests/s per core\n",
-			c.Rate, ms(c.SLOms), c.Cores, c.PerCore)
-		if c.Peak > 0 {
-			fmt.Fprintf(&b, "planning  peak %.0f requests/s needs %d cores\n", c.Peak, c.CoresForPeak)
+		fmt.Fprintf(&b, "capacity  %s\n", c.verdict())
+		if c.Plan != nil {
+			if err := c.Plan.WriteTable(&b); err != nil {
+				return err
+			}
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// verdict is the capacity found, said as honestly as the search allows.
+func (c *Capacity) verdict() string {
+	if c.Rate == 0 {
+		return fmt.Sprintf("none: p99 <= %s was not met at any rate tried (search ended: %s)", ms(c.SLOms), c.Stop)
+	}
+	var at, why string
+	if c.AtLeast {
+		at = "at least "
+	}
+	switch {
+	case c.Stop == StopMaxRate:
+		why = " (passed at -max-rate; the search went no higher)"
+	case c.AtLeast && c.FailedRate > 0:
+		why = fmt.Sprintf(" and below %.0f/s (search ended: %s)", c.FailedRate, c.Stop)
+	case c.AtLeast:
+		why = fmt.Sprintf(" (no step failed; search ended: %s)", c.Stop)
+	case c.FailedRate > 0:
+		why = fmt.Sprintf(" (%.0f/s failed)", c.FailedRate)
+	}
+	return fmt.Sprintf("%s%.0f requests/s at p99 <= %s%s; %d cores: %s%.0f requests/s per core",
+		at, c.Rate, ms(c.SLOms), why, c.Cores, at, c.PerCore)
 }
 
 func ms(v float64) string {
