@@ -160,7 +160,7 @@ for t in targets:
             continue
         c = d["capacity"]
         store[t] = c["rate"]
-        peak = f"a 1M/s peak needs {c['cores_for_peak']} cores" if c["rate"] else "objective not met at any rate tried"
+        peak = f"a 1M/s peak needs {c['plan']['cores']} cores, {c['plan']['machines']} machines of 8 with 1 spare, at 70% per core" if c["plan"] else "objective not met at any rate tried"
         print(f"- capacity {t}: {c['rate']:.0f} requests/s at p99 <= {c['slo_p99_ms']:g} ms "
               f"({c['per_core']:.0f}/s per core on {c['cores']} cores; {peak}), {len(c['steps'])} steps")
     b = os.path.join(out, f"half-{t}.basis")
