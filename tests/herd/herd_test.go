@@ -134,6 +134,32 @@ func TestStaleLeastLoadedHerdsAndTwoChoicesDoesNot(t *testing.T) {
 	}
 }
 
+// One balancer's own counts are the servers' true counts.
+func TestOwnCountsOfTheOnlyBalancerAreLive(t *testing.T) {
+	for _, p := range []Policy{LeastLoaded, TwoChoices} {
+		c := Config{Balancers: 1, Servers: 16, Policy: p, Utilisation: 0.9, Costs: builtinCosts(t), Requests: 50_000, Seed: 4}
+		live := sim(t, c)
+		c.Own = true
+		if own := sim(t, c); own != live {
+			t.Errorf("%v: own counts %+v, live %+v; want the same", p, own, live)
+		}
+	}
+}
+
+// Counting only its own requests, each of ten balancers is blind to the
+// others but never acts on old numbers: no herd.
+func TestOwnCountsDoNotHerd(t *testing.T) {
+	c := Config{Balancers: 10, Servers: 100, Utilisation: 0.9, Costs: builtinCosts(t), Requests: 200_000, Seed: 1}
+	c.Policy = Random
+	random := sim(t, c)
+	c.Policy, c.Own = LeastLoaded, true
+	own := sim(t, c)
+	if own.P99*2 > random.P99 || own.MaxQueue >= random.MaxQueue {
+		t.Errorf("least-loaded on own counts p99 %v, most %d; random %v, %d: want under half the p99 and a shorter queue",
+			own.P99, own.MaxQueue, random.P99, random.MaxQueue)
+	}
+}
+
 func TestRoundRobinWithOneBalancerSpreadsEvenly(t *testing.T) {
 	// Constant service times: round robin from one balancer gives every
 	// server every S-th request, so at 50% no server ever holds more than a
@@ -197,10 +223,10 @@ func TestRunWritesTablesAndAPlot(t *testing.T) {
 	if err := xml.NewDecoder(f).Decode(&doc); err != nil {
 		t.Fatalf("plot is not well-formed SVG: %v", err)
 	}
-	// 2 shapes x 3 panels x 6 variants (random, round robin, and live and
-	// 1 ms for the other two).
-	if len(doc.Polylines) != 36 {
-		t.Errorf("plot has %d lines, want 36", len(doc.Polylines))
+	// 2 shapes x 3 panels x 8 variants (random, round robin, and live, own
+	// counts and 1 ms for the other two).
+	if len(doc.Polylines) != 48 {
+		t.Errorf("plot has %d lines, want 48", len(doc.Polylines))
 	}
 }
 

@@ -39,12 +39,15 @@ func (s shape) String() string {
 type variant struct {
 	policy Policy
 	stale  time.Duration
+	own    bool
 }
 
 func (v variant) String() string {
 	switch {
 	case v.policy == Random || v.policy == RoundRobin:
 		return v.policy.String()
+	case v.own:
+		return v.policy.String() + ", own counts"
 	case v.stale == 0:
 		return v.policy.String() + ", live"
 	}
@@ -135,14 +138,15 @@ func loadCosts(name string) ([]time.Duration, error) {
 }
 
 // variants lists the lines of one plot: the two that read no load, then
-// least-loaded and two choices on live information and at each staleness.
+// least-loaded and two choices on live information, on each balancer's own
+// counts and at each staleness.
 func variants(stale []time.Duration) []variant {
 	vs := []variant{{policy: Random}, {policy: RoundRobin}}
 	for _, p := range []Policy{LeastLoaded, TwoChoices} {
-		vs = append(vs, variant{p, 0})
+		vs = append(vs, variant{policy: p}, variant{policy: p, own: true})
 		for _, d := range stale {
 			if d > 0 {
-				vs = append(vs, variant{p, d})
+				vs = append(vs, variant{policy: p, stale: d})
 			}
 		}
 	}
@@ -187,8 +191,8 @@ func simulateAll(ctx context.Context, o options, w io.Writer) error {
 			ll: make([]Stats, len(o.sweep)), tc: make([]Stats, len(o.sweep))}
 		jobs = append(jobs, point(o, sw.shape, variant{policy: Random}, sw.util, &sw.random))
 		for i, d := range o.sweep {
-			jobs = append(jobs, point(o, sw.shape, variant{LeastLoaded, d}, sw.util, &sw.ll[i]),
-				point(o, sw.shape, variant{TwoChoices, d}, sw.util, &sw.tc[i]))
+			jobs = append(jobs, point(o, sw.shape, variant{policy: LeastLoaded, stale: d}, sw.util, &sw.ll[i]),
+				point(o, sw.shape, variant{policy: TwoChoices, stale: d}, sw.util, &sw.tc[i]))
 		}
 	}
 	start := time.Now()
@@ -219,7 +223,7 @@ func simulateAll(ctx context.Context, o options, w io.Writer) error {
 func point(o options, sh shape, v variant, u float64, out *Stats) func() error {
 	return func() error {
 		st, err := Simulate(Config{
-			Balancers: sh.balancers, Servers: sh.servers, Policy: v.policy, Stale: v.stale,
+			Balancers: sh.balancers, Servers: sh.servers, Policy: v.policy, Stale: v.stale, Own: v.own,
 			Utilisation: u, Costs: o.costs, Requests: o.requests, Warmup: o.requests / 10, Seed: o.seed,
 		})
 		if err != nil {

@@ -21,7 +21,7 @@ var panels = []panel{
 }
 
 // colours holds one colour per variant, in the order variants lists them.
-var colours = []string{"#777777", "#b8860b", "#1f77b4", "#6baed6", "#c6dbef", "#d62728", "#ff7f0e", "#fdae6b"}
+var colours = []string{"#777777", "#b8860b", "#08519c", "#2ca02c", "#6baed6", "#9ecae1", "#a50f15", "#9467bd", "#ef6548", "#fdae6b"}
 
 const (
 	panelW, panelH = 320, 220

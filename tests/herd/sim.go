@@ -41,6 +41,11 @@ type Config struct {
 	// that copy until the next one. 0 means it reads the live lengths.
 	// Random and RoundRobin read no load.
 	Stale time.Duration
+	// Own makes each balancer count only the requests it sent itself and
+	// that have not finished (exact, but blind to the other balancers'), as
+	// an nginx without a shared zone, or each of several nginx instances,
+	// does for least_conn. Stale is then ignored.
+	Own bool
 	// Utilisation is the offered load over the servers' capacity (0-1).
 	Utilisation float64
 	// Costs is the service-time sample each request draws from uniformly.
@@ -96,6 +101,53 @@ type balancer struct {
 	next    int
 	view    []int
 	refresh int64
+	pending completions // with Own: the balancer's unfinished requests
+}
+
+// completion is a request a balancer sent: when it ends and where.
+type completion struct {
+	end    int64
+	server int
+}
+
+// completions is a min-heap of completions by end time.
+type completions []completion
+
+func (h *completions) push(c completion) {
+	*h = append(*h, c)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if q[p].end <= q[i].end {
+			break
+		}
+		q[p], q[i] = q[i], q[p]
+		i = p
+	}
+}
+
+func (h *completions) pop() completion {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q = q[:n]
+	for i := 0; ; {
+		l, small := 2*i+1, i
+		if l < n && q[l].end < q[small].end {
+			small = l
+		}
+		if r := l + 1; r < n && q[r].end < q[small].end {
+			small = r
+		}
+		if small == i {
+			break
+		}
+		q[i], q[small] = q[small], q[i]
+		i = small
+	}
+	*h = q
+	return top
 }
 
 // Simulate runs one point. Time is simulated in nanoseconds; the result
@@ -119,7 +171,7 @@ func Simulate(c Config) (Stats, error) {
 	for i := range bals {
 		bals[i].next = rng.IntN(c.Servers)
 		bals[i].view = make([]int, c.Servers)
-		if stale > 0 {
+		if stale > 0 && !c.Own {
 			bals[i].refresh = rng.Int64N(stale)
 		}
 	}
@@ -130,12 +182,17 @@ func Simulate(c Config) (Stats, error) {
 	for i := range c.Warmup + c.Requests {
 		t += int64(rng.ExpFloat64() * gap)
 		b := &bals[rng.IntN(c.Balancers)]
-		if usesView && stale == 0 {
+		if usesView && c.Own {
+			for len(b.pending) > 0 && b.pending[0].end <= t {
+				b.view[b.pending.pop().server]--
+			}
+		}
+		if usesView && !c.Own && stale == 0 {
 			for j := range servers {
 				b.view[j] = servers[j].at(t)
 			}
 		}
-		if usesView && stale > 0 {
+		if usesView && !c.Own && stale > 0 {
 			refreshUntil(bals, servers, t, stale)
 		}
 		j := pick(c.Policy, b, rng)
@@ -143,6 +200,10 @@ func Simulate(c Config) (Stats, error) {
 		cost := int64(c.Costs[rng.IntN(len(c.Costs))])
 		q := s.at(t) + 1
 		end := s.add(t, cost)
+		if usesView && c.Own {
+			b.view[j]++
+			b.pending.push(completion{end, j})
+		}
 		if i == c.Warmup {
 			measureFrom = t
 		}
