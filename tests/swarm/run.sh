@@ -153,8 +153,8 @@ load_during() {
 	local took=$((SECONDS - t0 - 3))
 	wait "$pid" || fail "$name: the load tool failed: $(tail -3 "$WORK/$name.log")"
 	local sent ok wrong
-	read -r sent ok wrong < <(jq -r '.result | "\(.sent) \(.ok) \(.wrong)"' "$WORK/$name.json")
-	log "$name: $* took ${took}s; load: $sent sent, $ok ok, $((sent - ok)) failed, $wrong wrong ($(jq -c .result.errors "$WORK/$name.json"))"
+	read -r sent ok wrong < <(jq -r '(.result // .) | "\(.sent) \(.ok) \(.wrong)"' "$WORK/$name.json")
+	log "$name: $* took ${took}s; load: $sent sent, $ok ok, $((sent - ok)) failed, $wrong wrong ($(jq -c "(.result // .).errors" "$WORK/$name.json"))"
 	((took + 3 < secs)) || fail "$name: the change outlasted the load (${took}s of ${secs}s)"
 	((sent > 0 && ok == sent && wrong == 0)) || fail "$name: $((sent - ok)) of $sent requests failed"
 }
