@@ -98,7 +98,7 @@ docker stack deploy --resolve-image never -c docker/stack.yml "$STACK" >/dev/nul
 # line; a request that fails prints "failed".
 workers() {
 	for _ in $(seq "$1"); do
-		curl -s -m 2 -o /dev/null -D - "$URL/sudoku?puzzle=$PUZZLE" 2>/dev/null |
+		curl -s -m 1 -o /dev/null -D - "$URL/sudoku?puzzle=$PUZZLE" 2>/dev/null |
 			awk 'BEGIN {w = "failed"} tolower($1) == "x-sudoku-worker:" {w = $2} END {sub("\r", "", w); print w}'
 	done | sort -u
 }
