@@ -13,7 +13,9 @@
 # Env: SUDOKU_SWARM_STACK (stack name, default sudoku-swarm-test),
 # SUDOKU_SWARM_PORT (published HTTP port, default 28480; HTTPS and the
 # exporter take the next two), SUDOKU_SWARM_RATE (load, requests/s,
-# default 200), SUDOKU_SWARM_KEEP=1 (keep the stack for a look afterwards).
+# default 200), SUDOKU_SWARM_KEEP=1 (keep the stack for a look afterwards),
+# SUDOKU_PUBLISH_MODE (ingress, the routing mesh; set to host by the script
+# where the kernel has no IPVS).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -91,6 +93,12 @@ go build -o "$WORK/sudoku-load" ./cmd/sudoku-load
 
 # --- deploy ----------------------------------------------------------------
 export SUDOKU_HTTP_PORT=$PORT SUDOKU_HTTPS_PORT=$((PORT + 1)) SUDOKU_EXPORTER_PORT=$((PORT + 2))
+# The routing mesh forwards with the kernel's IPVS; where the kernel has
+# none (some VMs and containers), publish on nginx's own node instead.
+if [[ ! -e /proc/sys/net/ipv4/vs ]]; then
+	log "this kernel has no IPVS, so no routing mesh: publishing in host mode"
+	export SUDOKU_PUBLISH_MODE=host
+fi
 log "deploying stack $STACK on port $PORT"
 docker stack deploy --resolve-image never -c docker/stack.yml "$STACK" >/dev/null
 
