@@ -315,14 +315,9 @@ func writeSweep(w io.Writer, s sweepResult) {
 	fmt.Fprintf(w, "\nLeast-loaded herds (p99 above random's) from %v of staleness on.\n", herd)
 }
 
+// splitList returns the comma-separated items of s, blanks removed.
 func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
 func parseUtils(s string) ([]float64, error) {

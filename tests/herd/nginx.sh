@@ -34,14 +34,7 @@ cleanup() {
 }
 trap cleanup EXIT
 say() { echo "== $(date -u +%T) $*" >&2; }
-ready() { # url: up to 10 s for a 200
-	for _ in $(seq 100); do
-		curl -fs -o /dev/null "$1" && return 0
-		sleep 0.1
-	done
-	echo "not answering: $1" >&2
-	return 1
-}
+ready() { curl -fs -o /dev/null --retry 50 --retry-delay 0 --retry-connrefused --retry-max-time 10 "$1"; } # url: a 200 within 10 s
 
 go build -o "$work/" ./cmd/sudoku-fcgi ./cmd/sudoku-load
 servers=

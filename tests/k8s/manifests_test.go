@@ -75,6 +75,14 @@ func render(t *testing.T) objects {
 // the API type of its kind, rejecting unknown kinds and unknown fields.
 func decode(stream []byte) (objects, error) {
 	var o objects
+	kinds := map[string]func(doc string) error{
+		"v1 Namespace":                           into(&o.namespaces),
+		"apps/v1 Deployment":                     into(&o.deployments),
+		"v1 Service":                             into(&o.services),
+		"policy/v1 PodDisruptionBudget":          into(&o.pdbs),
+		"autoscaling/v2 HorizontalPodAutoscaler": into(&o.hpas),
+		"networking.k8s.io/v1 NetworkPolicy":     into(&o.policies),
+	}
 	for i, doc := range regexp.MustCompile(`(?m)^---$`).Split(string(stream), -1) {
 		if strings.TrimSpace(doc) == "" {
 			continue
@@ -83,46 +91,37 @@ func decode(stream []byte) (objects, error) {
 		if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
 			return o, fmt.Errorf("document %d: %w", i, err)
 		}
-		var err error
-		switch tm.APIVersion + " " + tm.Kind {
-		case "v1 Namespace":
-			o.namespaces, err = strict(doc, o.namespaces)
-		case "apps/v1 Deployment":
-			o.deployments, err = strict(doc, o.deployments)
-		case "v1 Service":
-			o.services, err = strict(doc, o.services)
-		case "policy/v1 PodDisruptionBudget":
-			o.pdbs, err = strict(doc, o.pdbs)
-		case "autoscaling/v2 HorizontalPodAutoscaler":
-			o.hpas, err = strict(doc, o.hpas)
-		case "networking.k8s.io/v1 NetworkPolicy":
-			o.policies, err = strict(doc, o.policies)
-		default:
-			err = fmt.Errorf("unexpected kind %q %q", tm.APIVersion, tm.Kind)
+		add, ok := kinds[tm.APIVersion+" "+tm.Kind]
+		if !ok {
+			return o, fmt.Errorf("document %d: unexpected kind %q %q", i, tm.APIVersion, tm.Kind)
 		}
-		if err != nil {
+		if err := add(doc); err != nil {
 			return o, fmt.Errorf("document %d (%s): %w", i, tm.Kind, err)
 		}
 	}
 	return o, nil
 }
 
-// strict decodes doc as the API server does, case-sensitively, and fails on
-// any unknown or duplicate field.
-func strict[T any](doc string, list []T) ([]T, error) {
-	j, err := yaml.YAMLToJSONStrict([]byte(doc))
-	if err != nil {
-		return list, err
+// into returns a function that decodes a document as the API server does,
+// case-sensitively and failing on any unknown or duplicate field, and
+// appends it to list.
+func into[T any](list *[]T) func(doc string) error {
+	return func(doc string) error {
+		j, err := yaml.YAMLToJSONStrict([]byte(doc))
+		if err != nil {
+			return err
+		}
+		var v T
+		strictErrs, err := kjson.UnmarshalStrict(j, &v)
+		if err != nil {
+			return err
+		}
+		if len(strictErrs) > 0 {
+			return errors.Join(strictErrs...)
+		}
+		*list = append(*list, v)
+		return nil
 	}
-	var v T
-	strictErrs, err := kjson.UnmarshalStrict(j, &v)
-	if err != nil {
-		return list, err
-	}
-	if len(strictErrs) > 0 {
-		return list, errors.Join(strictErrs...)
-	}
-	return append(list, v), nil
 }
 
 func TestDecodeRejectsUnknownFieldsAndKinds(t *testing.T) {
