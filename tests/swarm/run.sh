@@ -15,7 +15,8 @@
 # exporter take the next two), SUDOKU_SWARM_RATE (load, requests/s,
 # default 200), SUDOKU_SWARM_KEEP=1 (keep the stack for a look afterwards),
 # SUDOKU_PUBLISH_MODE (ingress, the routing mesh; set to host by the script
-# where the kernel has no IPVS).
+# where the kernel has no IPVS), SUDOKU_SWARM_OUT (where the load results
+# and, after a failure, the services' logs go; default /tmp/sudoku-swarm).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -27,6 +28,8 @@ SERVICE=${STACK}_sudoku
 PUZZLES=tests/reliability/testdata/test1000
 PUZZLE=$(head -1 "$PUZZLES")
 WORK=$(mktemp -d)
+OUT=${SUDOKU_SWARM_OUT:-/tmp/sudoku-swarm}
+mkdir -p "$OUT"
 MADE_SWARM=0
 START=$SECONDS
 FAILED=0
@@ -37,6 +40,12 @@ die() { log "FAIL: $*"; exit 1; }
 
 cleanup() {
 	local rc=$?
+	if ((rc != 0 || FAILED)); then
+		for s in sudoku nginx exporter; do
+			docker service logs --timestamps "${STACK}_$s" >"$OUT/$s.log" 2>&1 || true
+		done
+		log "the services' logs are in $OUT"
+	fi
 	if [[ ${SUDOKU_SWARM_KEEP:-} == 1 ]]; then
 		log "keeping stack $STACK (SUDOKU_SWARM_KEEP=1)"
 	elif docker stack ls --format '{{.Name}}' 2>/dev/null | grep -qx "$STACK"; then
@@ -154,15 +163,15 @@ load_during() {
 	local secs=$1 name=$2
 	shift 2
 	"$WORK/sudoku-load" load -url "$URL" -in "$PUZZLES" -rate "$RATE" -c 64 -duration "${secs}s" -timeout 5s \
-		-json -progress=false >"$WORK/$name.json" 2>"$WORK/$name.log" &
+		-json -progress=false >"$OUT/$name.json" 2>"$OUT/$name.log" &
 	local pid=$! t0=$SECONDS
 	sleep 3
 	timeout 120 "$@" >/dev/null || fail "$name: $* failed or took over 120 s"
 	local took=$((SECONDS - t0 - 3))
-	wait "$pid" || fail "$name: the load tool failed: $(tail -3 "$WORK/$name.log")"
+	wait "$pid" || fail "$name: the load tool failed: $(tail -3 "$OUT/$name.log")"
 	local sent ok wrong
-	read -r sent ok wrong < <(jq -r '(.result // .) | "\(.sent) \(.ok) \(.wrong)"' "$WORK/$name.json")
-	log "$name: $* took ${took}s; load: $sent sent, $ok ok, $((sent - ok)) failed, $wrong wrong ($(jq -c "(.result // .).errors" "$WORK/$name.json"))"
+	read -r sent ok wrong < <(jq -r '(.result // .) | "\(.sent) \(.ok) \(.wrong)"' "$OUT/$name.json")
+	log "$name: $* took ${took}s; load: $sent sent, $ok ok, $((sent - ok)) failed, $wrong wrong ($(jq -c "(.result // .).errors" "$OUT/$name.json"))"
 	((took + 3 < secs)) || fail "$name: the change outlasted the load (${took}s of ${secs}s)"
 	((sent > 0 && ok == sent && wrong == 0)) || fail "$name: $((sent - ok)) of $sent requests failed"
 }
