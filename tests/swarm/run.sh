@@ -188,7 +188,7 @@ load_during 30 scale-down docker service scale "$SERVICE=2"
 wait_workers 2 15 >/dev/null || fail "after scaling to 2, requests reach $(workers 24 | tr '\n' ' ')"
 
 # --- rolling restart under load ------------------------------------------------
-load_during 90 rolling-restart docker service update --force "$SERVICE"
+load_during 50 rolling-restart docker service update --force "$SERVICE"
 wait_workers 2 15 >/dev/null || fail "after the rolling restart, requests reach $(workers 24 | tr '\n' ' ')"
 
 if ((FAILED)); then
