@@ -1,0 +1,486 @@
+// Package k8s checks the Kubernetes base in docker/k8s without a cluster:
+// it renders the base with `kubectl kustomize` (or kustomize itself where
+// there is no kubectl), decodes every object
+// strictly into the Kubernetes API types (an unknown or misspelt field is
+// an error) and checks the invariants the deployment relies on.
+package k8s
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	workerApp = "sudoku-fcgi"
+	edgeApp   = "sudoku-edge"
+)
+
+// objects is the rendered base, by kind.
+type objects struct {
+	namespaces  []corev1.Namespace
+	deployments []appsv1.Deployment
+	services    []corev1.Service
+	pdbs        []policyv1.PodDisruptionBudget
+	hpas        []autoscalingv2.HorizontalPodAutoscaler
+	policies    []networkingv1.NetworkPolicy
+}
+
+// kustomizeVersion is the kustomize that renders the base where kubectl is
+// missing (kubectl 1.32 embeds the same v5.5.0).
+const kustomizeVersion = "v5.5.0"
+
+// render runs kubectl kustomize on the base, or kustomize itself through
+// `go run` where there is no kubectl, and decodes every document.
+func render(t *testing.T) objects {
+	t.Helper()
+	base := filepath.Join("..", "..", "docker", "k8s")
+	cmd := exec.Command("kubectl", "kustomize", base)
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		cmd = exec.Command("go", "run", "sigs.k8s.io/kustomize/kustomize/v5@"+kustomizeVersion, "build", base)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, stderr.String())
+	}
+	objs, err := decode(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// decode splits a multi-document YAML stream and decodes each document into
+// the API type of its kind, rejecting unknown kinds and unknown fields.
+func decode(stream []byte) (objects, error) {
+	var o objects
+	kinds := map[string]func(doc string) error{
+		"v1 Namespace":                           into(&o.namespaces),
+		"apps/v1 Deployment":                     into(&o.deployments),
+		"v1 Service":                             into(&o.services),
+		"policy/v1 PodDisruptionBudget":          into(&o.pdbs),
+		"autoscaling/v2 HorizontalPodAutoscaler": into(&o.hpas),
+		"networking.k8s.io/v1 NetworkPolicy":     into(&o.policies),
+	}
+	for i, doc := range regexp.MustCompile(`(?m)^---$`).Split(string(stream), -1) {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
+			return o, fmt.Errorf("document %d: %w", i, err)
+		}
+		add, ok := kinds[tm.APIVersion+" "+tm.Kind]
+		if !ok {
+			return o, fmt.Errorf("document %d: unexpected kind %q %q", i, tm.APIVersion, tm.Kind)
+		}
+		if err := add(doc); err != nil {
+			return o, fmt.Errorf("document %d (%s): %w", i, tm.Kind, err)
+		}
+	}
+	return o, nil
+}
+
+// into returns a function that decodes a document as the API server does,
+// case-sensitively and failing on any unknown or duplicate field, and
+// appends it to list.
+func into[T any](list *[]T) func(doc string) error {
+	return func(doc string) error {
+		j, err := yaml.YAMLToJSONStrict([]byte(doc))
+		if err != nil {
+			return err
+		}
+		var v T
+		strictErrs, err := kjson.UnmarshalStrict(j, &v)
+		if err != nil {
+			return err
+		}
+		if len(strictErrs) > 0 {
+			return errors.Join(strictErrs...)
+		}
+		*list = append(*list, v)
+		return nil
+	}
+}
+
+func TestDecodeRejectsUnknownFieldsAndKinds(t *testing.T) {
+	for name, doc := range map[string]string{
+		"misspelt field": "apiVersion: v1\nkind: Service\nmetadata:\n  name: x\nspec:\n  clusterIp: None\n",
+		"unknown kind":   "apiVersion: v1\nkind: Secret\nmetadata:\n  name: x\n",
+		"old api":        "apiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata:\n  name: x\n",
+	} {
+		if _, err := decode([]byte(doc)); err == nil {
+			t.Errorf("%s: decode(%q) = nil error, want one", name, doc)
+		}
+	}
+}
+
+func TestEveryKindIsThere(t *testing.T) {
+	o := render(t)
+	if len(o.namespaces) != 1 || len(o.deployments) != 2 || len(o.services) != 3 || len(o.pdbs) != 2 ||
+		len(o.hpas) != 1 || len(o.policies) != 3 {
+		t.Errorf("rendered %d namespaces, %d deployments, %d services, %d PDBs, %d HPAs, %d network policies; want 1, 2, 3, 2, 1, 3",
+			len(o.namespaces), len(o.deployments), len(o.services), len(o.pdbs), len(o.hpas), len(o.policies))
+	}
+	for _, d := range o.deployments {
+		if d.Namespace != o.namespaces[0].Name {
+			t.Errorf("deployment %s in namespace %q, want %q", d.Name, d.Namespace, o.namespaces[0].Name)
+		}
+	}
+}
+
+func (o objects) deployment(t *testing.T, app string) appsv1.Deployment {
+	t.Helper()
+	for _, d := range o.deployments {
+		if d.Spec.Template.Labels["app.kubernetes.io/name"] == app {
+			return d
+		}
+	}
+	t.Fatalf("no deployment of %s", app)
+	return appsv1.Deployment{}
+}
+
+func TestDeploymentsSelectTheirPods(t *testing.T) {
+	for _, d := range render(t).deployments {
+		if d.Spec.Selector == nil || len(d.Spec.Selector.MatchLabels) == 0 || !matches(d.Spec.Selector.MatchLabels, d.Spec.Template.Labels) {
+			t.Errorf("deployment %s: selector %v does not select its pod labels %v", d.Name, d.Spec.Selector, d.Spec.Template.Labels)
+		}
+		if r := d.Spec.Strategy.RollingUpdate; r == nil || r.MaxUnavailable == nil || r.MaxUnavailable.IntValue() != 0 {
+			t.Errorf("deployment %s: rolling update may take a pod down before its successor is ready", d.Name)
+		}
+	}
+}
+
+func matches(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestEveryContainerIsLimitedAndLockedDown(t *testing.T) {
+	for _, d := range render(t).deployments {
+		pod := d.Spec.Template.Spec
+		psc := pod.SecurityContext
+		if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+			t.Errorf("deployment %s: pod securityContext lacks runAsNonRoot: true", d.Name)
+		}
+		if psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("deployment %s: pod lacks the RuntimeDefault seccomp profile", d.Name)
+		}
+		if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+			t.Errorf("deployment %s: mounts a service account token it never uses", d.Name)
+		}
+		for _, c := range pod.Containers {
+			name := d.Name + "/" + c.Name
+			for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				lim, okL := c.Resources.Limits[res]
+				req, okR := c.Resources.Requests[res]
+				if !okL || !okR || req.Cmp(lim) > 0 {
+					t.Errorf("%s: %s request %v and limit %v: want both, request <= limit", name, res, req.String(), lim.String())
+				}
+			}
+			sc := c.SecurityContext
+			switch {
+			case sc == nil:
+				t.Errorf("%s: no securityContext", name)
+			case sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem:
+				t.Errorf("%s: root filesystem is writable", name)
+			case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
+				t.Errorf("%s: allows privilege escalation", name)
+			case sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0:
+				t.Errorf("%s: capabilities %v, want drop [ALL] and no add", name, sc.Capabilities)
+			case sc.RunAsUser != nil && *sc.RunAsUser == 0, psc != nil && psc.RunAsUser != nil && *psc.RunAsUser == 0:
+				t.Errorf("%s: runs as uid 0", name)
+			}
+			if c.ReadinessProbe == nil || c.LivenessProbe == nil {
+				t.Errorf("%s: readiness %v, liveness %v: want both", name, c.ReadinessProbe, c.LivenessProbe)
+			}
+		}
+	}
+}
+
+// flagEnv builds a command and returns the environment twins its -help
+// lists ("$NAME", or the older "env NAME"), so that a manifest cannot set a
+// variable the binary ignores.
+func flagEnv(t *testing.T, pkg string) map[string]bool {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	build := exec.Command("go", "build", "-o", bin, "sudoku-fcgi/"+pkg)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	help, _ := exec.Command(bin, "-help").CombinedOutput()
+	names := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?:\$|env )([A-Z][A-Z0-9_]+)`).FindAllStringSubmatch(string(help), -1) {
+		names[m[1]] = true
+	}
+	if len(names) == 0 {
+		t.Fatalf("%s -help lists no environment variable:\n%s", pkg, help)
+	}
+	return names
+}
+
+func env(c corev1.Container, name string) (string, bool) {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value, true
+		}
+	}
+	return "", false
+}
+
+func TestEnvironmentNamesAreTheBinariesTwins(t *testing.T) {
+	o := render(t)
+	for app, pkg := range map[string]string{workerApp: "cmd/sudoku-fcgi", edgeApp: "cmd/sudoku-edge"} {
+		known := flagEnv(t, pkg)
+		c := o.deployment(t, app).Spec.Template.Spec.Containers[0]
+		for _, e := range c.Env {
+			if strings.HasPrefix(e.Name, "GO") {
+				continue // the Go runtime's own (GOMEMLIMIT)
+			}
+			if !known[e.Name] {
+				t.Errorf("%s sets $%s, which %s -help does not list", app, e.Name, pkg)
+			}
+		}
+	}
+}
+
+func port(t *testing.T, c corev1.Container, p intstr.IntOrString) int32 {
+	t.Helper()
+	if p.Type == intstr.Int {
+		return p.IntVal
+	}
+	for _, cp := range c.Ports {
+		if cp.Name == p.StrVal {
+			return cp.ContainerPort
+		}
+	}
+	t.Fatalf("container %s has no port named %q", c.Name, p.StrVal)
+	return 0
+}
+
+func listenPort(t *testing.T, c corev1.Container, name string) int32 {
+	t.Helper()
+	v, ok := env(c, name)
+	if !ok {
+		t.Fatalf("container %s does not set $%s", c.Name, name)
+	}
+	_, p, err := net.SplitHostPort(v)
+	n, err2 := strconv.Atoi(p)
+	if err != nil || err2 != nil {
+		t.Fatalf("$%s=%q is not host:port", name, v)
+	}
+	return int32(n)
+}
+
+func duration(t *testing.T, c corev1.Container, name string) time.Duration {
+	t.Helper()
+	v, ok := env(c, name)
+	if !ok {
+		t.Fatalf("container %s does not set $%s", c.Name, name)
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		t.Fatalf("$%s=%q: %v", name, v, err)
+	}
+	return d
+}
+
+func TestWorkerProbesAndDrain(t *testing.T) {
+	o := render(t)
+	d := o.deployment(t, workerApp)
+	pod := d.Spec.Template.Spec
+	c := pod.Containers[0]
+	fastcgi := listenPort(t, c, "SUDOKU_FCGI_LISTEN")
+	internal := listenPort(t, c, "SUDOKU_FCGI_INTERNAL_LISTEN")
+	if fastcgi == internal {
+		t.Fatalf("FastCGI and internal listeners share port %d", fastcgi)
+	}
+	for name, p := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+		want := map[string]string{"readiness": "/readyz", "liveness": "/healthz"}[name]
+		if p == nil || p.HTTPGet == nil {
+			t.Errorf("worker %s probe is not an HTTP GET: %+v", name, p)
+			continue
+		}
+		if got := port(t, c, p.HTTPGet.Port); got != internal || p.HTTPGet.Path != want {
+			t.Errorf("worker %s probe GETs %s on port %d, want %s on the internal port %d", name, p.HTTPGet.Path, got, want, internal)
+		}
+	}
+	declared := map[int32]bool{}
+	for _, cp := range c.Ports {
+		declared[cp.ContainerPort] = true
+	}
+	if !declared[fastcgi] || !declared[internal] {
+		t.Errorf("worker declares ports %v, want %d and %d", c.Ports, fastcgi, internal)
+	}
+
+	// preStop outlasts the edge's discovery interval; the grace period
+	// outlasts preStop, the linger and the drain together.
+	edge := o.deployment(t, edgeApp).Spec.Template.Spec.Containers[0]
+	resolve := duration(t, edge, "SUDOKU_EDGE_RESOLVE_INTERVAL")
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil {
+		t.Fatalf("worker has no preStop sleep: %+v", c.Lifecycle)
+	}
+	preStop := time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+	if preStop <= 2*resolve {
+		t.Errorf("worker preStop sleeps %v, want more than two edge resolve intervals (%v)", preStop, 2*resolve)
+	}
+	need := preStop + duration(t, c, "SUDOKU_FCGI_DRAIN_LINGER") + duration(t, c, "SUDOKU_FCGI_DRAIN_TIMEOUT")
+	if pod.TerminationGracePeriodSeconds == nil || time.Duration(*pod.TerminationGracePeriodSeconds)*time.Second <= need {
+		t.Errorf("worker terminationGracePeriodSeconds %v, want above preStop + linger + drain = %v", pod.TerminationGracePeriodSeconds, need)
+	}
+}
+
+func TestHeadlessServiceIsWhatTheEdgeResolves(t *testing.T) {
+	o := render(t)
+	workers := o.deployment(t, workerApp)
+	wc := workers.Spec.Template.Spec.Containers[0]
+	edge := o.deployment(t, edgeApp).Spec.Template.Spec.Containers[0]
+	target, ok := env(edge, "SUDOKU_EDGE_WORKERS")
+	if !ok {
+		t.Fatal("edge does not set $SUDOKU_EDGE_WORKERS")
+	}
+	host, p, err := net.SplitHostPort(target)
+	if err != nil {
+		t.Fatalf("$SUDOKU_EDGE_WORKERS=%q: %v", target, err)
+	}
+	var svc *corev1.Service
+	for i := range o.services {
+		if o.services[i].Name == host {
+			svc = &o.services[i]
+		}
+	}
+	if svc == nil {
+		t.Fatalf("edge resolves %q, but no Service has that name", host)
+	}
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Errorf("service %s: clusterIP %q, want None (headless: DNS lists every worker)", svc.Name, svc.Spec.ClusterIP)
+	}
+	if !matches(svc.Spec.Selector, workers.Spec.Template.Labels) || len(svc.Spec.Selector) == 0 {
+		t.Errorf("service %s selects %v, not the worker pods %v", svc.Name, svc.Spec.Selector, workers.Spec.Template.Labels)
+	}
+	fastcgi := listenPort(t, wc, "SUDOKU_FCGI_LISTEN")
+	if len(svc.Spec.Ports) != 1 || strconv.Itoa(int(svc.Spec.Ports[0].Port)) != p || port(t, wc, svc.Spec.Ports[0].TargetPort) != fastcgi {
+		t.Errorf("service %s ports %+v: want one, port %s, targeting the FastCGI port %d", svc.Name, svc.Spec.Ports, p, fastcgi)
+	}
+	if svc.Spec.PublishNotReadyAddresses {
+		t.Errorf("service %s publishes workers that are not ready", svc.Name)
+	}
+}
+
+func TestWorkerPortsStayInternal(t *testing.T) {
+	o := render(t)
+	workers := o.deployment(t, workerApp)
+	labels := workers.Spec.Template.Labels
+	edgeLabels := o.deployment(t, edgeApp).Spec.Template.Labels
+	for _, s := range o.services {
+		if matches(s.Spec.Selector, labels) && (s.Spec.Type == corev1.ServiceTypeNodePort || s.Spec.Type == corev1.ServiceTypeLoadBalancer || s.Spec.ClusterIP != corev1.ClusterIPNone) {
+			t.Errorf("service %s (type %q, clusterIP %q) exposes the workers beyond DNS discovery", s.Name, s.Spec.Type, s.Spec.ClusterIP)
+		}
+	}
+	for _, c := range workers.Spec.Template.Spec.Containers {
+		for _, cp := range c.Ports {
+			if cp.HostPort != 0 {
+				t.Errorf("worker port %s is bound on the node (hostPort %d)", cp.Name, cp.HostPort)
+			}
+		}
+	}
+	var denyAll, workerPolicy bool
+	for _, np := range o.policies {
+		sel := np.Spec.PodSelector.MatchLabels
+		if len(sel) == 0 && len(np.Spec.PodSelector.MatchExpressions) == 0 && slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) && len(np.Spec.Ingress) == 0 {
+			denyAll = true
+		}
+		if len(sel) == 0 || !matches(sel, labels) {
+			continue
+		}
+		workerPolicy = true
+		for i, rule := range np.Spec.Ingress {
+			if len(rule.From) == 0 || len(rule.Ports) == 0 {
+				t.Errorf("policy %s ingress rule %d admits any peer or any port to the workers", np.Name, i)
+			}
+			for _, peer := range rule.From {
+				if peer.IPBlock != nil {
+					t.Errorf("policy %s ingress rule %d admits an IP block to the workers", np.Name, i)
+				}
+				for _, rp := range rule.Ports {
+					if rp.Port != nil && port(t, workers.Spec.Template.Spec.Containers[0], *rp.Port) == listenPort(t, workers.Spec.Template.Spec.Containers[0], "SUDOKU_FCGI_LISTEN") &&
+						(peer.PodSelector == nil || peer.NamespaceSelector != nil || !matches(peer.PodSelector.MatchLabels, edgeLabels)) {
+						t.Errorf("policy %s admits %+v to the FastCGI port, want only the edge pods", np.Name, peer)
+					}
+				}
+			}
+		}
+	}
+	if !denyAll || !workerPolicy {
+		t.Errorf("default deny-ingress policy %v, worker policy %v: want both", denyAll, workerPolicy)
+	}
+}
+
+func TestDisruptionBudgetsAndAutoscaler(t *testing.T) {
+	o := render(t)
+	for _, pdb := range o.pdbs {
+		found := false
+		for _, d := range o.deployments {
+			if pdb.Spec.Selector != nil && matches(pdb.Spec.Selector.MatchLabels, d.Spec.Template.Labels) {
+				found = true
+				if pdb.Spec.MinAvailable != nil && pdb.Spec.MinAvailable.IntValue() >= int(*d.Spec.Replicas) {
+					t.Errorf("PDB %s: minAvailable %v blocks every eviction of %d replicas", pdb.Name, pdb.Spec.MinAvailable, *d.Spec.Replicas)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("PDB %s selects no deployment's pods", pdb.Name)
+		}
+	}
+	for _, app := range []string{workerApp, edgeApp} {
+		d := o.deployment(t, app)
+		covered := slices.ContainsFunc(o.pdbs, func(p policyv1.PodDisruptionBudget) bool {
+			return p.Spec.Selector != nil && matches(p.Spec.Selector.MatchLabels, d.Spec.Template.Labels)
+		})
+		if !covered {
+			t.Errorf("deployment %s has no PodDisruptionBudget", d.Name)
+		}
+	}
+	workers := o.deployment(t, workerApp)
+	if len(o.hpas) != 1 {
+		t.Fatalf("%d autoscalers, want 1", len(o.hpas))
+	}
+	h := o.hpas[0]
+	if h.Spec.ScaleTargetRef.Kind != "Deployment" || h.Spec.ScaleTargetRef.Name != workers.Name {
+		t.Errorf("autoscaler %s scales %v, want deployment %s", h.Name, h.Spec.ScaleTargetRef, workers.Name)
+	}
+	cpu := slices.ContainsFunc(h.Spec.Metrics, func(m autoscalingv2.MetricSpec) bool {
+		return m.Type == autoscalingv2.ResourceMetricSourceType && m.Resource != nil && m.Resource.Name == corev1.ResourceCPU
+	})
+	if !cpu {
+		t.Errorf("autoscaler %s does not scale on CPU: %+v", h.Name, h.Spec.Metrics)
+	}
+	if h.Spec.MinReplicas == nil || *h.Spec.MinReplicas < 2 || h.Spec.MaxReplicas < *h.Spec.MinReplicas {
+		t.Errorf("autoscaler %s replicas %v-%d: want at least 2, max >= min", h.Name, h.Spec.MinReplicas, h.Spec.MaxReplicas)
+	}
+}

@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# run.sh deploys docker/stack.yml on Docker Swarm and checks it end to end:
+# requests through nginx reach all 3 workers; `docker service scale` to 5
+# is picked up within 10 s of the new tasks running; scaling back to 2 and
+# a rolling restart (`docker service update --force`) each lose no request
+# under load. On a host outside any swarm it makes a single-node swarm
+# first (works offline with the locally built images) and leaves it again
+# at the end; it deploys under its own stack name and removes only that
+# stack. Run it under the docker lock:
+#
+#   flock /tmp/sudoku-docker.lock tests/swarm/run.sh
+#
+# Env: SUDOKU_SWARM_STACK (stack name, default sudoku-swarm-test),
+# SUDOKU_SWARM_PORT (published HTTP port, default 28480; HTTPS and the
+# exporter take the next two), SUDOKU_SWARM_RATE (load, requests/s,
+# default 200), SUDOKU_SWARM_KEEP=1 (keep the stack for a look afterwards),
+# SUDOKU_PUBLISH_MODE (ingress, the routing mesh; set to host by the script
+# where the kernel has no IPVS), SUDOKU_SWARM_OUT (where the load results
+# and, after a failure, the services' logs go; default /tmp/sudoku-swarm).
+set -euo pipefail
+
+cd "$(dirname "$0")/../.."
+STACK=${SUDOKU_SWARM_STACK:-sudoku-swarm-test}
+PORT=${SUDOKU_SWARM_PORT:-28480}
+RATE=${SUDOKU_SWARM_RATE:-200}
+URL=http://127.0.0.1:$PORT
+SERVICE=${STACK}_sudoku
+PUZZLES=tests/reliability/testdata/test1000
+PUZZLE=$(head -1 "$PUZZLES")
+WORK=$(mktemp -d)
+OUT=${SUDOKU_SWARM_OUT:-/tmp/sudoku-swarm}
+mkdir -p "$OUT"
+MADE_SWARM=0
+START=$SECONDS
+FAILED=0
+
+log() { printf '[swarm %3ds] %s\n' $((SECONDS - START)) "$*" >&2; }
+fail() { log "FAIL: $*"; FAILED=1; }
+die() { log "FAIL: $*"; exit 1; }
+
+cleanup() {
+	local rc=$?
+	if ((rc != 0 || FAILED)); then
+		for s in sudoku nginx exporter; do
+			docker service logs --timestamps "${STACK}_$s" >"$OUT/$s.log" 2>&1 || true
+		done
+		log "the services' logs are in $OUT"
+	fi
+	if [[ ${SUDOKU_SWARM_KEEP:-} == 1 ]]; then
+		log "keeping stack $STACK (SUDOKU_SWARM_KEEP=1)"
+	elif docker stack ls --format '{{.Name}}' 2>/dev/null | grep -qx "$STACK"; then
+		log "removing stack $STACK"
+		docker stack rm "$STACK" >/dev/null || true
+		# Its network goes only after its tasks: wait, or a leave or the
+		# next deploy races with the removal.
+		for _ in $(seq 60); do
+			docker network ls --format '{{.Name}}' | grep -q "^${STACK}_" || break
+			sleep 1
+		done
+	fi
+	if [[ $MADE_SWARM == 1 && ${SUDOKU_SWARM_KEEP:-} != 1 ]]; then
+		log "leaving the swarm this run made"
+		docker swarm leave --force >/dev/null || true
+	fi
+	rm -rf "$WORK"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT
+
+# --- a swarm to deploy on --------------------------------------------------
+case $(docker info --format '{{.Swarm.LocalNodeState}}') in
+inactive)
+	# The address of the default route, or any non-loopback one: swarm
+	# init refuses to choose when the host has several.
+	addr=$(ip -4 route get 1.1.1.1 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($i == "src") print $(i + 1)}')
+	addr=${addr:-$(ip -4 -o addr show scope global | awk '{sub("/.*", "", $4); print $4; exit}')}
+	log "making a single-node swarm (advertise $addr)"
+	docker swarm init --advertise-addr "$addr" >/dev/null
+	MADE_SWARM=1
+	;;
+active)
+	[[ $(docker info --format '{{.Swarm.ControlAvailable}}') == true ]] || die "this node is in a swarm but not a manager"
+	log "using the swarm this node is in"
+	;;
+*) die "swarm state $(docker info --format '{{.Swarm.LocalNodeState}}')" ;;
+esac
+if docker stack ls --format '{{.Name}}' | grep -qx "$STACK"; then
+	die "stack $STACK exists already (a run still going, or one left with SUDOKU_SWARM_KEEP=1)"
+fi
+
+# --- images and tools ------------------------------------------------------
+docker image inspect debian:bookworm-slim golang:1.26-bookworm >/dev/null 2>&1 || bash docker/seed-images.sh
+export SUDOKU_FCGI_IMAGE=sudoku-fcgi:swarm-test SUDOKU_EDGE_IMAGE=sudoku-edge:swarm-test SUDOKU_EXPORTER_IMAGE=sudoku-exporter:swarm-test
+for pair in "$SUDOKU_FCGI_IMAGE docker/sudoku-fcgi.Dockerfile" "$SUDOKU_EDGE_IMAGE docker/nginx.Dockerfile" \
+	"$SUDOKU_EXPORTER_IMAGE docker/exporter.Dockerfile"; do
+	read -r tag file <<<"$pair"
+	log "building $tag"
+	docker build -q -t "$tag" -f "$file" . >/dev/null
+done
+go build -o "$WORK/sudoku-load" ./cmd/sudoku-load
+
+# --- deploy ----------------------------------------------------------------
+export SUDOKU_HTTP_PORT=$PORT SUDOKU_HTTPS_PORT=$((PORT + 1)) SUDOKU_EXPORTER_PORT=$((PORT + 2))
+# The routing mesh forwards with the kernel's IPVS; where the kernel has
+# none (some VMs and containers), publish on nginx's own node instead.
+if [[ ! -e /proc/sys/net/ipv4/vs ]]; then
+	log "this kernel has no IPVS, so no routing mesh: publishing in host mode"
+	export SUDOKU_PUBLISH_MODE=host
+fi
+# The load tool is one client standing for many: exempt the addresses nginx
+# sees it from (the host's gateway on docker_gwbridge in host mode, the
+# ingress network through the routing mesh) from the per-client limits.
+gw=$(docker network inspect docker_gwbridge --format '{{range .IPAM.Config}}{{.Gateway}}{{end}}')
+mesh=$(docker network inspect ingress --format '{{range .IPAM.Config}}{{.Subnet}}{{end}}')
+export SUDOKU_TRUSTED_CLIENTS=$gw${mesh:+,$mesh}
+log "nginx trusts $SUDOKU_TRUSTED_CLIENTS (the load client, through the gateway or the mesh)"
+log "deploying stack $STACK on port $PORT"
+docker stack deploy --resolve-image never -c docker/stack.yml "$STACK" >/dev/null
+
+# workers N prints the distinct X-Sudoku-Worker values of N requests, one a
+# line; a request that fails prints "failed".
+workers() {
+	for _ in $(seq "$1"); do
+		curl -s -m 1 -o /dev/null -D - "$URL/sudoku?puzzle=$PUZZLE" 2>/dev/null |
+			awk 'BEGIN {w = "failed"} tolower($1) == "x-sudoku-worker:" {w = $2} END {sub("\r", "", w); print w}'
+	done | sort -u
+}
+
+# running prints how many of the service's tasks are running.
+running() {
+	docker service ps "$SERVICE" --filter desired-state=running --format '{{.CurrentState}}' | grep -c '^Running' || true
+}
+
+# wait_workers N SECS waits until requests reach exactly N distinct workers
+# and none fails; it prints the seconds it took.
+wait_workers() {
+	local want=$1 limit=$2 t0=$SECONDS got
+	while ((SECONDS - t0 < limit)); do
+		got=$(workers $((want * 8)))
+		if ! grep -qx failed <<<"$got" && (($(wc -l <<<"$got") == want)); then
+			echo $((SECONDS - t0))
+			return 0
+		fi
+		sleep 0.5
+	done
+	return 1
+}
+
+log "waiting for 3 workers to answer through nginx"
+wait_workers 3 180 >/dev/null || die "requests through nginx never reached 3 workers: $(workers 24 | tr '\n' ' ')"
+log "3 replicas answer: $(workers 24 | tr '\n' ' ')"
+
+# --- scale up: picked up within 10 s -----------------------------------------
+log "scaling to 5"
+t0=$SECONDS
+docker service scale -d "$SERVICE=5" >/dev/null
+until (($(running) == 5)); do
+	((SECONDS - t0 < 120)) || die "5 tasks not running after 120 s"
+	sleep 0.5
+done
+t_run=$((SECONDS - t0))
+pickup=$(wait_workers 5 30) || die "5 running workers, but requests reached $(workers 40 | wc -l) after 30 s"
+log "scale to 5: tasks running after ${t_run}s, all 5 answering ${pickup}s later"
+((pickup <= 10)) || fail "scale-up picked up ${pickup}s after the tasks ran, want <= 10 s"
+
+# load_during SECS NAME CMD... runs the load tool for SECS at RATE, runs CMD
+# 3 s in, waits for both, and fails unless every request succeeded.
+load_during() {
+	local secs=$1 name=$2
+	shift 2
+	"$WORK/sudoku-load" load -url "$URL" -in "$PUZZLES" -rate "$RATE" -c 64 -duration "${secs}s" -timeout 5s \
+		-json -progress=false >"$OUT/$name.json" 2>"$OUT/$name.log" &
+	local pid=$! t0=$SECONDS
+	sleep 3
+	timeout 120 "$@" >/dev/null || fail "$name: $* failed or took over 120 s"
+	local took=$((SECONDS - t0 - 3))
+	wait "$pid" || fail "$name: the load tool failed: $(tail -3 "$OUT/$name.log")"
+	local sent ok wrong
+	read -r sent ok wrong < <(jq -r '(.result // .) | "\(.sent) \(.ok) \(.wrong)"' "$OUT/$name.json")
+	log "$name: $* took ${took}s; load: $sent sent, $ok ok, $((sent - ok)) failed, $wrong wrong ($(jq -c "(.result // .).errors" "$OUT/$name.json"))"
+	((took + 3 < secs)) || fail "$name: the change outlasted the load (${took}s of ${secs}s)"
+	((sent > 0 && ok == sent && wrong == 0)) || fail "$name: $((sent - ok)) of $sent requests failed"
+}
+
+# --- scale down under load ---------------------------------------------------
+load_during 30 scale-down docker service scale "$SERVICE=2"
+wait_workers 2 15 >/dev/null || fail "after scaling to 2, requests reach $(workers 24 | tr '\n' ' ')"
+
+# --- rolling restart under load ------------------------------------------------
+load_during 50 rolling-restart docker service update --force "$SERVICE"
+wait_workers 2 15 >/dev/null || fail "after the rolling restart, requests reach $(workers 24 | tr '\n' ' ')"
+
+if ((FAILED)); then
+	log "FAILED after $((SECONDS - START))s"
+	exit 1
+fi
+log "PASS in $((SECONDS - START))s"
