@@ -67,8 +67,8 @@ shellcheck: ## shellcheck on every shell script
 # PKG narrows the unit tests, e.g. make unit PKG=./fcgi/...
 PKG ?= ./...
 FUZZTIME ?= 30s
-.PHONY: test unit fuzz nginx-test integration test-browser test-tls test-scale test-reliability test-reliability-ci soak
-test: lint unit nginx-test integration test-browser test-tls test-scale test-reliability-ci ## everything CI runs, in this order
+.PHONY: test unit fuzz nginx-test integration test-browser test-tls test-scale test-swarm test-k8s herd herd-nginx test-reliability test-reliability-ci soak
+test: lint unit nginx-test integration test-browser test-tls test-scale test-swarm test-reliability-ci ## everything CI runs, in this order
 
 unit: ## unit tests with the race detector, shuffled (PKG, default ./...)
 	$(GO) test -race -shuffle=on $(PKG)
@@ -101,6 +101,18 @@ test-tls: ## TLS end to end with Pebble: certificate over HTTP-01, renewal under
 
 test-scale: ## scaling end to end: workers 2 -> 3 and back under load (tests/scale/run.sh)
 	tests/scale/run.sh
+
+test-swarm: ## Docker Swarm end to end: a single-node swarm if none, stack sudoku-swarm-test (ports 28480-28482), 3 -> 5 -> 2 replicas and a rolling restart under load (tests/swarm/run.sh)
+	timeout 900 tests/swarm/run.sh
+
+test-k8s: ## the Kubernetes base (docker/k8s) rendered, decoded strictly into the API types, invariants checked; no cluster (also in make unit)
+	$(GO) test -count=1 ./tests/k8s
+
+herd: ## balancer simulation: tests/herd/table.md and the plot tests/herd/herd.svg (tests/herd/RESULTS.md)
+	$(GO) run ./tests/herd -svg tests/herd/herd.svg > tests/herd/table.md
+
+herd-nginx: ## nginx's own balancing policies on host processes (127.0.0.1:31480-31541; tests/herd/nginx.sh)
+	tests/herd/nginx.sh
 
 # RELIABILITY_FLAGS passes flags to the runner, e.g. '-run overload -keep'.
 RELIABILITY_FLAGS ?=

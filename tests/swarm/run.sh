@@ -8,7 +8,7 @@
 # at the end; it deploys under its own stack name and removes only that
 # stack. Run it under the docker lock:
 #
-#   flock /tmp/sudoku-docker.lock tests/swarm/run.sh
+#   tests/swarm/run.sh (make test-swarm)
 #
 # Env: SUDOKU_SWARM_STACK (stack name, default sudoku-swarm-test),
 # SUDOKU_SWARM_PORT (published HTTP port, default 28480; HTTPS and the
