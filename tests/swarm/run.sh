@@ -6,7 +6,7 @@
 # under load. On a host outside any swarm it makes a single-node swarm
 # first (works offline with the locally built images) and leaves it again
 # at the end; it deploys under its own stack name and removes only that
-# stack. Run it under the docker lock:
+# stack. Run it with
 #
 #   tests/swarm/run.sh (make test-swarm)
 #
