@@ -442,7 +442,7 @@ case_burst_503_no_502() {
 
 case_batch_body_flood() {
 	# 150 batch POSTs of almost 1 MiB each at once (comment lines and one
-	# puzzle) from a trusted address: nginx admits 32 bodies at a time and
+	# puzzle) from a trusted address: nginx admits 64 bodies at a time and
 	# answers the rest 503 at once, so nginx is not OOM-killed and every
 	# request gets 200 or 503.
 	trust_host || return 1

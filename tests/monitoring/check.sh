@@ -15,9 +15,9 @@ query() { # expr: the JSON answer of an instant query
 
 say "waiting for every target of sudoku-workers, sudoku-edge and nginx to be up"
 for i in $(seq 60); do
-	targets=$(curl -fsS --max-time 5 "$url/api/v1/targets" 2>/dev/null || true)
-	jobs=$(jq -r '[.data.activeTargets[] | select(.health == "up") | .labels.job] | unique | join(" ")' <<<"${targets:-{}}" 2>/dev/null || true)
-	down=$(jq -r '[.data.activeTargets[] | select(.health != "up")] | length' <<<"${targets:-{}}" 2>/dev/null || echo 1)
+	targets=$(curl -fsS --max-time 5 "$url/api/v1/targets" 2>/dev/null) || targets='{}'
+	jobs=$(jq -r '[.data.activeTargets[]? | select(.health == "up") | .labels.job] | unique | join(" ")' <<<"$targets" 2>/dev/null) || jobs=
+	down=$(jq -r '[.data.activeTargets[]? | select(.health != "up")] | length' <<<"$targets" 2>/dev/null) || down=1
 	if [[ $jobs == "nginx sudoku-edge sudoku-workers" && $down == 0 ]]; then
 		break
 	fi
