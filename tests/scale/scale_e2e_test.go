@@ -50,9 +50,10 @@ func containerStarted(id string) (time.Time, error) {
 	return time.Parse(time.RFC3339Nano, strings.TrimSpace(string(out)))
 }
 
-// startLoad sends 400 requests/s over 8 connections, half of them on a new
-// connection each, and counts the answers by worker until stop, which
-// waits for the requests in flight.
+// startLoad sends 80 requests/s (one client within nginx's per-client limit
+// of 100 r/s) over 8 connections, half of them on a new connection each, and
+// counts the answers by worker until stop, which waits for the requests in
+// flight.
 func startLoad(t *testing.T, addr string) (ws *load.Workers, stop func() load.WorkerTally) {
 	t.Helper()
 	transport := func(keepAlive bool) http.RoundTripper {
@@ -68,7 +69,7 @@ func startLoad(t *testing.T, addr string) (ws *load.Workers, stop func() load.Wo
 		t.Fatal(err)
 	}
 	ws = &load.Workers{}
-	end := load.Background(context.Background(), load.LoadConfig{Client: cl, Puzzles: ps, Conns: 8, Rate: 400,
+	end := load.Background(context.Background(), load.LoadConfig{Client: cl, Puzzles: ps, Conns: 8, Rate: 80,
 		Duration: time.Hour, OnSample: ws.Record})
 	return ws, func() load.WorkerTally {
 		_, _ = end() // the tally holds every request's fate

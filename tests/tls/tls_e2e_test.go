@@ -143,7 +143,8 @@ func TestCertificateAndRenewal(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ws load.Workers
-	stopLoad := load.Background(context.Background(), load.LoadConfig{Client: cl, Puzzles: ps, Conns: 8, Rate: 400,
+	// 80 requests/s: one client within nginx's per-client limit (100 r/s).
+	stopLoad := load.Background(context.Background(), load.LoadConfig{Client: cl, Puzzles: ps, Conns: 8, Rate: 80,
 		Duration: time.Hour, OnSample: ws.Record})
 	stop := func() load.WorkerTally {
 		_, _ = stopLoad() // the tally holds every request's fate
