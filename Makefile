@@ -172,13 +172,16 @@ sh: ## a shell in a service's container (make sh S=nginx)
 
 # ---- benchmarks (figures: tests/bench/RESULTS.md) ----
 COUNT ?= 6
-.PHONY: bench bench-accept bench-host bench-host-compose bench-worker bench-worker-nginx solver-bench bench-solver load-smoke
+.PHONY: bench bench-accept bench-host capacity-plan bench-host-compose bench-worker bench-worker-nginx solver-bench bench-solver load-smoke
 bench: solver-bench bench-worker ## the Go benchmarks (no external tools)
 bench-accept: ## accept_mutex on/off/reuseport on host nginx with wrk (tests/bench/accept-mutex.sh)
 	tests/bench/accept-mutex.sh
 
 bench-host: ## sudoku-load on host nginx + workers and on plain net/http (tests/bench/hoststack.sh; OUT=/tmp/sudoku-bench)
 	tests/bench/hoststack.sh
+
+capacity-plan: ## capacity at p99 <= 5 ms on easy and hard puzzles on host nginx + 2 workers, with the plan for PEAK (100000) req/s (tests/bench/hoststack.sh)
+	PLAN=1 tests/bench/hoststack.sh
 
 bench-host-compose: ## the same runs against a compose stack (project load-bench, port 30180)
 	HOST=0 COMPOSE=1 tests/bench/hoststack.sh

@@ -19,7 +19,9 @@
 # Env: PUZZLES (tests/reliability/testdata/test1000),
 # OUT (/tmp/sudoku-bench), SLO (5ms), LOOSE_SLO (50ms), STEP (5s per capacity step), HOLD (20s for
 # the half-capacity run), WORKERS (2), HOST (1: measure the host processes),
-# COMPOSE (0; 1: also the compose stack, project load-bench, port 30180).
+# COMPOSE (0; 1: also the compose stack, project load-bench, port 30180),
+# PLAN (0; 1: only the capacity plan: capacity on PUZZLES and on HARD
+# (tests/reliability/testdata/hardest200) with the plan for PEAK (100000) req/s).
 # Ports 30080-30999 on 127.0.0.1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -27,6 +29,7 @@ cd "$root"
 out=${OUT:-/tmp/sudoku-bench}
 slo=${SLO:-5ms} loose=${LOOSE_SLO:-50ms} step=${STEP:-5s} hold=${HOLD:-20s} nworkers=${WORKERS:-2} compose=${COMPOSE:-0} host=${HOST:-1}
 puzzles=${PUZZLES:-$root/tests/reliability/testdata/test1000}
+plan=${PLAN:-0} peak=${PEAK:-100000} hard=${HARD:-$root/tests/reliability/testdata/hardest200}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 work=$(mktemp -d)
@@ -87,8 +90,10 @@ target() { # name url
 	sl "batch-post-$name" batch -url "$url" -c 2 -b 100 -in "$big"
 }
 if [[ $host == 1 ]]; then
-	sl local-1 local -c 1 -n 1000000 -duration 5s
-	sl local-2 local -c 2 -n 1000000 -duration 5s
+	if [[ $plan != 1 ]]; then
+		sl local-1 local -c 1 -n 1000000 -duration 5s
+		sl local-2 local -c 2 -n 1000000 -duration 5s
+	fi
 	say "starting $nworkers sudoku-fcgi workers"
 	servers=""
 	for i in $(seq "$nworkers"); do
@@ -113,6 +118,16 @@ if [[ $host == 1 ]]; then
 	pids+=($!)
 	wait_for "http://127.0.0.1:30990/sudoku?puzzle=$p1"
 
+	if [[ $plan == 1 ]]; then
+		# The capacity plan: the capacity at the SLO on easy and on hard
+		# puzzles, each with the cores and machines a PEAK needs.
+		for set in "easy:$puzzles" "hard:$hard"; do
+			say "capacity plan, ${set%%:*} puzzles (${set#*:})"
+			"$load" capacity -in "${set#*:}" -url http://127.0.0.1:30080 -p99 "$slo" -rate 500 -duration "$step" \
+				-c 64 -cores "$(nproc)" -peak "$peak" 2>"$out/plan-${set%%:*}.log" | tee "$out/plan-${set%%:*}.txt"
+		done
+		exit 0
+	fi
 	target nginx http://127.0.0.1:30080
 	target plain http://127.0.0.1:30990
 	sl stress-nginx stress -url http://127.0.0.1:30080 -c 8 -n 200000 -duration 10s
