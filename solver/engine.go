@@ -33,9 +33,9 @@ const (
 
 // state is the whole search state: 192 bytes, copied on a guess.
 type state struct {
-	cand     [27]uint32 // index 3*digit + band
-	unsolved [3]uint32  // cells of each band without a placed digit
-	pat      patterns   // each digit's patterns as its last closure left them
+	cand     [3][9]uint32 // by band, then digit
+	unsolved [3]uint32    // cells of each band without a placed digit
+	pat      patterns     // each digit's patterns as its last closure left them
 }
 
 // Tables built once at start-up and never written after.
@@ -113,8 +113,7 @@ func buildTables() *tables {
 // returns the other digits that lost candidates.
 func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 	t := tab
-	c := (*[3]uint32)(s.cand[3*d:])
-	a0, a1, a2 := c[0], c[1], c[2]
+	a0, a1, a2 := s.cand[0][d], s.cand[1][d], s.cand[2][d]
 	for {
 		x0 := uint(t.triad[a0&511]) | uint(t.triad[a0>>9&511])<<3 | uint(t.triad[a0>>18&511])<<6
 		n0 := a0 & t.bandKeep[x0&511]
@@ -149,27 +148,41 @@ func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 			break
 		}
 	}
-	c[0], c[1], c[2] = a0, a1, a2
+	s.cand[0][d], s.cand[1][d], s.cand[2][d] = a0, a1, a2
 	// Hidden singles: a row of a band where the digit has one cell left.
-	for b, a := range [3]uint32{a0, a1, a2} {
-		p := (uint32(t.single[a&511]) | uint32(t.single[a>>9&511])<<9 | uint32(t.single[a>>18])<<18) & s.unsolved[b]
-		if p == 0 {
-			continue
-		}
-		s.unsolved[b] &^= p
-		// Take p from every digit without a branch per digit, then give it
-		// back to d; a digit lost something when m&p != 0, that is when
-		// m&p + 2^27-1 carries into bit 27.
-		var l uint32
-		for e := 0; e < 9; e++ {
-			m := s.cand[3*e+b]
-			s.cand[3*e+b] = m &^ p
-			l |= (m&p + bandAll) >> 27 << e
-		}
-		s.cand[3*d+b] |= p
-		lost |= l
+	p0 := rowSingles(a0) & s.unsolved[0]
+	p1 := rowSingles(a1) & s.unsolved[1]
+	p2 := rowSingles(a2) & s.unsolved[2]
+	if p0|p1|p2 == 0 {
+		return 0, true
 	}
+	lost = s.claim(d, 0, p0) | s.claim(d, 1, p1) | s.claim(d, 2, p2)
 	return lost &^ (1 << d), true
+}
+
+// rowSingles returns the cells of a band mask that are alone in their row.
+func rowSingles(a uint32) uint32 {
+	t := tab
+	return uint32(t.single[a&511]) | uint32(t.single[a>>9&511])<<9 | uint32(t.single[a>>18&511])<<18
+}
+
+// claim gives the cells p of band b to digit d: they leave s.unsolved and
+// every other digit, without a branch per digit. It returns the digits that
+// lost something: those with m&p != 0, that is where m&p + 2^27-1 carries
+// into bit 27.
+func (s *state) claim(d, b int, p uint32) (lost uint32) {
+	if p == 0 {
+		return 0
+	}
+	s.unsolved[b] &^= p
+	band := &s.cand[b]
+	for e := 8; e >= 0; e-- {
+		m := band[e]
+		band[e] = m &^ p
+		lost = lost<<1 | (m&p+bandAll)>>27
+	}
+	band[d] |= p
+	return lost
 }
 
 // patterns are, for each digit, the minirows (bit 9*band+3*row+box) and
@@ -198,7 +211,7 @@ func (s *state) propagate(changed uint32) bool {
 		for b := 0; b < 3; b++ {
 			var once, twice uint32
 			for d := 0; d < 9; d++ {
-				m := s.cand[3*d+b]
+				m := s.cand[b][d]
 				twice |= once & m
 				once |= m
 			}
@@ -211,23 +224,23 @@ func (s *state) propagate(changed uint32) bool {
 			}
 			s.unsolved[b] &^= naked
 			for d := 0; d < 9; d++ {
-				n := s.cand[3*d+b] & naked
+				n := s.cand[b][d] & naked
 				if n == 0 {
 					continue
 				}
 				changed |= 1 << d
-				a := s.cand[3*d+b]
+				a := s.cand[b][d]
 				var cols uint32
 				for m := n; m != 0; m &= m - 1 {
 					pos := bits.TrailingZeros32(m)
 					a &^= t.peers[pos]
 					cols |= 1 << (pos % 9)
 				}
-				s.cand[3*d+b] = a
+				s.cand[b][d] = a
 				clear := t.colExpand[cols]
 				for o := 0; o < 3; o++ {
 					if o != b {
-						s.cand[3*d+o] &^= clear
+						s.cand[o][d] &^= clear
 					}
 				}
 			}
@@ -321,13 +334,12 @@ func (s *state) minilines() (changed uint32, ok bool) {
 		// A column forced in band b takes the stack's other columns of
 		// band b and the same column of the other bands.
 		vAll := (vForce | vForce>>9 | vForce>>18) & 511
-		c := (*[3]uint32)(s.cand[3*d:])
 		for b := 0; b < 3; b++ {
 			fb := vForce >> (9 * b) & 511
 			cols := (fb|othersInGroup(fb))&^fb | vAll&^fb | vOut>>(9*b)&511
 			clear := t.forceClear[hForce>>(9*b)&511] | t.miniCells[hOut>>(9*b)&511] | t.colExpand[cols]
-			if c[b]&clear != 0 {
-				c[b] &^= clear
+			if s.cand[b][d]&clear != 0 {
+				s.cand[b][d] &^= clear
 				changed |= 1 << d
 			}
 		}
@@ -389,10 +401,7 @@ func (sr *search) run(s *state, changed uint32) {
 				last = m
 			}
 			x := patternMask(i, last)
-			c := (*[3]uint32)(s.cand[3*d:])
-			c[0] &= x[0]
-			c[1] &= x[1]
-			c[2] &= x[2]
+			s.restrict(d, &x)
 			changed = 1 << d
 			continue
 		}
@@ -400,7 +409,7 @@ func (sr *search) run(s *state, changed uint32) {
 		bit := uint32(1) << pos
 		var digits uint32
 		for d := 0; d < 9; d++ {
-			if s.cand[3*d+b]&bit != 0 {
+			if s.cand[b][d]&bit != 0 {
 				digits |= 1 << d
 			}
 		}
@@ -414,7 +423,7 @@ func (sr *search) run(s *state, changed uint32) {
 			if sr.finished() {
 				return
 			}
-			s.cand[3*d+b] &^= bit
+			s.cand[b][d] &^= bit
 			changed |= 1 << d
 		}
 		// One digit left: the naked single step places it.
@@ -432,11 +441,15 @@ func (sr *search) guess(s *state, d, b int, bit uint32) {
 // guessMask searches a copy of s with digit d's candidates cut to m.
 func (sr *search) guessMask(s *state, d int, m *[3]uint32) {
 	child := *s
-	c := (*[3]uint32)(child.cand[3*d:])
-	c[0] &= m[0]
-	c[1] &= m[1]
-	c[2] &= m[2]
+	child.restrict(d, m)
 	sr.run(&child, 1<<d)
+}
+
+// restrict keeps only the candidates of digit d in m.
+func (s *state) restrict(d int, m *[3]uint32) {
+	s.cand[0][d] &= m[0]
+	s.cand[1][d] &= m[1]
+	s.cand[2][d] &= m[2]
 }
 
 // permMasks are the six permutations of three rows onto three boxes as
@@ -512,8 +525,8 @@ func stackPattern(c uint32, st int) uint16 {
 // that lost it; the naked single step does the rest.
 func (s *state) place(d, b int, bit uint32) (changed uint32) {
 	for e := 0; e < 9; e++ {
-		if e != d && s.cand[3*e+b]&bit != 0 {
-			s.cand[3*e+b] &^= bit
+		if e != d && s.cand[b][e]&bit != 0 {
+			s.cand[b][e] &^= bit
 			changed |= 1 << e
 		}
 	}
@@ -532,7 +545,7 @@ func (s *state) pickFewest() (b, pos int) {
 		}
 		n := 0
 		for d := 0; d < 9; d++ {
-			n += int(s.cand[3*d+b] >> pos & 1)
+			n += int(s.cand[b][d] >> pos & 1)
 		}
 		if n < bestN {
 			best, bestN = i, n
@@ -548,7 +561,7 @@ func (sr *search) record(s *state) {
 	}
 	for d := 0; d < 9; d++ {
 		for b := 0; b < 3; b++ {
-			for m := s.cand[3*d+b]; m != 0; m &= m - 1 {
+			for m := s.cand[b][d]; m != 0; m &= m - 1 {
 				sr.sol[27*b+bits.TrailingZeros32(m)] = uint8(d + 1)
 			}
 		}
@@ -574,8 +587,10 @@ func solve(ctx context.Context, g Grid, limit int) (Result, error) {
 func (sr *search) start(g Grid) {
 	t := tab
 	var s state
-	for i := range s.cand {
-		s.cand[i] = bandAll
+	for b := range s.cand {
+		for d := range s.cand[b] {
+			s.cand[b][d] = bandAll
+		}
 	}
 	s.unsolved = [3]uint32{bandAll, bandAll, bandAll}
 	for i, v := range g {
@@ -587,7 +602,7 @@ func (sr *search) start(g Grid) {
 		}
 		d, b, pos := int(v-1), i/27, i%27
 		bit := uint32(1) << pos
-		if s.cand[3*d+b]&bit == 0 {
+		if s.cand[b][d]&bit == 0 {
 			return // an earlier given took this digit from the cell
 		}
 		s.place(d, b, bit)
@@ -595,9 +610,9 @@ func (sr *search) start(g Grid) {
 		col := t.colExpand[1<<(pos%9)]
 		for o := 0; o < 3; o++ {
 			if o == b {
-				s.cand[3*d+o] &^= t.peers[pos]
+				s.cand[o][d] &^= t.peers[pos]
 			} else {
-				s.cand[3*d+o] &^= col
+				s.cand[o][d] &^= col
 			}
 		}
 	}
