@@ -128,9 +128,10 @@ func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 		c1 := (n1 | n1>>9 | n1>>18) & 511
 		c2 := (n2 | n2>>9 | n2>>18) & 511
 		// Stacks: rows of the pattern are bands, columns are the stack's columns.
-		p0 := t.perm[c0&7|(c1&7)<<3|(c2&7)<<6]
-		p1 := t.perm[c0>>3&7|(c1>>3&7)<<3|(c2>>3&7)<<6]
-		p2 := t.perm[c0>>6|(c1>>6)<<3|(c2>>6)<<6]
+		v0 := c0&7 | (c1&7)<<3 | (c2&7)<<6
+		v1 := c0>>3&7 | (c1>>3&7)<<3 | (c2>>3&7)<<6
+		v2 := c0>>6 | (c1>>6)<<3 | (c2>>6)<<6
+		p0, p1, p2 := t.perm[v0], t.perm[v1], t.perm[v2]
 		if p0 == 0 || p1 == 0 || p2 == 0 {
 			return 0, false
 		}
@@ -144,7 +145,7 @@ func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 			// The closed digit's minirows (the triads kept) and
 			// minicolumns, for minilines and pick.
 			s.pat.h[d] = uint32(t.perm[x0&511]) | uint32(t.perm[x1&511])<<9 | uint32(t.perm[x2&511])<<18
-			s.pat.v[d] = c0 | c1<<9 | c2<<18
+			s.pat.v[d] = v0 | v1<<9 | v2<<18
 			break
 		}
 	}
@@ -176,19 +177,19 @@ func (s *state) claim(d, b int, p uint32) (lost uint32) {
 	}
 	s.unsolved[b] &^= p
 	band := &s.cand[b]
-	for e := 8; e >= 0; e-- {
-		m := band[e]
+	for e, m := range band {
 		band[e] = m &^ p
-		lost = lost<<1 | (m&p+bandAll)>>27
+		lost |= (m&p + bandAll) >> 27 << e
 	}
 	band[d] |= p
 	return lost
 }
 
 // patterns are, for each digit, the minirows (bit 9*band+3*row+box) and
-// the minicolumns (bit 9*band+column) that hold it. closeDigit writes them;
-// at a fixpoint of propagate every digit was closed after its last change,
-// so they describe the state.
+// the minicolumns (bit 9*stack+3*band+column) that hold it: the 3x3
+// patterns of each band and of each stack. closeDigit writes them; at a
+// fixpoint of propagate every digit was closed after its last change, so
+// they describe the state.
 type patterns struct {
 	h, v [9]uint32
 }
@@ -278,6 +279,27 @@ func othersInGroup(x uint32) uint32 {
 	return (x>>1)&(g0|g1) | (x<<2)&g2 | (x>>2)&g0 | (x<<1)&(g1|g2)
 }
 
+// forced returns, of a digit's minirows h (or minicolumns v), those it must
+// take: alone in their row (group) or in their box (the same position in
+// the band's other rows); for minicolumns, alone in their box or in their
+// column over the bands.
+func forced(x uint32) uint32 {
+	boxOthers := (x>>3)&(r0|r1) | (x<<6)&r2 | (x>>6)&r0 | (x<<3)&(r1|r2)
+	return x &^ (othersInGroup(x) & boxOthers)
+}
+
+// transpose swaps, in a 27-bit word of nine 3-bit groups, group 3i+j with
+// group 3j+i: it turns minicolumns by stack and band into minicolumns by
+// band and stack (bit 9b+c, as a band's column c), and back.
+func transpose(x uint32) uint32 {
+	const (
+		diag = 7 | 7<<12 | 7<<24
+		by6  = 7<<3 | 7<<15
+		by12 = 7 << 6
+	)
+	return x&diag | (x&by6)<<6 | (x>>6)&by6 | (x&by12)<<12 | (x>>12)&by12
+}
+
 // A tally counts, bit by bit, how many of the words added have the bit:
 // at least once, twice, three and four times.
 type tally struct{ ge1, ge2, ge3, ge4 uint32 }
@@ -296,8 +318,9 @@ func (t *tally) add(x uint32) {
 // returns the digits that lost candidates, or false on a contradiction.
 //
 // For each digit, h has bit 9b+3r+k when minirow (row r, box k) of band b
-// holds it and v has bit 9b+c when column c of band b does; the counts over
-// the digits are kept bit-sliced.
+// holds it and v has bit 9s+3b+c when column c of stack s does in band b:
+// the two have the same shape, a box's minirows or minicolumns are a 3-bit
+// group. The counts over the digits are kept bit-sliced.
 func (s *state) minilines() (changed uint32, ok bool) {
 	t := tab
 	h, v := &s.pat.h, &s.pat.v
@@ -307,13 +330,7 @@ func (s *state) minilines() (changed uint32, ok bool) {
 		x, y := h[d], v[d]
 		hn.add(x)
 		vn.add(y)
-		// Forced: alone in its row (group) or in its box (the same
-		// position in the band's other rows); for columns, alone in its
-		// stack within the band or in its column over the bands.
-		boxOthers := (x>>3)&(r0|r1) | (x<<6)&r2 | (x>>6)&r0 | (x<<3)&(r1|r2)
-		fx := x&^othersInGroup(x) | x&^boxOthers
-		colOthers := (y>>9 | y>>18 | y<<9 | y<<18) & bandAll
-		fy := y&^othersInGroup(y) | y&^colOthers
+		fx, fy := forced(x), forced(y)
 		hf[d], vf[d] = fx, fy
 		hfn.add(fx)
 		vfn.add(fy)
@@ -333,7 +350,9 @@ func (s *state) minilines() (changed uint32, ok bool) {
 		}
 		// A column forced in band b takes the stack's other columns of
 		// band b and the same column of the other bands.
+		vForce = transpose(vForce)
 		vAll := (vForce | vForce>>9 | vForce>>18) & 511
+		vOut = transpose(vOut)
 		for b := 0; b < 3; b++ {
 			fb := vForce >> (9 * b) & 511
 			cols := (fb|othersInGroup(fb))&^fb | vAll&^fb | vOut>>(9*b)&511
@@ -486,11 +505,13 @@ func (p *patterns) pick() (d, i int, v uint16, ok bool) {
 	t := tab
 	var tot [6]int
 	for e := 0; e < 9; e++ {
-		h, c := p.h[e], p.v[e]
-		for b := 0; b < 3; b++ {
-			tot[b] += int(t.nperm[h>>(9*b)&511])
-			tot[3+b] += int(t.nperm[stackPattern(c, b)])
-		}
+		h, v := p.h[e], p.v[e]
+		tot[0] += int(t.nperm[h&511])
+		tot[1] += int(t.nperm[h>>9&511])
+		tot[2] += int(t.nperm[h>>18&511])
+		tot[3] += int(t.nperm[v&511])
+		tot[4] += int(t.nperm[v>>9&511])
+		tot[5] += int(t.nperm[v>>18&511])
 	}
 	best, bestTot := -1, 1<<30
 	for j, n := range tot {
@@ -502,23 +523,17 @@ func (p *patterns) pick() (d, i int, v uint16, ok bool) {
 		return 0, 0, 0, false
 	}
 	bestN := 7
+	pat, sh := &p.h, 9*uint(best)
+	if best >= 3 {
+		pat, sh = &p.v, 9*uint(best-3)
+	}
 	for e := 0; e < 9; e++ {
-		x := uint16(p.h[e] >> (9 * best) & 511)
-		if best >= 3 {
-			x = stackPattern(p.v[e], best-3)
-		}
+		x := uint16(pat[e] >> sh & 511)
 		if n := int(t.nperm[x]); n >= 2 && n < bestN {
 			d, bestN, v = e, n, x
 		}
 	}
 	return d, best, v, true
-}
-
-// stackPattern returns a digit's 3x3 pattern in stack st (bit 3*band+column
-// within the stack) from its minicolumns c.
-func stackPattern(c uint32, st int) uint16 {
-	c >>= 3 * uint(st)
-	return uint16(c&7 | (c>>9&7)<<3 | (c>>18&7)<<6)
 }
 
 // place keeps only digit d in the cell bit of band b and returns the digits
