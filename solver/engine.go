@@ -121,9 +121,9 @@ func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 		n1 := a1 & t.bandKeep[x1&511]
 		x2 := uint(t.triad[a2&511]) | uint(t.triad[a2>>9&511])<<3 | uint(t.triad[a2>>18&511])<<6
 		n2 := a2 & t.bandKeep[x2&511]
-		if n0 == 0 || n1 == 0 || n2 == 0 {
-			return 0, false
-		}
+		// The minirows kept: the band closure's own output, read here so
+		// that x0-x2 need not live across the stack closure.
+		h := uint32(t.perm[x0&511]) | uint32(t.perm[x1&511])<<9 | uint32(t.perm[x2&511])<<18
 		c0 := (n0 | n0>>9 | n0>>18) & 511
 		c1 := (n1 | n1>>9 | n1>>18) & 511
 		c2 := (n2 | n2>>9 | n2>>18) & 511
@@ -132,6 +132,7 @@ func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 		v1 := c0>>3&7 | (c1>>3&7)<<3 | (c2>>3&7)<<6
 		v2 := c0>>6 | (c1>>6)<<3 | (c2>>6)<<6
 		p0, p1, p2 := t.perm[v0], t.perm[v1], t.perm[v2]
+		// A band left empty by its closure empties every stack pattern.
 		if p0 == 0 || p1 == 0 || p2 == 0 {
 			return 0, false
 		}
@@ -142,10 +143,10 @@ func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 		// Band closure is idempotent: only a change made by the stacks
 		// can give it more to do.
 		if a0 == n0 && a1 == n1 && a2 == n2 {
-			// The closed digit's minirows (the triads kept) and
-			// minicolumns, for minilines and pick.
-			s.pat.h[d] = uint32(t.perm[x0&511]) | uint32(t.perm[x1&511])<<9 | uint32(t.perm[x2&511])<<18
-			s.pat.v[d] = v0 | v1<<9 | v2<<18
+			// The closed digit's minirows and minicolumns (the stack
+			// closure kept every one), for minilines and pick.
+			s.pat.h[d] = h
+			s.pat.v[d] = uint32(p0) | uint32(p1)<<9 | uint32(p2)<<18
 			break
 		}
 	}
@@ -209,10 +210,9 @@ func (s *state) propagate(changed uint32) bool {
 			changed |= lost
 		}
 		// Naked singles, a band at a time.
-		for b := 0; b < 3; b++ {
+		for b := range s.cand {
 			var once, twice uint32
-			for d := 0; d < 9; d++ {
-				m := s.cand[b][d]
+			for _, m := range &s.cand[b] {
 				twice |= once & m
 				once |= m
 			}
@@ -224,13 +224,12 @@ func (s *state) propagate(changed uint32) bool {
 				continue
 			}
 			s.unsolved[b] &^= naked
-			for d := 0; d < 9; d++ {
-				n := s.cand[b][d] & naked
+			for d, a := range &s.cand[b] {
+				n := a & naked
 				if n == 0 {
 					continue
 				}
 				changed |= 1 << d
-				a := s.cand[b][d]
 				var cols uint32
 				for m := n; m != 0; m &= m - 1 {
 					pos := bits.TrailingZeros32(m)
