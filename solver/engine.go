@@ -145,8 +145,7 @@ func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 		if a0 == n0 && a1 == n1 && a2 == n2 {
 			// The closed digit's minirows and minicolumns (the stack
 			// closure kept every one), for minilines and pick.
-			s.pat.h[d] = h
-			s.pat.v[d] = uint32(p0) | uint32(p1)<<9 | uint32(p2)<<18
+			s.pat[d] = uint64(h) | (uint64(p0)|uint64(p1)<<9|uint64(p2)<<18)<<32
 			break
 		}
 	}
@@ -178,22 +177,21 @@ func (s *state) claim(d, b int, p uint32) (lost uint32) {
 	}
 	s.unsolved[b] &^= p
 	band := &s.cand[b]
-	for e, m := range band {
+	for e := 8; e >= 0; e-- {
+		m := band[e]
 		band[e] = m &^ p
-		lost |= (m&p + bandAll) >> 27 << e
+		lost = lost<<1 | (m&p+bandAll)>>27
 	}
 	band[d] |= p
 	return lost
 }
 
-// patterns are, for each digit, the minirows (bit 9*band+3*row+box) and
-// the minicolumns (bit 9*stack+3*band+column) that hold it: the 3x3
-// patterns of each band and of each stack. closeDigit writes them; at a
-// fixpoint of propagate every digit was closed after its last change, so
-// they describe the state.
-type patterns struct {
-	h, v [9]uint32
-}
+// patterns are, for each digit, the minirows (bit 9*band+3*row+box) and,
+// from bit 32, the minicolumns (bit 9*stack+3*band+column) that hold it:
+// the 3x3 patterns of each band and of each stack. closeDigit writes them;
+// at a fixpoint of propagate every digit was closed after its last change,
+// so they describe the state.
+type patterns [9]uint64
 
 // propagate runs closure on the changed digits (a 9-bit set) and naked
 // singles until nothing changes. It reports false on a contradiction.
@@ -262,27 +260,28 @@ func (s *state) propagate(changed uint32) bool {
 
 // Masks over 27 bits seen as nine 3-bit groups (g0: each group's first
 // bit) or as three 9-bit bands of three 3-bit rows (r0: each band's first
-// row).
+// row), in both 32-bit halves of a pattern word.
 const (
-	g0 = 0o111111111
-	g1 = g0 << 1
-	g2 = g0 << 2
-	r0 = 0o000000007 | 0o000007000<<0 | 0o007000000
-	r1 = r0 << 3
-	r2 = r0 << 6
+	halves = 1 | 1<<32
+	g0     = 0o111111111 * halves
+	g1     = g0 << 1
+	g2     = g0 << 2
+	r0     = (0o000000007 | 0o000007000 | 0o007000000) * halves
+	r1     = r0 << 3
+	r2     = r0 << 6
 )
 
 // othersInGroup returns, for each bit, whether another bit of its 3-bit
 // group is set.
-func othersInGroup(x uint32) uint32 {
+func othersInGroup(x uint64) uint64 {
 	return (x>>1)&(g0|g1) | (x<<2)&g2 | (x>>2)&g0 | (x<<1)&(g1|g2)
 }
 
-// forced returns, of a digit's minirows h (or minicolumns v), those it must
+// forced returns, of a digit's minirows and minicolumns, those it must
 // take: alone in their row (group) or in their box (the same position in
 // the band's other rows); for minicolumns, alone in their box or in their
 // column over the bands.
-func forced(x uint32) uint32 {
+func forced(x uint64) uint64 {
 	boxOthers := (x>>3)&(r0|r1) | (x<<6)&r2 | (x>>6)&r0 | (x<<3)&(r1|r2)
 	return x &^ (othersInGroup(x) & boxOthers)
 }
@@ -301,9 +300,9 @@ func transpose(x uint32) uint32 {
 
 // A tally counts, bit by bit, how many of the words added have the bit:
 // at least once, twice, three and four times.
-type tally struct{ ge1, ge2, ge3, ge4 uint32 }
+type tally struct{ ge1, ge2, ge3, ge4 uint64 }
 
-func (t *tally) add(x uint32) {
+func (t *tally) add(x uint64) {
 	t.ge4 |= t.ge3 & x
 	t.ge3 |= t.ge2 & x
 	t.ge2 |= t.ge1 & x
@@ -316,45 +315,40 @@ func (t *tally) add(x uint32) {
 // all three must, and when three digits must go there no other can. It
 // returns the digits that lost candidates, or false on a contradiction.
 //
-// For each digit, h has bit 9b+3r+k when minirow (row r, box k) of band b
-// holds it and v has bit 9s+3b+c when column c of stack s does in band b:
-// the two have the same shape, a box's minirows or minicolumns are a 3-bit
-// group. The counts over the digits are kept bit-sliced.
+// A digit's pattern word (see patterns) has bit 9b+3r+k when minirow (row
+// r, box k) of band b holds it and bit 32+9s+3b+c when column c of stack s
+// does in band b: the two halves have the same shape, a box's minirows or
+// minicolumns are a 3-bit group, so one pass of bit operations serves
+// both. The counts over the digits are kept bit-sliced.
 func (s *state) minilines() (changed uint32, ok bool) {
 	t := tab
-	h, v := &s.pat.h, &s.pat.v
-	var hf, vf [9]uint32
-	var hn, vn, hfn, vfn tally
-	for d := 0; d < 9; d++ {
-		x, y := h[d], v[d]
-		hn.add(x)
-		vn.add(y)
-		fx, fy := forced(x), forced(y)
-		hf[d], vf[d] = fx, fy
-		hfn.add(fx)
-		vfn.add(fy)
+	var f [9]uint64
+	var n, fn tally
+	for d, x := range &s.pat {
+		n.add(x)
+		f[d] = forced(x)
+		fn.add(f[d])
 	}
-	if hn.ge3 != bandAll || vn.ge3 != bandAll || hfn.ge4|vfn.ge4 != 0 {
+	if n.ge3 != bandAll*halves || fn.ge4 != 0 {
 		return 0, false
 	}
-	hOnly, hFull, vOnly, vFull := hn.ge3&^hn.ge4, hfn.ge3, vn.ge3&^vn.ge4, vfn.ge3
-	if hOnly|hFull|vOnly|vFull == 0 {
+	only, full := n.ge3&^n.ge4, fn.ge3
+	if only|full == 0 {
 		return 0, true
 	}
-	for d := 0; d < 9; d++ {
-		hForce, hOut := h[d]&hOnly&^hf[d], h[d]&hFull&^hf[d]
-		vForce, vOut := v[d]&vOnly&^vf[d], v[d]&vFull&^vf[d]
-		if hForce|hOut|vForce|vOut == 0 {
+	for d, x := range &s.pat {
+		force, out := x&only&^f[d], x&full&^f[d]
+		if force|out == 0 {
 			continue
 		}
+		hForce, hOut := uint32(force), uint32(out)
 		// A column forced in band b takes the stack's other columns of
 		// band b and the same column of the other bands.
-		vForce = transpose(vForce)
+		vForce, vOut := transpose(uint32(force>>32)), transpose(uint32(out>>32))
 		vAll := (vForce | vForce>>9 | vForce>>18) & 511
-		vOut = transpose(vOut)
 		for b := 0; b < 3; b++ {
 			fb := vForce >> (9 * b) & 511
-			cols := (fb|othersInGroup(fb))&^fb | vAll&^fb | vOut>>(9*b)&511
+			cols := (fb|uint32(othersInGroup(uint64(fb))))&^fb | vAll&^fb | vOut>>(9*b)&511
 			clear := t.forceClear[hForce>>(9*b)&511] | t.miniCells[hOut>>(9*b)&511] | t.colExpand[cols]
 			if s.cand[b][d]&clear != 0 {
 				s.cand[b][d] &^= clear
@@ -504,7 +498,7 @@ func (p *patterns) pick() (d, i int, v uint16, ok bool) {
 	t := tab
 	var tot [6]int
 	for e := 0; e < 9; e++ {
-		h, v := p.h[e], p.v[e]
+		h, v := p[e], p[e]>>32
 		tot[0] += int(t.nperm[h&511])
 		tot[1] += int(t.nperm[h>>9&511])
 		tot[2] += int(t.nperm[h>>18&511])
@@ -522,12 +516,9 @@ func (p *patterns) pick() (d, i int, v uint16, ok bool) {
 		return 0, 0, 0, false
 	}
 	bestN := 7
-	pat, sh := &p.h, 9*uint(best)
-	if best >= 3 {
-		pat, sh = &p.v, 9*uint(best-3)
-	}
+	sh := 9*uint(best) + 5*uint(best/3) // bands from bit 0, stacks from 32
 	for e := 0; e < 9; e++ {
-		x := uint16(pat[e] >> sh & 511)
+		x := uint16(p[e] >> sh & 511)
 		if n := int(t.nperm[x]); n >= 2 && n < bestN {
 			d, bestN, v = e, n, x
 		}
