@@ -199,13 +199,17 @@ func (s *state) propagate(changed uint32) bool {
 	t := tab
 	for {
 		for changed != 0 {
-			d := bits.TrailingZeros32(changed)
-			changed &= changed - 1
-			lost, ok := s.closeDigit(d)
-			if !ok {
-				return false
+			cur := changed
+			changed = 0
+			for cur != 0 {
+				d := bits.TrailingZeros32(cur)
+				cur &= cur - 1
+				lost, ok := s.closeDigit(d)
+				if !ok {
+					return false
+				}
+				changed |= lost &^ cur
 			}
-			changed |= lost
 		}
 		// Naked singles, a band at a time.
 		for b := range s.cand {
