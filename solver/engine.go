@@ -198,6 +198,9 @@ type patterns [9]uint64
 func (s *state) propagate(changed uint32) bool {
 	t := tab
 	for {
+		// Close the changed digits in waves: a digit that loses
+		// candidates while it waits in the current wave is closed once,
+		// after the losses.
 		for changed != 0 {
 			cur := changed
 			changed = 0
