@@ -33,9 +33,9 @@ const (
 
 // state is the whole search state: 192 bytes, copied on a guess.
 type state struct {
-	cand     [27]uint32 // index 3*digit + band
-	unsolved [3]uint32  // cells of each band without a placed digit
-	pat      patterns   // each digit's patterns as its last closure left them
+	cand     [3][9]uint32 // by band, then digit
+	unsolved [3]uint32    // cells of each band without a placed digit
+	pat      patterns     // each digit's patterns as its last closure left them
 }
 
 // Tables built once at start-up and never written after.
@@ -113,8 +113,7 @@ func buildTables() *tables {
 // returns the other digits that lost candidates.
 func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 	t := tab
-	c := (*[3]uint32)(s.cand[3*d:])
-	a0, a1, a2 := c[0], c[1], c[2]
+	a0, a1, a2 := s.cand[0][d], s.cand[1][d], s.cand[2][d]
 	for {
 		x0 := uint(t.triad[a0&511]) | uint(t.triad[a0>>9&511])<<3 | uint(t.triad[a0>>18&511])<<6
 		n0 := a0 & t.bandKeep[x0&511]
@@ -122,16 +121,18 @@ func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 		n1 := a1 & t.bandKeep[x1&511]
 		x2 := uint(t.triad[a2&511]) | uint(t.triad[a2>>9&511])<<3 | uint(t.triad[a2>>18&511])<<6
 		n2 := a2 & t.bandKeep[x2&511]
-		if n0 == 0 || n1 == 0 || n2 == 0 {
-			return 0, false
-		}
+		// The minirows kept: the band closure's own output, read here so
+		// that x0-x2 need not live across the stack closure.
+		h := uint32(t.perm[x0&511]) | uint32(t.perm[x1&511])<<9 | uint32(t.perm[x2&511])<<18
 		c0 := (n0 | n0>>9 | n0>>18) & 511
 		c1 := (n1 | n1>>9 | n1>>18) & 511
 		c2 := (n2 | n2>>9 | n2>>18) & 511
 		// Stacks: rows of the pattern are bands, columns are the stack's columns.
-		p0 := t.perm[c0&7|(c1&7)<<3|(c2&7)<<6]
-		p1 := t.perm[c0>>3&7|(c1>>3&7)<<3|(c2>>3&7)<<6]
-		p2 := t.perm[c0>>6|(c1>>6)<<3|(c2>>6)<<6]
+		v0 := c0&7 | (c1&7)<<3 | (c2&7)<<6
+		v1 := c0>>3&7 | (c1>>3&7)<<3 | (c2>>3&7)<<6
+		v2 := c0>>6 | (c1>>6)<<3 | (c2>>6)<<6
+		p0, p1, p2 := t.perm[v0], t.perm[v1], t.perm[v2]
+		// A band left empty by its closure empties every stack pattern.
 		if p0 == 0 || p1 == 0 || p2 == 0 {
 			return 0, false
 		}
@@ -142,63 +143,81 @@ func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 		// Band closure is idempotent: only a change made by the stacks
 		// can give it more to do.
 		if a0 == n0 && a1 == n1 && a2 == n2 {
-			// The closed digit's minirows (the triads kept) and
-			// minicolumns, for minilines and pick.
-			s.pat.h[d] = uint32(t.perm[x0&511]) | uint32(t.perm[x1&511])<<9 | uint32(t.perm[x2&511])<<18
-			s.pat.v[d] = c0 | c1<<9 | c2<<18
+			// The closed digit's minirows and minicolumns (the stack
+			// closure kept every one), for minilines and pick.
+			s.pat[d] = uint64(h) | (uint64(p0)|uint64(p1)<<9|uint64(p2)<<18)<<32
 			break
 		}
 	}
-	c[0], c[1], c[2] = a0, a1, a2
+	s.cand[0][d], s.cand[1][d], s.cand[2][d] = a0, a1, a2
 	// Hidden singles: a row of a band where the digit has one cell left.
-	for b, a := range [3]uint32{a0, a1, a2} {
-		p := (uint32(t.single[a&511]) | uint32(t.single[a>>9&511])<<9 | uint32(t.single[a>>18])<<18) & s.unsolved[b]
-		if p == 0 {
-			continue
-		}
-		s.unsolved[b] &^= p
-		// Take p from every digit without a branch per digit, then give it
-		// back to d; a digit lost something when m&p != 0, that is when
-		// m&p + 2^27-1 carries into bit 27.
-		var l uint32
-		for e := 0; e < 9; e++ {
-			m := s.cand[3*e+b]
-			s.cand[3*e+b] = m &^ p
-			l |= (m&p + bandAll) >> 27 << e
-		}
-		s.cand[3*d+b] |= p
-		lost |= l
+	p0 := rowSingles(a0) & s.unsolved[0]
+	p1 := rowSingles(a1) & s.unsolved[1]
+	p2 := rowSingles(a2) & s.unsolved[2]
+	if p0|p1|p2 == 0 {
+		return 0, true
 	}
+	lost = s.claim(d, 0, p0) | s.claim(d, 1, p1) | s.claim(d, 2, p2)
 	return lost &^ (1 << d), true
 }
 
-// patterns are, for each digit, the minirows (bit 9*band+3*row+box) and
-// the minicolumns (bit 9*band+column) that hold it. closeDigit writes them;
+// rowSingles returns the cells of a band mask that are alone in their row.
+func rowSingles(a uint32) uint32 {
+	t := tab
+	return uint32(t.single[a&511]) | uint32(t.single[a>>9&511])<<9 | uint32(t.single[a>>18&511])<<18
+}
+
+// claim gives the cells p of band b to digit d: they leave s.unsolved and
+// every other digit, without a branch per digit. It returns the digits that
+// lost something: those with m&p != 0, that is where m&p + 2^27-1 carries
+// into bit 27.
+func (s *state) claim(d, b int, p uint32) (lost uint32) {
+	if p == 0 {
+		return 0
+	}
+	s.unsolved[b] &^= p
+	band := &s.cand[b]
+	for e := 8; e >= 0; e-- {
+		m := band[e]
+		band[e] = m &^ p
+		lost = lost<<1 | (m&p+bandAll)>>27
+	}
+	band[d] |= p
+	return lost
+}
+
+// patterns are, for each digit, the minirows (bit 9*band+3*row+box) and,
+// from bit 32, the minicolumns (bit 9*stack+3*band+column) that hold it:
+// the 3x3 patterns of each band and of each stack. closeDigit writes them;
 // at a fixpoint of propagate every digit was closed after its last change,
 // so they describe the state.
-type patterns struct {
-	h, v [9]uint32
-}
+type patterns [9]uint64
 
 // propagate runs closure on the changed digits (a 9-bit set) and naked
 // singles until nothing changes. It reports false on a contradiction.
 func (s *state) propagate(changed uint32) bool {
 	t := tab
 	for {
+		// Close the changed digits in waves: a digit that loses
+		// candidates while it waits in the current wave is closed once,
+		// after the losses.
 		for changed != 0 {
-			d := bits.TrailingZeros32(changed)
-			changed &= changed - 1
-			lost, ok := s.closeDigit(d)
-			if !ok {
-				return false
+			cur := changed
+			changed = 0
+			for cur != 0 {
+				d := bits.TrailingZeros32(cur)
+				cur &= cur - 1
+				lost, ok := s.closeDigit(d)
+				if !ok {
+					return false
+				}
+				changed |= lost &^ cur
 			}
-			changed |= lost
 		}
 		// Naked singles, a band at a time.
-		for b := 0; b < 3; b++ {
+		for b := range s.cand {
 			var once, twice uint32
-			for d := 0; d < 9; d++ {
-				m := s.cand[3*d+b]
+			for _, m := range &s.cand[b] {
 				twice |= once & m
 				once |= m
 			}
@@ -210,24 +229,23 @@ func (s *state) propagate(changed uint32) bool {
 				continue
 			}
 			s.unsolved[b] &^= naked
-			for d := 0; d < 9; d++ {
-				n := s.cand[3*d+b] & naked
+			for d, a := range &s.cand[b] {
+				n := a & naked
 				if n == 0 {
 					continue
 				}
 				changed |= 1 << d
-				a := s.cand[3*d+b]
 				var cols uint32
 				for m := n; m != 0; m &= m - 1 {
 					pos := bits.TrailingZeros32(m)
 					a &^= t.peers[pos]
 					cols |= 1 << (pos % 9)
 				}
-				s.cand[3*d+b] = a
+				s.cand[b][d] = a
 				clear := t.colExpand[cols]
 				for o := 0; o < 3; o++ {
 					if o != b {
-						s.cand[3*d+o] &^= clear
+						s.cand[o][d] &^= clear
 					}
 				}
 			}
@@ -249,27 +267,49 @@ func (s *state) propagate(changed uint32) bool {
 
 // Masks over 27 bits seen as nine 3-bit groups (g0: each group's first
 // bit) or as three 9-bit bands of three 3-bit rows (r0: each band's first
-// row).
+// row), in both 32-bit halves of a pattern word.
 const (
-	g0 = 0o111111111
-	g1 = g0 << 1
-	g2 = g0 << 2
-	r0 = 0o000000007 | 0o000007000<<0 | 0o007000000
-	r1 = r0 << 3
-	r2 = r0 << 6
+	halves = 1 | 1<<32
+	g0     = 0o111111111 * halves
+	g1     = g0 << 1
+	g2     = g0 << 2
+	r0     = (0o000000007 | 0o000007000 | 0o007000000) * halves
+	r1     = r0 << 3
+	r2     = r0 << 6
 )
 
 // othersInGroup returns, for each bit, whether another bit of its 3-bit
 // group is set.
-func othersInGroup(x uint32) uint32 {
+func othersInGroup(x uint64) uint64 {
 	return (x>>1)&(g0|g1) | (x<<2)&g2 | (x>>2)&g0 | (x<<1)&(g1|g2)
+}
+
+// forced returns, of a digit's minirows and minicolumns, those it must
+// take: alone in their row (group) or in their box (the same position in
+// the band's other rows); for minicolumns, alone in their box or in their
+// column over the bands.
+func forced(x uint64) uint64 {
+	boxOthers := (x>>3)&(r0|r1) | (x<<6)&r2 | (x>>6)&r0 | (x<<3)&(r1|r2)
+	return x &^ (othersInGroup(x) & boxOthers)
+}
+
+// transpose swaps, in a 27-bit word of nine 3-bit groups, group 3i+j with
+// group 3j+i: it turns minicolumns by stack and band into minicolumns by
+// band and stack (bit 9b+c, as a band's column c), and back.
+func transpose(x uint32) uint32 {
+	const (
+		diag = 7 | 7<<12 | 7<<24
+		by6  = 7<<3 | 7<<15
+		by12 = 7 << 6
+	)
+	return x&diag | (x&by6)<<6 | (x>>6)&by6 | (x&by12)<<12 | (x>>12)&by12
 }
 
 // A tally counts, bit by bit, how many of the words added have the bit:
 // at least once, twice, three and four times.
-type tally struct{ ge1, ge2, ge3, ge4 uint32 }
+type tally struct{ ge1, ge2, ge3, ge4 uint64 }
 
-func (t *tally) add(x uint32) {
+func (t *tally) add(x uint64) {
 	t.ge4 |= t.ge3 & x
 	t.ge3 |= t.ge2 & x
 	t.ge2 |= t.ge1 & x
@@ -282,52 +322,43 @@ func (t *tally) add(x uint32) {
 // all three must, and when three digits must go there no other can. It
 // returns the digits that lost candidates, or false on a contradiction.
 //
-// For each digit, h has bit 9b+3r+k when minirow (row r, box k) of band b
-// holds it and v has bit 9b+c when column c of band b does; the counts over
-// the digits are kept bit-sliced.
+// A digit's pattern word (see patterns) has bit 9b+3r+k when minirow (row
+// r, box k) of band b holds it and bit 32+9s+3b+c when column c of stack s
+// does in band b: the two halves have the same shape, a box's minirows or
+// minicolumns are a 3-bit group, so one pass of bit operations serves
+// both. The counts over the digits are kept bit-sliced.
 func (s *state) minilines() (changed uint32, ok bool) {
 	t := tab
-	h, v := &s.pat.h, &s.pat.v
-	var hf, vf [9]uint32
-	var hn, vn, hfn, vfn tally
-	for d := 0; d < 9; d++ {
-		x, y := h[d], v[d]
-		hn.add(x)
-		vn.add(y)
-		// Forced: alone in its row (group) or in its box (the same
-		// position in the band's other rows); for columns, alone in its
-		// stack within the band or in its column over the bands.
-		boxOthers := (x>>3)&(r0|r1) | (x<<6)&r2 | (x>>6)&r0 | (x<<3)&(r1|r2)
-		fx := x&^othersInGroup(x) | x&^boxOthers
-		colOthers := (y>>9 | y>>18 | y<<9 | y<<18) & bandAll
-		fy := y&^othersInGroup(y) | y&^colOthers
-		hf[d], vf[d] = fx, fy
-		hfn.add(fx)
-		vfn.add(fy)
+	var f [9]uint64
+	var n, fn tally
+	for d, x := range &s.pat {
+		n.add(x)
+		f[d] = forced(x)
+		fn.add(f[d])
 	}
-	if hn.ge3 != bandAll || vn.ge3 != bandAll || hfn.ge4|vfn.ge4 != 0 {
+	if n.ge3 != bandAll*halves || fn.ge4 != 0 {
 		return 0, false
 	}
-	hOnly, hFull, vOnly, vFull := hn.ge3&^hn.ge4, hfn.ge3, vn.ge3&^vn.ge4, vfn.ge3
-	if hOnly|hFull|vOnly|vFull == 0 {
+	only, full := n.ge3&^n.ge4, fn.ge3
+	if only|full == 0 {
 		return 0, true
 	}
-	for d := 0; d < 9; d++ {
-		hForce, hOut := h[d]&hOnly&^hf[d], h[d]&hFull&^hf[d]
-		vForce, vOut := v[d]&vOnly&^vf[d], v[d]&vFull&^vf[d]
-		if hForce|hOut|vForce|vOut == 0 {
+	for d, x := range &s.pat {
+		force, out := x&only&^f[d], x&full&^f[d]
+		if force|out == 0 {
 			continue
 		}
+		hForce, hOut := uint32(force), uint32(out)
 		// A column forced in band b takes the stack's other columns of
 		// band b and the same column of the other bands.
+		vForce, vOut := transpose(uint32(force>>32)), transpose(uint32(out>>32))
 		vAll := (vForce | vForce>>9 | vForce>>18) & 511
-		c := (*[3]uint32)(s.cand[3*d:])
 		for b := 0; b < 3; b++ {
 			fb := vForce >> (9 * b) & 511
-			cols := (fb|othersInGroup(fb))&^fb | vAll&^fb | vOut>>(9*b)&511
+			cols := (fb|uint32(othersInGroup(uint64(fb))))&^fb | vAll&^fb | vOut>>(9*b)&511
 			clear := t.forceClear[hForce>>(9*b)&511] | t.miniCells[hOut>>(9*b)&511] | t.colExpand[cols]
-			if c[b]&clear != 0 {
-				c[b] &^= clear
+			if s.cand[b][d]&clear != 0 {
+				s.cand[b][d] &^= clear
 				changed |= 1 << d
 			}
 		}
@@ -389,10 +420,7 @@ func (sr *search) run(s *state, changed uint32) {
 				last = m
 			}
 			x := patternMask(i, last)
-			c := (*[3]uint32)(s.cand[3*d:])
-			c[0] &= x[0]
-			c[1] &= x[1]
-			c[2] &= x[2]
+			s.restrict(d, &x)
 			changed = 1 << d
 			continue
 		}
@@ -400,7 +428,7 @@ func (sr *search) run(s *state, changed uint32) {
 		bit := uint32(1) << pos
 		var digits uint32
 		for d := 0; d < 9; d++ {
-			if s.cand[3*d+b]&bit != 0 {
+			if s.cand[b][d]&bit != 0 {
 				digits |= 1 << d
 			}
 		}
@@ -414,7 +442,7 @@ func (sr *search) run(s *state, changed uint32) {
 			if sr.finished() {
 				return
 			}
-			s.cand[3*d+b] &^= bit
+			s.cand[b][d] &^= bit
 			changed |= 1 << d
 		}
 		// One digit left: the naked single step places it.
@@ -432,11 +460,15 @@ func (sr *search) guess(s *state, d, b int, bit uint32) {
 // guessMask searches a copy of s with digit d's candidates cut to m.
 func (sr *search) guessMask(s *state, d int, m *[3]uint32) {
 	child := *s
-	c := (*[3]uint32)(child.cand[3*d:])
-	c[0] &= m[0]
-	c[1] &= m[1]
-	c[2] &= m[2]
+	child.restrict(d, m)
 	sr.run(&child, 1<<d)
+}
+
+// restrict keeps only the candidates of digit d in m.
+func (s *state) restrict(d int, m *[3]uint32) {
+	s.cand[0][d] &= m[0]
+	s.cand[1][d] &= m[1]
+	s.cand[2][d] &= m[2]
 }
 
 // permMasks are the six permutations of three rows onto three boxes as
@@ -473,11 +505,13 @@ func (p *patterns) pick() (d, i int, v uint16, ok bool) {
 	t := tab
 	var tot [6]int
 	for e := 0; e < 9; e++ {
-		h, c := p.h[e], p.v[e]
-		for b := 0; b < 3; b++ {
-			tot[b] += int(t.nperm[h>>(9*b)&511])
-			tot[3+b] += int(t.nperm[stackPattern(c, b)])
-		}
+		h, v := p[e], p[e]>>32
+		tot[0] += int(t.nperm[h&511])
+		tot[1] += int(t.nperm[h>>9&511])
+		tot[2] += int(t.nperm[h>>18&511])
+		tot[3] += int(t.nperm[v&511])
+		tot[4] += int(t.nperm[v>>9&511])
+		tot[5] += int(t.nperm[v>>18&511])
 	}
 	best, bestTot := -1, 1<<30
 	for j, n := range tot {
@@ -489,11 +523,9 @@ func (p *patterns) pick() (d, i int, v uint16, ok bool) {
 		return 0, 0, 0, false
 	}
 	bestN := 7
+	sh := 9*uint(best) + 5*uint(best/3) // bands from bit 0, stacks from 32
 	for e := 0; e < 9; e++ {
-		x := uint16(p.h[e] >> (9 * best) & 511)
-		if best >= 3 {
-			x = stackPattern(p.v[e], best-3)
-		}
+		x := uint16(p[e] >> sh & 511)
 		if n := int(t.nperm[x]); n >= 2 && n < bestN {
 			d, bestN, v = e, n, x
 		}
@@ -501,19 +533,12 @@ func (p *patterns) pick() (d, i int, v uint16, ok bool) {
 	return d, best, v, true
 }
 
-// stackPattern returns a digit's 3x3 pattern in stack st (bit 3*band+column
-// within the stack) from its minicolumns c.
-func stackPattern(c uint32, st int) uint16 {
-	c >>= 3 * uint(st)
-	return uint16(c&7 | (c>>9&7)<<3 | (c>>18&7)<<6)
-}
-
 // place keeps only digit d in the cell bit of band b and returns the digits
 // that lost it; the naked single step does the rest.
 func (s *state) place(d, b int, bit uint32) (changed uint32) {
 	for e := 0; e < 9; e++ {
-		if e != d && s.cand[3*e+b]&bit != 0 {
-			s.cand[3*e+b] &^= bit
+		if e != d && s.cand[b][e]&bit != 0 {
+			s.cand[b][e] &^= bit
 			changed |= 1 << e
 		}
 	}
@@ -532,7 +557,7 @@ func (s *state) pickFewest() (b, pos int) {
 		}
 		n := 0
 		for d := 0; d < 9; d++ {
-			n += int(s.cand[3*d+b] >> pos & 1)
+			n += int(s.cand[b][d] >> pos & 1)
 		}
 		if n < bestN {
 			best, bestN = i, n
@@ -548,7 +573,7 @@ func (sr *search) record(s *state) {
 	}
 	for d := 0; d < 9; d++ {
 		for b := 0; b < 3; b++ {
-			for m := s.cand[3*d+b]; m != 0; m &= m - 1 {
+			for m := s.cand[b][d]; m != 0; m &= m - 1 {
 				sr.sol[27*b+bits.TrailingZeros32(m)] = uint8(d + 1)
 			}
 		}
@@ -574,8 +599,10 @@ func solve(ctx context.Context, g Grid, limit int) (Result, error) {
 func (sr *search) start(g Grid) {
 	t := tab
 	var s state
-	for i := range s.cand {
-		s.cand[i] = bandAll
+	for b := range s.cand {
+		for d := range s.cand[b] {
+			s.cand[b][d] = bandAll
+		}
 	}
 	s.unsolved = [3]uint32{bandAll, bandAll, bandAll}
 	for i, v := range g {
@@ -587,7 +614,7 @@ func (sr *search) start(g Grid) {
 		}
 		d, b, pos := int(v-1), i/27, i%27
 		bit := uint32(1) << pos
-		if s.cand[3*d+b]&bit == 0 {
+		if s.cand[b][d]&bit == 0 {
 			return // an earlier given took this digit from the cell
 		}
 		s.place(d, b, bit)
@@ -595,9 +622,9 @@ func (sr *search) start(g Grid) {
 		col := t.colExpand[1<<(pos%9)]
 		for o := 0; o < 3; o++ {
 			if o == b {
-				s.cand[3*d+o] &^= t.peers[pos]
+				s.cand[o][d] &^= t.peers[pos]
 			} else {
-				s.cand[3*d+o] &^= col
+				s.cand[o][d] &^= col
 			}
 		}
 	}
