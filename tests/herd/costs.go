@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"sudoku-fcgi/cmd/sudoku-load/load"
 	"sudoku-fcgi/solver"
 )
 
@@ -57,41 +58,31 @@ func measure(w io.Writer, files []string) error {
 	fmt.Fprintf(w, "# per-puzzle solve time (ns), solver.Solve(g, 1), median of 5; go run ./tests/herd -measure %s\n",
 		strings.Join(files, " "))
 	for _, name := range files {
-		grids, err := readPuzzles(name)
+		ps, err := readPuzzles(name)
 		if err != nil {
 			return err
 		}
 		set := filepath.Base(name)
-		for _, g := range grids {
-			fmt.Fprintf(w, "%s %d\n", set, solveTime(g).Nanoseconds())
+		for _, p := range ps {
+			fmt.Fprintf(w, "%s %d\n", set, solveTime(p.Grid).Nanoseconds())
 		}
 	}
 	return nil
 }
 
-func readPuzzles(name string) ([]solver.Grid, error) {
+// readPuzzles reads a puzzle file with the load engine's reader, the one
+// every tool of the project uses.
+func readPuzzles(name string) ([]load.Puzzle, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("opening puzzles: %w", err)
 	}
 	defer f.Close()
-	var out []solver.Grid
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		g, err := solver.Parse(line)
-		if err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", name, n, err)
-		}
-		out = append(out, g)
-	}
-	if err := sc.Err(); err != nil {
+	ps, err := load.ReadPuzzles(f)
+	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
-	return out, nil
+	return ps, nil
 }
 
 func solveTime(g solver.Grid) time.Duration {
