@@ -172,7 +172,7 @@ sh: ## a shell in a service's container (make sh S=nginx)
 
 # ---- benchmarks (figures: tests/bench/RESULTS.md) ----
 COUNT ?= 6
-.PHONY: bench bench-accept bench-host capacity-plan bench-host-compose bench-worker bench-worker-nginx solver-bench bench-solver load-smoke
+.PHONY: bench bench-accept bench-host capacity-plan bench-host-compose bench-path bench-path-compose bench-worker bench-worker-nginx solver-bench bench-solver load-smoke
 bench: solver-bench bench-worker ## the Go benchmarks (no external tools)
 bench-accept: ## accept_mutex on/off/reuseport on host nginx with wrk (tests/bench/accept-mutex.sh)
 	tests/bench/accept-mutex.sh
@@ -185,6 +185,12 @@ capacity-plan: ## capacity at p99 <= 5 ms on easy and hard puzzles on host nginx
 
 bench-host-compose: ## the same runs against a compose stack (project load-bench, port 30180)
 	HOST=0 COMPOSE=1 tests/bench/hoststack.sh
+
+bench-path: ## the request path at 32 and 480 in flight on host nginx + 2 workers, unix sockets and TCP: req/s, p99, CPU per answer, connection churn (tests/bench/path.sh)
+	tests/bench/path.sh
+
+bench-path-compose: ## the same table for the compose stack, through its published port and straight to nginx (project sudoku-path, port 31780)
+	COMPOSE=1 tests/bench/path.sh
 
 bench-worker: ## handler and FastCGI round-trip benchmarks, -benchmem (COUNT)
 	$(GO) test ./fcgi -run '^$$' -bench . -benchmem -count $(COUNT)

@@ -13,7 +13,7 @@ import (
 
 // nginxConf holds the nginx settings some criteria are stated in.
 type nginxConf struct {
-	readTimeout    time.Duration // fastcgi_read_timeout (nginx default 60s)
+	readTimeout    time.Duration // the shortest fastcgi_read_timeout (nginx default 60s)
 	connectTimeout time.Duration // fastcgi_connect_timeout (default 60s)
 	failTimeout    time.Duration // server fail_timeout (default 10s)
 	maxFails       int           // server max_fails (default 1)
@@ -79,13 +79,19 @@ func parseNginxConf(text string) nginxConf {
 		lines = append(lines, l)
 	}
 	text = strings.Join(lines, "\n")
+	// The GET location has the shortest read timeout (the batch location
+	// waits longer); that is the one the scenarios' GETs meet.
+	readSeen := false
 	for _, m := range reDirective.FindAllStringSubmatch(text, -1) {
 		d, ok := nginxDuration(m[2])
 		if !ok {
 			continue
 		}
 		if m[1] == "fastcgi_read_timeout" {
-			c.readTimeout = d
+			if !readSeen || d < c.readTimeout {
+				c.readTimeout = d
+			}
+			readSeen = true
 		} else {
 			c.connectTimeout = d
 		}

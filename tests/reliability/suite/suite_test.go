@@ -12,15 +12,16 @@ import (
 
 func TestParseNginxConf(t *testing.T) {
 	conf := `
+    fastcgi_read_timeout 35s;
     fastcgi_read_timeout 5s;   # comment
-    # fastcgi_read_timeout 99s;
+    # fastcgi_read_timeout 1s;
     fastcgi_connect_timeout 500ms;
     upstream u {
         server 172.18.0.3:9000 max_fails=0 fail_timeout=3s;
     }`
 	c := parseNginxConf(conf)
 	if c.readTimeout != 5*time.Second || c.connectTimeout != 500*time.Millisecond || c.failTimeout != 3*time.Second || c.maxFails != 0 {
-		t.Errorf("parseNginxConf = %+v, want read 5s, connect 500ms, fail_timeout 3s, max_fails 0", c)
+		t.Errorf("parseNginxConf = %+v, want read 5s (the shortest), connect 500ms, fail_timeout 3s, max_fails 0", c)
 	}
 	d := parseNginxConf("")
 	if d.readTimeout != 60*time.Second || d.failTimeout != 10*time.Second || d.maxFails != 1 {

@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# path.sh (make bench-path) measures the request path at two depths on host
+# processes: Debian's nginx with the project's config (nginx/render-host.sh,
+# 2 worker processes) in front of 2 sudoku-fcgi workers, and `sudoku-load
+# batch` GETs rotating the puzzle file, with 32 and then 480 requests in
+# flight. For each run it prints verified answers/s, p99, the CPU that nginx
+# (master and workers) and the sudoku-fcgi processes spent per answer (from
+# /proc/<pid>/schedstat, nanoseconds on CPU) and the FastCGI connections the
+# workers accepted per 10,000 answers. Runs alternate between the transports
+# in TRANSPORTS (tcp: 127.0.0.1 ports; unix: socket files), ROUNDS times.
+# Each depth is warmed up first (a short batch at that depth), so the
+# figures are of the steady state, not of the connections opened at the
+# start. A last run per stack is the rejection: nginx's admission limit set
+# to 1, 32 in flight, so nearly every request is turned away with 503; its
+# nginx CPU per request against the answer's says what a rejection costs.
+# The last line is the summary of the best c32 run of the first transport:
+#   path: c32 N req/s p99 X ms, c480 M req/s, nginx A us, workers B us per answer
+#
+# COMPOSE=1 measures the compose stack instead (project sudoku-path, built
+# from this checkout), once through its published port (127.0.0.1:31780,
+# Docker's port proxy) and once straight to nginx's address on the compose
+# network; CPU from each container's cgroup (cpuacct), the client trusted
+# (SUDOKU_TRUSTED_CLIENTS) so the per-client limits do not apply.
+#
+# Env: PUZZLES (tests/reliability/testdata/test1000), N (60000 GETs per run),
+# TRANSPORTS ("unix tcp"), ROUNDS (3), DEPTHS ("32 480"), OUT (a temp dir;
+# raw JSON per run), COMPOSE (0). Ports 31600-31799 on 127.0.0.1.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+puzzles=${PUZZLES:-$root/tests/reliability/testdata/test1000}
+n=${N:-60000} rounds=${ROUNDS:-3}
+read -r -a transports <<<"${TRANSPORTS:-unix tcp}"
+read -r -a depths <<<"${DEPTHS:-32 480}"
+work=$(mktemp -d)
+chmod 755 "$work" # nginx's worker processes (another user when run as root) reach the sockets
+out=${OUT:-$work/out}
+mkdir -p "$out"
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+say() { echo "== $(date -u +%T) $*" >&2; }
+
+say "building into $work/bin"
+go build -trimpath -o "$work/bin/" ./cmd/sudoku-fcgi ./cmd/sudoku-load
+load=$work/bin/sudoku-load
+big=$work/puzzles.txt
+grep -E '^[0-9.]{81}$' "$puzzles" | awk -v n="$n" '{p[c++] = $0} END {for (i = 0; i < n; i++) print p[i % c]}' >"$big"
+
+wait_for() { # url
+	local i
+	for i in $(seq 100); do
+		curl -fs -o /dev/null "$1" && return 0
+		sleep 0.1
+	done
+	echo "not answering: $1" >&2
+	return 1
+}
+
+oncpu() { # pids...: nanoseconds on CPU, summed over their threads
+	local p t sum=0 ns
+	for p in "$@"; do
+		for t in /proc/"$p"/task/*/schedstat; do
+			read -r ns _ <"$t" 2>/dev/null || continue
+			sum=$((sum + ns))
+		done
+	done
+	echo "$sum"
+}
+
+start_stack() { # transport: 2 workers and nginx; sets nginx_pids, worker_pids, internal, nginx_master
+	local tr=$1 i addr servers="" port
+	worker_pids=() internal=()
+	for i in 1 2; do
+		port=$((31600 + 10 * i))
+		if [[ $tr == unix ]]; then addr=$work/w$i.sock; servers+="unix:$addr "; else addr=127.0.0.1:$port; servers+="$addr "; fi
+		rm -f "$work/w$i.sock"
+		SUDOKU_FCGI_LISTEN=$addr SUDOKU_FCGI_INTERNAL_LISTEN=127.0.0.1:$((port + 1)) SUDOKU_FCGI_ID=w$i \
+			"$work/bin/sudoku-fcgi" 2>"$out/worker$i-$tr.log" &
+		worker_pids+=($!)
+		pids+=($!)
+		internal+=($((port + 1)))
+		wait_for "http://127.0.0.1:$((port + 1))/readyz"
+	done
+	rm -rf "$work/nginx"
+	SUDOKU_WORKERS=$servers nginx/render-host.sh "$work/nginx" 31680 31682 31681 >/dev/null
+	sed -i 's/^worker_processes auto;/worker_processes 2;/' "$work/nginx/nginx.conf"
+	# The project's upstream parameters (docker-compose.yml) on every server line.
+	params=$(sed -n 's/^ *SUDOKU_EDGE_UPSTREAM_PARAMS: "\(.*\)"/\1/p' docker-compose.yml)
+	sed -i "s/ max_fails=0;/ $params;/" "$work/nginx/run/servers.conf"
+	maxconns=$(sed -n 's/.*max_conns=\([0-9]*\).*/\1/p' <<<"$params")
+	[[ -z $maxconns ]] || echo "limit_conn sudoku_admission $((2 * maxconns));" >"$work/nginx/run/admission.conf"
+	# Access log to a file on the host run, as /dev/stdout would be a terminal or a pipe here.
+	sed -i "s#access_log /dev/stdout#access_log $work/nginx/logs/access.log#" "$work/nginx/nginx.conf"
+	nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' >/dev/null 2>"$out/nginx-$tr.err" &
+	nginx_master=$!
+	pids+=($!)
+	wait_for "http://127.0.0.1:31680/sudoku/stats"
+	mapfile -t nginx_pids < <(echo "$nginx_master"; pgrep -P "$nginx_master")
+}
+stop_stack() {
+	kill "${worker_pids[@]}" "$nginx_master" 2>/dev/null || true
+	wait "${worker_pids[@]}" "$nginx_master" 2>/dev/null || true
+}
+
+# Host stack CPU and connection counters (the measure hooks).
+host_cpu_nginx() { oncpu "${nginx_pids[@]}"; }
+host_cpu_workers() { oncpu "${worker_pids[@]}"; }
+host_conns() { conns_at "${internal[@]/#/127.0.0.1:}"; }
+conns_at() { # host:port...: FastCGI connections accepted and closed so far (accepted - open), summed
+	local a acc=0 closed=0 v o
+	for a in "$@"; do
+		read -r v o < <(curl -fs "http://$a/metrics" | awk '
+			/^sudoku_fastcgi_connections_accepted_total / {a = $2}
+			/^sudoku_fastcgi_connections / {o = $2}
+			END {printf "%d %d\n", a, o}')
+		acc=$((acc + v)) closed=$((closed + v - o))
+	done
+	echo "$acc $closed"
+}
+
+measure() { # label url depth prefix: one batch run, one table row; prefix names the CPU hooks
+	local label=$1 url=$2 c=$3 hook=$4 a0 a1 x0 x1 n0 n1 w0 w1 tp p99 ok errs line name
+	name=$(tr -c 'a-z0-9\n' - <<<"$label")-c$c-$round
+	read -r a0 x0 < <("${hook}_conns")
+	n0=$("${hook}_cpu_nginx") w0=$("${hook}_cpu_workers")
+	"$load" batch -url "$url" -in "$big" -c "$c" -json -progress=false >"$out/$name.json" 2>"$out/$name.log" || true
+	n1=$("${hook}_cpu_nginx") w1=$("${hook}_cpu_workers")
+	read -r a1 x1 < <("${hook}_conns")
+	read -r tp p99 ok errs < <(jq -r '[.throughput, .latency_ms.p99, .ok, ([.errors[]] | add // 0)] | @tsv' "$out/$name.json")
+	line=$(awk -v l="$label" -v c="$c" -v tp="$tp" -v p99="$p99" -v ok="$ok" -v e="$errs" \
+		-v dn=$((n1 - n0)) -v dw=$((w1 - w0)) -v da=$((a1 - a0)) -v dx=$((x1 - x0)) 'BEGIN {
+		a = ok > 0 ? ok : 1; all = ok + e > 0 ? ok + e : 1
+		printf "| %s | %d | %.0f | %.2f | %d | %.1f | %.1f | %.1f | %.1f | %.1f |", l, c, tp, p99, e, dn / a / 1000, dw / a / 1000, dn / all / 1000, da * 10000 / a, dx * 10000 / a }')
+	echo "$line"
+	echo "$line" >>"$out/table.md"
+}
+depth_runs() { # label url hook
+	local c
+	for c in "${depths[@]}"; do
+		say "round $round/$rounds, $1: warm-up and sudoku-load batch -c $c over $n GETs"
+		"$load" batch -url "$2" -in "$warm" -c "$c" -progress=false >/dev/null 2>&1 || true
+		measure "$1" "$2" "$c" "$3"
+	done
+}
+warm=$work/warm.txt
+head -n 5000 "$big" >"$warm"
+
+printf '| run | in flight | answers/s | p99 ms | errors (503) | nginx us/answer | workers us/answer | nginx us/request | FastCGI conns opened per 10k answers | closed per 10k |\n'
+printf '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n'
+if [[ ${COMPOSE:-0} != 1 ]]; then
+	for round in $(seq "$rounds"); do
+		for tr in "${transports[@]}"; do
+			say "round $round/$rounds, $tr: starting 2 workers and nginx"
+			start_stack "$tr"
+			depth_runs "$tr" http://127.0.0.1:31680 host
+			if ((round == 1)); then
+				say "rejection: admission limit 1, 32 in flight"
+				echo "limit_conn sudoku_admission 1;" >"$work/nginx/run/admission.conf"
+				nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -s reload
+				sleep 1
+				mapfile -t nginx_pids < <(echo "$nginx_master"; pgrep -P "$nginx_master")
+				measure "$tr, admission 1" http://127.0.0.1:31680 32 host
+			fi
+			stop_stack
+		done
+	done
+	summary_of=${transports[0]}
+else
+	project=sudoku-path
+	compose=(docker-compose)
+	docker compose version >/dev/null 2>&1 && compose=(docker compose)
+	dc() { "${compose[@]}" -p "$project" "$@"; }
+	trap 'dc down -v --remove-orphans >/dev/null 2>&1 || true; cleanup' EXIT
+	say "starting the compose stack (project $project, 127.0.0.1:31780)"
+	SUDOKU_HTTP_PORT=127.0.0.1:31780 SUDOKU_EXPORTER_PORT=127.0.0.1:31713 SUDOKU_TRUSTED_CLIENTS=172.16.0.0/12,192.168.0.0/16,10.0.0.0/8 \
+		SUDOKU_LOG_LEVEL=warn dc up -d --build 2>&1 | sed -u 's/^/    /' >&2
+	wait_for_long() { local i; for i in $(seq 120); do curl -fs -o /dev/null "$1" && return 0; sleep 1; done; echo "not answering: $1" >&2; return 1; }
+	wait_for_long http://127.0.0.1:31780/sudoku/stats
+	cgcpu() { # container ids...: nanoseconds of CPU from cpuacct (cgroup v1) or cpu.stat (v2)
+		local id sum=0 v
+		for id in "$@"; do
+			if [[ -r /sys/fs/cgroup/cpuacct/docker/$id/cpuacct.usage ]]; then
+				v=$(cat "/sys/fs/cgroup/cpuacct/docker/$id/cpuacct.usage")
+			elif [[ -r /sys/fs/cgroup/system.slice/docker-$id.scope/cpu.stat ]]; then
+				v=$(($(awk '/^usage_usec/ {print $2}' "/sys/fs/cgroup/system.slice/docker-$id.scope/cpu.stat") * 1000))
+			else
+				v=$(($(awk '/^usage_usec/ {print $2}' "/sys/fs/cgroup/docker/$id/cpu.stat") * 1000))
+			fi
+			sum=$((sum + v))
+		done
+		echo "$sum"
+	}
+	ip_of() { docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$1"; }
+	nginx_id=$(docker inspect -f '{{.Id}}' "$(dc ps -q nginx)")
+	mapfile -t worker_ids < <(dc ps -q sudoku | xargs docker inspect -f '{{.Id}}')
+	worker_metrics=()
+	for id in "${worker_ids[@]}"; do worker_metrics+=("$(ip_of "$id"):9001"); done
+	compose_cpu_nginx() { cgcpu "$nginx_id"; }
+	compose_cpu_workers() { cgcpu "${worker_ids[@]}"; }
+	compose_conns() { conns_at "${worker_metrics[@]}"; }
+	direct=http://$(ip_of "$nginx_id"):8080
+	for round in $(seq "$rounds"); do
+		depth_runs "compose, published port" http://127.0.0.1:31780 compose
+		depth_runs "compose, direct" "$direct" compose
+	done
+	summary_of="compose, published port"
+fi
+# Summary: the round with the highest c32 rate of the first run kind.
+awk -F'|' -v tr="$summary_of" -v hi="${depths[-1]}" '
+	{ for (i = 2; i <= NF; i++) gsub(/^ +| +$/, "", $i) }
+	$2 == tr && $3 == 32 { r++; c32[r] = $4; p99[r] = $5; ng[r] = $7; wk[r] = $8 }
+	$2 == tr && $3 == hi { deep[r] = $4 }
+	END {
+		b = 1; for (i = 1; i <= r; i++) if (c32[i] + 0 > c32[b] + 0) b = i
+		printf "path: c32 %s req/s p99 %s ms, c%s %s req/s, nginx %s us, workers %s us per answer (%s)\n", c32[b], p99[b], hi, deep[b], ng[b], wk[b], tr
+	}' "$out/table.md"
