@@ -2,11 +2,13 @@ package fcgi
 
 import (
 	"bufio"
+	"bytes"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"sudoku-fcgi/fcgi/fcgitest"
 )
@@ -87,6 +89,34 @@ func BenchmarkFastCGI(b *testing.B) {
 		c.Send(req)
 		if _, err := c.ReadStdout(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFastCGIBusy is BenchmarkFastCGI with the one solver slot taken
+// and no queue, so every request gets the worker's busy 503: against
+// BenchmarkFastCGI, what a worker's rejection costs next to an answer
+// (tests/bench/RESULTS.md, "Rejections").
+func BenchmarkFastCGIBusy(b *testing.B) {
+	s := New(Config{WorkerID: "bench", PoolSize: 1, QueueSize: -1, SolveTimeout: time.Minute}, nopLog, nil)
+	hold := newBlockingSolve()
+	s.solve = hold.solve
+	addr := startServer(b, s, ServeOptions{}).addr
+	holder := fcgitest.Dial(b, addr)
+	holder.Send(fcgitest.Request(1, "GET", "/sudoku?puzzle="+easy, "bench", nil, nil))
+	<-hold.started
+	defer close(hold.release)
+	c := fcgitest.Dial(b, addr)
+	req := fcgitest.Request(1, "GET", "/sudoku?puzzle="+easy, "bench", map[string]string{"HTTP_X_REQUEST_ID": "0123456789abcdef"}, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Send(req)
+		out, err := c.ReadStdout()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !bytes.HasPrefix(out, []byte("Status: 503")) {
+			b.Fatalf("answer %.40q, want a 503", out)
 		}
 	}
 }

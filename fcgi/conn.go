@@ -292,6 +292,20 @@ func (c *conn) startDrain() {
 	}
 }
 
+// closeIfOnlyRequest closes the connection, unanswered, when its one
+// unanswered request is the caller's, and reports whether it did. A
+// connection with others (a client that multiplexes; nginx never does)
+// stays open for their answers.
+func (c *conn) closeIfOnlyRequest() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.active) != 1 {
+		return false
+	}
+	c.closeLocked(CloseDrain)
+	return true
+}
+
 func (c *conn) Close() error { return c.closeFor(CloseNormal) }
 
 func (c *conn) closeFor(why CloseReason) error {

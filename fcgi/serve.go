@@ -10,6 +10,7 @@ import (
 	stdfcgi "net/http/fcgi"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -174,6 +175,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opt ServeOption
 	case <-ctx.Done():
 	}
 	start := time.Now()
+	cs.leaving.Store(true)
 	opt.OnDrain()
 	l.Close()
 	<-errc
@@ -296,6 +298,14 @@ type connHandler struct {
 var flushWriters = sync.Pool{New: func() any { return new(flushWriter) }}
 
 func (ch connHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if ch.c.set.leaving.Load() && ch.c.closeIfOnlyRequest() {
+		// Draining, and this request came in on a connection nginx had
+		// idle: close it unanswered. nginx takes that for an error and
+		// retries the request on another worker, as it does for a
+		// refused connect; a 503 would be the client's answer (nginx
+		// does not retry 503s: a busy worker's 503 is final).
+		return
+	}
 	fw := flushWriters.Get().(*flushWriter)
 	fw.ResponseWriter, fw.c = w, ch.c
 	ch.h.ServeHTTP(fw, r)
@@ -335,6 +345,9 @@ type connSet struct {
 	// peerLog samples the per-peer refusals: a flood would write a line
 	// per connection attempt.
 	peerLog zerolog.Logger
+
+	// leaving is set when the drain starts, before OnDrain.
+	leaving atomic.Bool
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}

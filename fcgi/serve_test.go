@@ -496,6 +496,39 @@ func TestDrainNewRequestOnOpenConn(t *testing.T) {
 	}
 }
 
+// A request that reaches the handler once the drain has begun, on a
+// connection with no other request (nginx's one request per connection),
+// is not answered: the connection closes, which nginx retries on another
+// worker, where a 503 would be final.
+func TestDrainClosesConnOfLateRequest(t *testing.T) {
+	s := newTestService(t, Config{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	opt := serviceOptions(s, ServeOptions{})
+	opt.OnDrain = func() { close(entered); <-proceed; s.SetDraining(true) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, ln, s, opt) }()
+	defer func() { <-done }()
+	defer close(proceed)
+	defer cancel()
+
+	c := fcgitest.Dial(t, ln.Addr().String())
+	if r := c.Do(1, "GET", "/sudoku?puzzle="+easy, "h", nil); r.Status != 200 {
+		t.Fatalf("before the drain: status %d, want 200", r.Status)
+	}
+	cancel()
+	<-entered // the drain has begun; the idle connection is not closed yet
+	c.Send(fcgitest.Request(2, "GET", "/sudoku?puzzle="+easy, "h", nil, nil))
+	c.Conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if typ, id, _, err := c.ReadRecord(); err == nil {
+		t.Fatalf("got record type %d for request %d, want the connection closed unanswered", typ, id)
+	}
+}
+
 // With Linger, Serve returns no sooner than Linger after ctx ends, and
 // refuses new connections all that time.
 func TestDrainLinger(t *testing.T) {

@@ -10,9 +10,11 @@
 # in TRANSPORTS (tcp: 127.0.0.1 ports; unix: socket files), ROUNDS times.
 # Each depth is warmed up first (a short batch at that depth), so the
 # figures are of the steady state, not of the connections opened at the
-# start. A last run per stack is the rejection: nginx's admission limit set
-# to 1, 32 in flight, so nearly every request is turned away with 503; its
-# nginx CPU per request against the answer's says what a rejection costs.
+# start. Two last runs per transport (first round) measure rejections, 32 in
+# flight each: nginx's admission limit set to 1, so nearly every request is
+# turned away by nginx with 503 (nginx us/request against nginx us/answer),
+# and workers with one solver slot and no queue, so most GETs get a
+# worker's busy 503 (workers us/GET: every GET the workers answered).
 # The last line is the summary of the best c32 run of the first transport:
 #   path: c32 N req/s p99 X ms, c480 M req/s, nginx A us, workers B us per answer
 #
@@ -24,7 +26,9 @@
 #
 # Env: PUZZLES (tests/reliability/testdata/test1000), N (60000 GETs per run),
 # TRANSPORTS ("unix tcp"), ROUNDS (3), DEPTHS ("32 480"), OUT (a temp dir;
-# raw JSON per run), COMPOSE (0). Ports 31600-31799 on 127.0.0.1.
+# raw JSON per run), COMPOSE (0), WORKER_ENV (more SUDOKU_FCGI_*=value words
+# for the workers, e.g. SUDOKU_FCGI_GC_PERCENT=100). Ports 31600-31799 on
+# 127.0.0.1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -73,15 +77,16 @@ oncpu() { # pids...: nanoseconds on CPU, summed over their threads
 	echo "$sum"
 }
 
-start_stack() { # transport: 2 workers and nginx; sets nginx_pids, worker_pids, internal, nginx_master
+start_stack() { # transport: 2 workers (with $worker_env) and nginx; sets nginx_pids, worker_pids, internal, nginx_master
 	local tr=$1 i addr servers="" port
 	worker_pids=() internal=()
 	for i in 1 2; do
 		port=$((31600 + 10 * i))
 		if [[ $tr == unix ]]; then addr=$work/w$i.sock; servers+="unix:$addr "; else addr=127.0.0.1:$port; servers+="$addr "; fi
 		rm -f "$work/w$i.sock"
-		SUDOKU_FCGI_LISTEN=$addr SUDOKU_FCGI_INTERNAL_LISTEN=127.0.0.1:$((port + 1)) SUDOKU_FCGI_ID=w$i \
-			"$work/bin/sudoku-fcgi" 2>"$out/worker$i-$tr.log" &
+		# shellcheck disable=SC2086 # WORKER_ENV is a list of VAR=value words
+		env SUDOKU_FCGI_LISTEN="$addr" SUDOKU_FCGI_INTERNAL_LISTEN=127.0.0.1:$((port + 1)) SUDOKU_FCGI_ID=w$i $worker_env \
+			"$work/bin/sudoku-fcgi" 2>>"$out/worker$i-$tr.log" &
 		worker_pids+=($!)
 		pids+=($!)
 		internal+=($((port + 1)))
@@ -112,31 +117,32 @@ stop_stack() {
 host_cpu_nginx() { oncpu "${nginx_pids[@]}"; }
 host_cpu_workers() { oncpu "${worker_pids[@]}"; }
 host_conns() { conns_at "${internal[@]/#/127.0.0.1:}"; }
-conns_at() { # host:port...: FastCGI connections accepted and closed so far (accepted - open), summed
-	local a acc=0 closed=0 v o
+conns_at() { # host:port...: FastCGI connections accepted, closed so far (accepted - open) and GETs the workers answered, summed
+	local a acc=0 closed=0 gets=0 v o g
 	for a in "$@"; do
-		read -r v o < <(curl -fs "http://$a/metrics" | awk '
+		read -r v o g < <(curl -fs "http://$a/metrics" | awk '
 			/^sudoku_fastcgi_connections_accepted_total / {a = $2}
 			/^sudoku_fastcgi_connections / {o = $2}
-			END {printf "%d %d\n", a, o}')
-		acc=$((acc + v)) closed=$((closed + v - o))
+			/^sudoku_requests_total\{.*route="get"/ {g += $2}
+			END {printf "%d %d %d\n", a, o, g}')
+		acc=$((acc + v)) closed=$((closed + v - o)) gets=$((gets + g))
 	done
-	echo "$acc $closed"
+	echo "$acc $closed $gets"
 }
 
 measure() { # label url depth prefix: one batch run, one table row; prefix names the CPU hooks
-	local label=$1 url=$2 c=$3 hook=$4 a0 a1 x0 x1 n0 n1 w0 w1 tp p99 ok errs line name
+	local label=$1 url=$2 c=$3 hook=$4 a0 a1 x0 x1 g0 g1 n0 n1 w0 w1 tp p99 ok errs line name
 	name=$(tr -c 'a-z0-9\n' - <<<"$label")-c$c-$round
-	read -r a0 x0 < <("${hook}_conns")
+	read -r a0 x0 g0 < <("${hook}_conns")
 	n0=$("${hook}_cpu_nginx") w0=$("${hook}_cpu_workers")
 	"$load" batch -url "$url" -in "$big" -c "$c" -json -progress=false >"$out/$name.json" 2>"$out/$name.log" || true
 	n1=$("${hook}_cpu_nginx") w1=$("${hook}_cpu_workers")
-	read -r a1 x1 < <("${hook}_conns")
+	read -r a1 x1 g1 < <("${hook}_conns")
 	read -r tp p99 ok errs < <(jq -r '[.throughput, .latency_ms.p99, .ok, ([.errors[]] | add // 0)] | @tsv' "$out/$name.json")
 	line=$(awk -v l="$label" -v c="$c" -v tp="$tp" -v p99="$p99" -v ok="$ok" -v e="$errs" \
-		-v dn=$((n1 - n0)) -v dw=$((w1 - w0)) -v da=$((a1 - a0)) -v dx=$((x1 - x0)) 'BEGIN {
-		a = ok > 0 ? ok : 1; all = ok + e > 0 ? ok + e : 1
-		printf "| %s | %d | %.0f | %.2f | %d | %.1f | %.1f | %.1f | %.1f | %.1f |", l, c, tp, p99, e, dn / a / 1000, dw / a / 1000, dn / all / 1000, da * 10000 / a, dx * 10000 / a }')
+		-v dn=$((n1 - n0)) -v dw=$((w1 - w0)) -v da=$((a1 - a0)) -v dx=$((x1 - x0)) -v dg=$((g1 - g0)) 'BEGIN {
+		a = ok > 0 ? ok : 1; all = ok + e > 0 ? ok + e : 1; g = dg > 0 ? dg : 1
+		printf "| %s | %d | %.0f | %.2f | %d | %.1f | %.1f | %.1f | %d | %.1f | %.1f | %.1f |", l, c, tp, p99, e, dn / a / 1000, dw / a / 1000, dn / all / 1000, dg, dw / g / 1000, da * 10000 / a, dx * 10000 / a }')
 	echo "$line"
 	echo "$line" >>"$out/table.md"
 }
@@ -148,11 +154,12 @@ depth_runs() { # label url hook
 		measure "$1" "$2" "$c" "$3"
 	done
 }
+worker_env=${WORKER_ENV:-}
 warm=$work/warm.txt
 head -n 5000 "$big" >"$warm"
 
-printf '| run | in flight | answers/s | p99 ms | errors (503) | nginx us/answer | workers us/answer | nginx us/request | FastCGI conns opened per 10k answers | closed per 10k |\n'
-printf '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n'
+printf '| run | in flight | answers/s | p99 ms | errors (503) | nginx us/answer | workers us/answer | nginx us/request | GETs at the workers | workers us/GET | FastCGI conns opened per 10k answers | closed per 10k |\n'
+printf '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n'
 if [[ ${COMPOSE:-0} != 1 ]]; then
 	for round in $(seq "$rounds"); do
 		for tr in "${transports[@]}"; do
@@ -166,6 +173,10 @@ if [[ ${COMPOSE:-0} != 1 ]]; then
 				sleep 1
 				mapfile -t nginx_pids < <(echo "$nginx_master"; pgrep -P "$nginx_master")
 				measure "$tr, admission 1" http://127.0.0.1:31680 32 host
+				stop_stack
+				say "rejection: workers with one solver slot and no queue, 32 in flight"
+				worker_env="SUDOKU_FCGI_POOL=1 SUDOKU_FCGI_QUEUE=0" start_stack "$tr"
+				measure "$tr, workers pool 1 queue 0" http://127.0.0.1:31680 32 host
 			fi
 			stop_stack
 		done
