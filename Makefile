@@ -172,7 +172,7 @@ sh: ## a shell in a service's container (make sh S=nginx)
 
 # ---- benchmarks (figures: tests/bench/RESULTS.md) ----
 COUNT ?= 6
-.PHONY: bench bench-accept bench-host capacity-plan bench-host-compose bench-path bench-path-compose bench-worker bench-worker-nginx solver-bench bench-solver load-smoke
+.PHONY: bench bench-accept bench-host capacity-plan bench-host-compose bench-path bench-path-compose bench-levers bench-worker bench-worker-nginx solver-bench bench-solver load-smoke
 bench: solver-bench bench-worker ## the Go benchmarks (no external tools)
 bench-accept: ## accept_mutex on/off/reuseport on host nginx with wrk (tests/bench/accept-mutex.sh)
 	tests/bench/accept-mutex.sh
@@ -188,6 +188,9 @@ bench-host-compose: ## the same runs against a compose stack (project load-bench
 
 bench-path: ## the request path at 32 and 480 in flight on host nginx + 2 workers, unix sockets and TCP: req/s, p99, CPU per answer, connection churn (tests/bench/path.sh)
 	tests/bench/path.sh
+
+bench-levers: ## bench-path once per nginx-config and GC lever, in turn, one table (tests/bench/levers.sh; ROUNDS, LEVERS)
+	tests/bench/levers.sh
 
 bench-path-compose: ## the same table for the compose stack, through its published port and straight to nginx (project sudoku-path, port 31780)
 	COMPOSE=1 tests/bench/path.sh

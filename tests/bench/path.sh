@@ -27,8 +27,10 @@
 # Env: PUZZLES (tests/reliability/testdata/test1000), N (60000 GETs per run),
 # TRANSPORTS ("unix tcp"), ROUNDS (3), DEPTHS ("32 480"), OUT (a temp dir;
 # raw JSON per run), COMPOSE (0), WORKER_ENV (more SUDOKU_FCGI_*=value words
-# for the workers, e.g. SUDOKU_FCGI_GC_PERCENT=100). Ports 31600-31799 on
-# 127.0.0.1.
+# for the workers, e.g. SUDOKU_FCGI_GC_PERCENT=100), NGINX_SED (a sed script
+# run on the host stack's rendered nginx.conf, sudoku-locations.conf and
+# sudoku-fastcgi.conf, to measure a change of the config: 's/^ *access_log .*/access_log off;/'),
+# REJECT (1; 0 skips the rejection runs). Ports 31600-31799 on 127.0.0.1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -102,6 +104,7 @@ start_stack() { # transport: 2 workers (with $worker_env) and nginx; sets nginx_
 	[[ -z $maxconns ]] || echo "limit_conn sudoku_admission $((2 * maxconns));" >"$work/nginx/run/admission.conf"
 	# Access log to a file on the host run, as /dev/stdout would be a terminal or a pipe here.
 	sed -i "s#access_log /dev/stdout#access_log $work/nginx/logs/access.log#" "$work/nginx/nginx.conf"
+	[[ -z ${NGINX_SED:-} ]] || sed -i -e "$NGINX_SED" "$work/nginx/nginx.conf" "$work/nginx/sudoku-locations.conf" "$work/nginx/sudoku-fastcgi.conf"
 	nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' >/dev/null 2>"$out/nginx-$tr.err" &
 	nginx_master=$!
 	pids+=($!)
@@ -117,32 +120,35 @@ stop_stack() {
 host_cpu_nginx() { oncpu "${nginx_pids[@]}"; }
 host_cpu_workers() { oncpu "${worker_pids[@]}"; }
 host_conns() { conns_at "${internal[@]/#/127.0.0.1:}"; }
-conns_at() { # host:port...: FastCGI connections accepted, closed so far (accepted - open) and GETs the workers answered, summed
-	local a acc=0 closed=0 gets=0 v o g
+conns_at() { # host:port...: FastCGI connections accepted, closed so far (accepted - open), GETs the workers answered, GCs and the largest heap in use (MiB), summed
+	local a acc=0 closed=0 gets=0 gcs=0 heap=0 v o g n h
 	for a in "$@"; do
-		read -r v o g < <(curl -fs "http://$a/metrics" | awk '
+		read -r v o g n h < <(curl -fs "http://$a/metrics" | awk '
 			/^sudoku_fastcgi_connections_accepted_total / {a = $2}
 			/^sudoku_fastcgi_connections / {o = $2}
 			/^sudoku_requests_total\{.*route="get"/ {g += $2}
-			END {printf "%d %d %d\n", a, o, g}')
-		acc=$((acc + v)) closed=$((closed + v - o)) gets=$((gets + g))
+			/^go_gc_duration_seconds_count / {n = $2}
+			/^go_memstats_heap_inuse_bytes / {h = $2 / 1048576}
+			END {printf "%d %d %d %d %d\n", a, o, g, n, h}')
+		acc=$((acc + v)) closed=$((closed + v - o)) gets=$((gets + g)) gcs=$((gcs + n))
+		((h > heap)) && heap=$h
 	done
-	echo "$acc $closed $gets"
+	echo "$acc $closed $gets $gcs $heap"
 }
 
 measure() { # label url depth prefix: one batch run, one table row; prefix names the CPU hooks
-	local label=$1 url=$2 c=$3 hook=$4 a0 a1 x0 x1 g0 g1 n0 n1 w0 w1 tp p99 ok errs line name
+	local label=$1 url=$2 c=$3 hook=$4 a0 a1 x0 x1 g0 g1 gc0 gc1 h1 n0 n1 w0 w1 tp p99 ok errs line name
 	name=$(tr -c 'a-z0-9\n' - <<<"$label")-c$c-$round
-	read -r a0 x0 g0 < <("${hook}_conns")
+	read -r a0 x0 g0 gc0 _ < <("${hook}_conns")
 	n0=$("${hook}_cpu_nginx") w0=$("${hook}_cpu_workers")
 	"$load" batch -url "$url" -in "$big" -c "$c" -json -progress=false >"$out/$name.json" 2>"$out/$name.log" || true
 	n1=$("${hook}_cpu_nginx") w1=$("${hook}_cpu_workers")
-	read -r a1 x1 g1 < <("${hook}_conns")
+	read -r a1 x1 g1 gc1 h1 < <("${hook}_conns")
 	read -r tp p99 ok errs < <(jq -r '[.throughput, .latency_ms.p99, .ok, ([.errors[]] | add // 0)] | @tsv' "$out/$name.json")
 	line=$(awk -v l="$label" -v c="$c" -v tp="$tp" -v p99="$p99" -v ok="$ok" -v e="$errs" \
-		-v dn=$((n1 - n0)) -v dw=$((w1 - w0)) -v da=$((a1 - a0)) -v dx=$((x1 - x0)) -v dg=$((g1 - g0)) 'BEGIN {
+		-v dn=$((n1 - n0)) -v dw=$((w1 - w0)) -v da=$((a1 - a0)) -v dx=$((x1 - x0)) -v dg=$((g1 - g0)) -v dgc=$((gc1 - gc0)) -v heap="$h1" 'BEGIN {
 		a = ok > 0 ? ok : 1; all = ok + e > 0 ? ok + e : 1; g = dg > 0 ? dg : 1
-		printf "| %s | %d | %.0f | %.2f | %d | %.1f | %.1f | %.1f | %d | %.1f | %.1f | %.1f |", l, c, tp, p99, e, dn / a / 1000, dw / a / 1000, dn / all / 1000, dg, dw / g / 1000, da * 10000 / a, dx * 10000 / a }')
+		printf "| %s | %d | %.0f | %.2f | %d | %.1f | %.1f | %.1f | %d | %.1f | %.1f | %.1f | %.1f | %d |", l, c, tp, p99, e, dn / a / 1000, dw / a / 1000, dn / all / 1000, dg, dw / g / 1000, da * 10000 / a, dx * 10000 / a, dgc * 10000 / g, heap }')
 	echo "$line"
 	echo "$line" >>"$out/table.md"
 }
@@ -158,15 +164,15 @@ worker_env=${WORKER_ENV:-}
 warm=$work/warm.txt
 head -n 5000 "$big" >"$warm"
 
-printf '| run | in flight | answers/s | p99 ms | errors (503) | nginx us/answer | workers us/answer | nginx us/request | GETs at the workers | workers us/GET | FastCGI conns opened per 10k answers | closed per 10k |\n'
-printf '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n'
+printf '| run | in flight | answers/s | p99 ms | errors (503) | nginx us/answer | workers us/answer | nginx us/request | GETs at the workers | workers us/GET | FastCGI conns opened per 10k answers | closed per 10k | worker GCs per 10k GETs | largest worker heap MiB |\n'
+printf '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n'
 if [[ ${COMPOSE:-0} != 1 ]]; then
 	for round in $(seq "$rounds"); do
 		for tr in "${transports[@]}"; do
 			say "round $round/$rounds, $tr: starting 2 workers and nginx"
 			start_stack "$tr"
 			depth_runs "$tr" http://127.0.0.1:31680 host
-			if ((round == 1)); then
+			if ((round == 1)) && [[ ${REJECT:-1} == 1 ]]; then
 				say "rejection: admission limit 1, 32 in flight"
 				echo "limit_conn sudoku_admission 1;" >"$work/nginx/run/admission.conf"
 				nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -s reload
