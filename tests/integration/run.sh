@@ -388,6 +388,62 @@ case_rate_limit() {
 	expect_status 200
 }
 
+# access_lines TAG N: nginx's access-log lines (JSON) of the requests whose
+# id starts with TAG- into $work/TAG.log, once all N are there. nginx buffers
+# its log (buffer=64k flush=1s) per worker process, so this polls, bounded.
+access_lines() {
+	local tag=$1 n=$2 i got=0
+	for i in $(seq 40); do
+		service_logs nginx | sed -n "s/^[^{]*//; /\"uri\":\"[^\"]*[?&]id=$tag-/p" >"$work/$tag.log"
+		got=$(wc -l <"$work/$tag.log")
+		((got >= n)) && return 0
+		sleep 0.5
+	done
+	fail "$got of $n access-log lines for $tag after 20 s"
+}
+
+case_limit_nodelay() {
+	# nginx's per-client limit (sudoku_req: 100 r/s, burst 200, nodelay) from
+	# a client it counts (the host, seen as the compose network's gateway):
+	# nginx logs what the limit did to each request ($limit_req_status).
+	# Within the limit every request is PASSED, never DELAYED (nodelay:
+	# no added latency); over it the excess is REJECTED with 429 at once,
+	# again with none DELAYED. No timing is measured.
+	local tag="lim$RANDOM$RANDOM" i round sent=0 ps
+	mapfile -t ps < <(head -12 "$data/puzzles.txt")
+	sleep 3 # earlier cases' excess drains (200 at 100 r/s take 2 s)
+	# 150 one after another over one connection: fewer than the burst of
+	# 200, so within the limit however fast they come.
+	for i in $(seq 150); do echo "$base/sudoku?puzzle=${ps[i % 12]}&id=${tag}s-$i"; done |
+		parallel 1 >"$work/seq"
+	echo "     150 sequential GETs: $(sort "$work/seq" | uniq -c | tr '\n' ' ')"
+	[[ $(grep -c '^200$' "$work/seq") == 150 ]] || fail "not every sequential GET got 200" || return 1
+	access_lines "${tag}s" 150 || return 1
+	echo "     logged: $(jq -r '"\(.status) limit_req=\(.limit_req) from \(.remote_addr)"' "$work/${tag}s.log" | sort | uniq -c | tr '\n' ' ')"
+	jq -se 'length == 150 and all(.status == 200 and .limit_req == "PASSED")' "$work/${tag}s.log" >/dev/null ||
+		fail "a request within the limit was not logged 200 PASSED (DELAYED: nginx paced it; empty: the client is exempt)" || return 1
+	# Past the limit: rounds of 600 from the same client, 50 at once, until
+	# nginx turns some away (the bucket takes 200 at once plus 100 per second).
+	: >"$work/burst"
+	for ((round = 1; round <= 5; round++)); do
+		for i in $(seq 600); do echo "$base/sudoku?puzzle=${ps[i % 12]}&id=${tag}b-$round-$i"; done |
+			parallel 50 >>"$work/burst"
+		sent=$((sent + 600))
+		grep -q '^429$' "$work/burst" && break
+	done
+	echo "     $sent GETs, 50 at once: $(sort "$work/burst" | uniq -c | tr '\n' ' ')"
+	grep -q '^429$' "$work/burst" || fail "no 429 in $sent requests" || return 1
+	access_lines "${tag}b" "$sent" || return 1
+	echo "     logged: $(jq -r '"\(.status) limit_req=\(.limit_req)"' "$work/${tag}b.log" | sort | uniq -c | tr '\n' ' ')"
+	jq -se 'any(.status == 429)' "$work/${tag}b.log" >/dev/null || fail "no 429 in nginx's log" || return 1
+	jq -se 'all(.limit_req != "DELAYED")' "$work/${tag}b.log" >/dev/null || fail "nginx DELAYED requests over the limit" || return 1
+	# A 429 is the limit's REJECTED, and everything else passed it (a worker
+	# may still answer 503 under the burst: that request was not limited).
+	jq -se 'all((.status == 429 and .limit_req == "REJECTED") or (.status != 429 and .limit_req == "PASSED"))' "$work/${tag}b.log" >/dev/null ||
+		fail "a 429 not REJECTED by the limit, or a request neither PASSED nor REJECTED" || return 1
+	sleep 3 # later cases start with an empty bucket
+}
+
 # trust_host recreates nginx with the host's address on the compose network
 # in SUDOKU_TRUSTED_CLIENTS, so nginx's per-client limit (100 r/s) leaves
 # this one address alone: from here on it stands for many clients.
@@ -571,6 +627,7 @@ run_case "request id in nginx's JSON log and the worker's log" case_request_id_l
 run_case "answers match the OpenAPI description (nginx/www/openapi.yaml)" case_openapi
 run_case "Prometheus: every target up, rules and dashboard queries run" case_monitoring
 run_case "429 per-client limit with JSON body" case_rate_limit
+run_case "per-client limit: within it PASSED (never DELAYED), over it 429 REJECTED (nginx's log)" case_limit_nodelay
 run_case "burst: some 503, no other 5xx, then no 502" case_burst_503_no_502
 run_case "a flood of large batch POSTs: 200 or 503, nginx not OOM-killed" case_batch_body_flood
 run_case "requests reach every worker" case_every_worker
