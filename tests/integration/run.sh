@@ -594,6 +594,33 @@ case_exporter() {
 	fail "exporter /metrics lacks a non-zero nginx_connections_accepted: $(grep '^nginx_' "$work/metrics" | tr '\n' ' ')"
 }
 
+# stack_make TARGET: the Makefile's TARGET (make down, make clean-stack) as a
+# user runs it, pointed at this suite's project by compose's own environment
+# variables; its output goes to $work/make-TARGET.log.
+stack_make() {
+	COMPOSE_PROJECT_NAME=$project COMPOSE_PROFILES=monitoring COMPOSE_FILE=docker-compose.yml \
+		make --no-print-directory "$1" >"$work/make-$1.log" 2>&1 ||
+		fail "make $1 failed: $(tail -5 "$work/make-$1.log")"
+}
+
+case_down_keeps_volumes() {
+	# Last case: it takes the stack down. `make down` keeps the named volumes
+	# (edge-data holds the ACME account and certificates), `make clean-stack`
+	# (the stack part of make clean) removes them and says so.
+	local vol
+	vol=$(docker volume ls -q --filter "label=com.docker.compose.project=$project" --filter "label=com.docker.compose.volume=edge-data")
+	[[ -n $vol ]] || fail "no edge-data volume for project $project before make down" || return 1
+	stack_make down || return 1
+	[[ -z $(docker ps -aq --filter "label=com.docker.compose.project=$project") ]] ||
+		fail "make down left containers: $(docker ps -a --filter "label=com.docker.compose.project=$project" --format '{{.Names}}' | tr '\n' ' ')" || return 1
+	docker volume inspect "$vol" >/dev/null 2>&1 || fail "make down removed the volume $vol" || return 1
+	echo "     after make down: no containers, volume $vol kept"
+	stack_make clean-stack || return 1
+	grep -q 'edge-data' "$work/make-clean-stack.log" || fail "make clean-stack does not say it removes edge-data: $(cat "$work/make-clean-stack.log")" || return 1
+	! docker volume inspect "$vol" >/dev/null 2>&1 || fail "make clean-stack left the volume $vol" || return 1
+	echo "     after make clean-stack: volume $vol removed; it said: $(head -1 "$work/make-clean-stack.log")"
+}
+
 # -------------------------------------------------------------------- main
 start=$SECONDS
 if [[ ${SUDOKU_IT_REUSE:-} == 1 ]]; then
@@ -635,6 +662,12 @@ run_case "worker /metrics on the internal port counts the solves" case_worker_me
 run_case "a worker stops, requests keep succeeding" case_worker_stopped
 run_case "exporter shows nginx_connections_accepted" case_exporter
 run_case "HTTPS not published without TLS" case_no_https_without_tls
+# Takes the stack down, so it runs last, and not when the stack is to stay up.
+if [[ ${SUDOKU_IT_KEEP:-} == 1 || ${SUDOKU_IT_REUSE:-} == 1 ]]; then
+	log "SUDOKU_IT_KEEP/REUSE: not running \"make down keeps volumes\" (it takes the stack down)"
+else
+	run_case "make down keeps the edge-data volume, make clean-stack removes it" case_down_keeps_volumes
+fi
 
 log "suite took $((SECONDS - start))s"
 if ((failed > 0)); then
