@@ -173,7 +173,14 @@ bring_up() {
 
 # ------------------------------------------------------------------ cases
 case_openapi() {
-	SUDOKU_API_URL=$base go test -tags e2e -count=1 ./tests/openapi 2>&1 | sed 's/^/     /'
+	SUDOKU_API_URL=$base go test -tags e2e -count=1 -skip '^TestRecordedAnswersMatchDescription$' ./tests/openapi 2>&1 | sed 's/^/     /'
+	return "${PIPESTATUS[0]}"
+}
+
+# The answers the burst case recorded (one 503 of each kind) against the
+# description: answers a calm stack never gives.
+case_openapi_recorded() {
+	SUDOKU_API_RECORDED=$work/recorded go test -tags e2e -count=1 -run '^TestRecordedAnswersMatchDescription$' ./tests/openapi 2>&1 | sed 's/^/     /'
 	return "${PIPESTATUS[0]}"
 }
 
@@ -462,6 +469,23 @@ trust_host() {
 	fail "nginx did not answer after it was recreated"
 }
 
+# record_503s keeps one 503 of each kind (by its error message) from the
+# burst's answers in $work/recorded/*.http: the request line, then the answer.
+record_503s() {
+	local f n url msg
+	local -A seen=()
+	mkdir -p "$work/recorded"
+	while read -r f; do
+		msg=$(sed '1,/^\r\?$/d' "$f" | jq -r '.error // empty' 2>/dev/null)
+		[[ -n ${seen[x$msg]:-} ]] && continue
+		seen[x$msg]=1
+		n=${#seen[@]}
+		url=$(sed -n "$(basename "$f")p" "$(dirname "$f").urls")
+		{ echo "GET ${url#"$base"}"; cat "$f"; } >"$work/recorded/burst-503-$n.http"
+		echo "     recorded a 503 for the OpenAPI check: ${msg:-no JSON error}"
+	done < <(grep -l '^HTTP/[0-9.]* 503' "$work"/burst-*/* 2>/dev/null)
+}
+
 case_burst_503_no_502() {
 	# Overload: the workers are throttled to 1% of a CPU (docker update), so a
 	# burst of hard puzzles outgrows their pools and queues (shipped settings):
@@ -482,11 +506,13 @@ case_burst_503_no_502() {
 	# Up to six rounds of 400 at once (below nginx's admission limit of 512,
 	# so the 503s come from the workers): nginx retries a busy worker's 503
 	# on the other, which sometimes has room, so one round may show none.
+	# Every answer is kept (par_out) for case_openapi_recorded.
 	for ((round = 0; round < 6; round++)); do
-		for _ in 1 2 3 4 5 6 7; do sed "s|^|$base/sudoku?puzzle=|" "$data/hard.txt"; done |
-			parallel 400 >>"$work/codes"
+		for _ in 1 2 3 4 5 6 7; do sed "s|^|$base/sudoku?puzzle=|" "$data/hard.txt"; done >"$work/burst-$round.urls"
+		par_out=$work/burst-$round parallel 400 <"$work/burst-$round.urls" >>"$work/codes"
 		grep -q '^503$' "$work/codes" && break
 	done
+	record_503s
 	docker update --cpus "$cpus" "${ids[@]}" >/dev/null || fail "cannot give the workers their $cpus CPUs back" || return 1
 	echo "     $(wc -l <"$work/codes") hard puzzles, 400 at once, workers at 1% CPU: $(sort "$work/codes" | uniq -c | tr '\n' ' ')"
 	echo "     answers nginx retried on another worker after a 503: $(service_logs nginx | grep -c '"upstream_status":"503, ')"
@@ -656,6 +682,7 @@ run_case "Prometheus: every target up, rules and dashboard queries run" case_mon
 run_case "429 per-client limit with JSON body" case_rate_limit
 run_case "per-client limit: within it PASSED (never DELAYED), over it 429 REJECTED (nginx's log)" case_limit_nodelay
 run_case "burst: some 503, no other 5xx, then no 502" case_burst_503_no_502
+run_case "503 answers from the burst match the OpenAPI description" case_openapi_recorded
 run_case "a flood of large batch POSTs: 200 or 503, nginx not OOM-killed" case_batch_body_flood
 run_case "requests reach every worker" case_every_worker
 run_case "worker /metrics on the internal port counts the solves" case_worker_metrics
