@@ -134,7 +134,7 @@ N ?= 2
 S ?=
 HTTP_PORT = $(lastword $(subst :, ,$(or $(SUDOKU_HTTP_PORT),8080)))
 EXAMPLE_PUZZLE := 000000010400000000020000000000050407008000300001090000300400200050100000000806000
-.PHONY: seed-images up down clean ps logs scale sh
+.PHONY: seed-images up down clean clean-stack ps logs scale sh
 seed-images: ## build local base images where no registry answers (docker/seed-images.sh)
 	docker/seed-images.sh
 
@@ -153,10 +153,14 @@ up: seed-images ## build and start the stack on :8080, then print a curl to try
 down: ## stop the stack and remove its containers; named volumes (certificates) stay
 	$(COMPOSE) down --remove-orphans
 
-clean: ## remove the stack with its volumes (the edge's certificates too), bin/ and out/
+clean: clean-stack ## remove the stack with its volumes (the edge's certificates too), bin/ and out/
+	rm -rf bin/ out/
+
+# The stack part of make clean on its own: tests/integration/run.sh runs it
+# against its own project and leaves bin/ and out/ alone.
+clean-stack: ## remove the stack's containers and volumes, the edge's certificates too (part of make clean)
 	@echo "clean: removing the stack's containers and volumes, including edge-data (ACME account and certificates)"
 	$(COMPOSE) down -v --remove-orphans
-	rm -rf bin/ out/
 
 ps: ## the stack's containers and their health
 	$(COMPOSE) ps

@@ -173,7 +173,14 @@ bring_up() {
 
 # ------------------------------------------------------------------ cases
 case_openapi() {
-	SUDOKU_API_URL=$base go test -tags e2e -count=1 ./tests/openapi 2>&1 | sed 's/^/     /'
+	SUDOKU_API_URL=$base go test -tags e2e -count=1 -skip '^TestRecordedAnswersMatchDescription$' ./tests/openapi 2>&1 | sed 's/^/     /'
+	return "${PIPESTATUS[0]}"
+}
+
+# The answers the burst case recorded (one 503 of each kind) against the
+# description: answers a calm stack never gives.
+case_openapi_recorded() {
+	SUDOKU_API_RECORDED=$work/recorded go test -tags e2e -count=1 -run '^TestRecordedAnswersMatchDescription$' ./tests/openapi 2>&1 | sed 's/^/     /'
 	return "${PIPESTATUS[0]}"
 }
 
@@ -388,6 +395,62 @@ case_rate_limit() {
 	expect_status 200
 }
 
+# access_lines TAG N: nginx's access-log lines (JSON) of the requests whose
+# id starts with TAG- into $work/TAG.log, once all N are there. nginx buffers
+# its log (buffer=64k flush=1s) per worker process, so this polls, bounded.
+access_lines() {
+	local tag=$1 n=$2 i got=0
+	for i in $(seq 40); do
+		service_logs nginx | sed -n "s/^[^{]*//; /\"uri\":\"[^\"]*[?&]id=$tag-/p" >"$work/$tag.log"
+		got=$(wc -l <"$work/$tag.log")
+		((got >= n)) && return 0
+		sleep 0.5
+	done
+	fail "$got of $n access-log lines for $tag after 20 s"
+}
+
+case_limit_nodelay() {
+	# nginx's per-client limit (sudoku_req: 100 r/s, burst 200, nodelay) from
+	# a client it counts (the host, seen as the compose network's gateway):
+	# nginx logs what the limit did to each request ($limit_req_status).
+	# Within the limit every request is PASSED, never DELAYED (nodelay:
+	# no added latency); over it the excess is REJECTED with 429 at once,
+	# again with none DELAYED. No timing is measured.
+	local tag="lim$RANDOM$RANDOM" i round sent=0 ps
+	mapfile -t ps < <(head -12 "$data/puzzles.txt")
+	sleep 3 # earlier cases' excess drains (200 at 100 r/s take 2 s)
+	# 150 one after another over one connection: fewer than the burst of
+	# 200, so within the limit however fast they come.
+	for i in $(seq 150); do echo "$base/sudoku?puzzle=${ps[i % 12]}&id=${tag}s-$i"; done |
+		parallel 1 >"$work/seq"
+	echo "     150 sequential GETs: $(sort "$work/seq" | uniq -c | tr '\n' ' ')"
+	[[ $(grep -c '^200$' "$work/seq") == 150 ]] || fail "not every sequential GET got 200" || return 1
+	access_lines "${tag}s" 150 || return 1
+	echo "     logged: $(jq -r '"\(.status) limit_req=\(.limit_req) from \(.remote_addr)"' "$work/${tag}s.log" | sort | uniq -c | tr '\n' ' ')"
+	jq -se 'length == 150 and all(.status == 200 and .limit_req == "PASSED")' "$work/${tag}s.log" >/dev/null ||
+		fail "a request within the limit was not logged 200 PASSED (DELAYED: nginx paced it; empty: the client is exempt)" || return 1
+	# Past the limit: rounds of 600 from the same client, 50 at once, until
+	# nginx turns some away (the bucket takes 200 at once plus 100 per second).
+	: >"$work/burst"
+	for ((round = 1; round <= 5; round++)); do
+		for i in $(seq 600); do echo "$base/sudoku?puzzle=${ps[i % 12]}&id=${tag}b-$round-$i"; done |
+			parallel 50 >>"$work/burst"
+		sent=$((sent + 600))
+		grep -q '^429$' "$work/burst" && break
+	done
+	echo "     $sent GETs, 50 at once: $(sort "$work/burst" | uniq -c | tr '\n' ' ')"
+	grep -q '^429$' "$work/burst" || fail "no 429 in $sent requests" || return 1
+	access_lines "${tag}b" "$sent" || return 1
+	echo "     logged: $(jq -r '"\(.status) limit_req=\(.limit_req)"' "$work/${tag}b.log" | sort | uniq -c | tr '\n' ' ')"
+	jq -se 'any(.status == 429)' "$work/${tag}b.log" >/dev/null || fail "no 429 in nginx's log" || return 1
+	jq -se 'all(.limit_req != "DELAYED")' "$work/${tag}b.log" >/dev/null || fail "nginx DELAYED requests over the limit" || return 1
+	# A 429 is the limit's REJECTED, and everything else passed it (a worker
+	# may still answer 503 under the burst: that request was not limited).
+	jq -se 'all((.status == 429 and .limit_req == "REJECTED") or (.status != 429 and .limit_req == "PASSED"))' "$work/${tag}b.log" >/dev/null ||
+		fail "a 429 not REJECTED by the limit, or a request neither PASSED nor REJECTED" || return 1
+	sleep 3 # later cases start with an empty bucket
+}
+
 # trust_host recreates nginx with the host's address on the compose network
 # in SUDOKU_TRUSTED_CLIENTS, so nginx's per-client limit (100 r/s) leaves
 # this one address alone: from here on it stands for many clients.
@@ -404,6 +467,23 @@ trust_host() {
 		sleep 1
 	done
 	fail "nginx did not answer after it was recreated"
+}
+
+# record_503s keeps one 503 of each kind (by its error message) from the
+# burst's answers in $work/recorded/*.http: the request line, then the answer.
+record_503s() {
+	local f n url msg
+	local -A seen=()
+	mkdir -p "$work/recorded"
+	while read -r f; do
+		msg=$(sed '1,/^\r\?$/d' "$f" | jq -r '.error // empty' 2>/dev/null)
+		[[ -n ${seen[x$msg]:-} ]] && continue
+		seen[x$msg]=1
+		n=${#seen[@]}
+		url=$(sed -n "$(basename "$f")p" "$(dirname "$f").urls")
+		{ echo "GET ${url#"$base"}"; cat "$f"; } >"$work/recorded/burst-503-$n.http"
+		echo "     recorded a 503 for the OpenAPI check: ${msg:-no JSON error}"
+	done < <(grep -l '^HTTP/[0-9.]* 503' "$work"/burst-*/* 2>/dev/null)
 }
 
 case_burst_503_no_502() {
@@ -426,11 +506,13 @@ case_burst_503_no_502() {
 	# Up to six rounds of 400 at once (below nginx's admission limit of 512,
 	# so the 503s come from the workers): nginx retries a busy worker's 503
 	# on the other, which sometimes has room, so one round may show none.
+	# Every answer is kept (par_out) for case_openapi_recorded.
 	for ((round = 0; round < 6; round++)); do
-		for _ in 1 2 3 4 5 6 7; do sed "s|^|$base/sudoku?puzzle=|" "$data/hard.txt"; done |
-			parallel 400 >>"$work/codes"
+		for _ in 1 2 3 4 5 6 7; do sed "s|^|$base/sudoku?puzzle=|" "$data/hard.txt"; done >"$work/burst-$round.urls"
+		par_out=$work/burst-$round parallel 400 <"$work/burst-$round.urls" >>"$work/codes"
 		grep -q '^503$' "$work/codes" && break
 	done
+	record_503s
 	docker update --cpus "$cpus" "${ids[@]}" >/dev/null || fail "cannot give the workers their $cpus CPUs back" || return 1
 	echo "     $(wc -l <"$work/codes") hard puzzles, 400 at once, workers at 1% CPU: $(sort "$work/codes" | uniq -c | tr '\n' ' ')"
 	echo "     answers nginx retried on another worker after a 503: $(service_logs nginx | grep -c '"upstream_status":"503, ')"
@@ -538,6 +620,33 @@ case_exporter() {
 	fail "exporter /metrics lacks a non-zero nginx_connections_accepted: $(grep '^nginx_' "$work/metrics" | tr '\n' ' ')"
 }
 
+# stack_make TARGET: the Makefile's TARGET (make down, make clean-stack) as a
+# user runs it, pointed at this suite's project by compose's own environment
+# variables; its output goes to $work/make-TARGET.log.
+stack_make() {
+	COMPOSE_PROJECT_NAME=$project COMPOSE_PROFILES=monitoring COMPOSE_FILE=docker-compose.yml \
+		make --no-print-directory "$1" >"$work/make-$1.log" 2>&1 ||
+		fail "make $1 failed: $(tail -5 "$work/make-$1.log")"
+}
+
+case_down_keeps_volumes() {
+	# Last case: it takes the stack down. `make down` keeps the named volumes
+	# (edge-data holds the ACME account and certificates), `make clean-stack`
+	# (the stack part of make clean) removes them and says so.
+	local vol
+	vol=$(docker volume ls -q --filter "label=com.docker.compose.project=$project" --filter "label=com.docker.compose.volume=edge-data")
+	[[ -n $vol ]] || fail "no edge-data volume for project $project before make down" || return 1
+	stack_make down || return 1
+	[[ -z $(docker ps -aq --filter "label=com.docker.compose.project=$project") ]] ||
+		fail "make down left containers: $(docker ps -a --filter "label=com.docker.compose.project=$project" --format '{{.Names}}' | tr '\n' ' ')" || return 1
+	docker volume inspect "$vol" >/dev/null 2>&1 || fail "make down removed the volume $vol" || return 1
+	echo "     after make down: no containers, volume $vol kept"
+	stack_make clean-stack || return 1
+	grep -q 'edge-data' "$work/make-clean-stack.log" || fail "make clean-stack does not say it removes edge-data: $(cat "$work/make-clean-stack.log")" || return 1
+	! docker volume inspect "$vol" >/dev/null 2>&1 || fail "make clean-stack left the volume $vol" || return 1
+	echo "     after make clean-stack: volume $vol removed; it said: $(head -1 "$work/make-clean-stack.log")"
+}
+
 # -------------------------------------------------------------------- main
 start=$SECONDS
 if [[ ${SUDOKU_IT_REUSE:-} == 1 ]]; then
@@ -571,13 +680,21 @@ run_case "request id in nginx's JSON log and the worker's log" case_request_id_l
 run_case "answers match the OpenAPI description (nginx/www/openapi.yaml)" case_openapi
 run_case "Prometheus: every target up, rules and dashboard queries run" case_monitoring
 run_case "429 per-client limit with JSON body" case_rate_limit
+run_case "per-client limit: within it PASSED (never DELAYED), over it 429 REJECTED (nginx's log)" case_limit_nodelay
 run_case "burst: some 503, no other 5xx, then no 502" case_burst_503_no_502
+run_case "503 answers from the burst match the OpenAPI description" case_openapi_recorded
 run_case "a flood of large batch POSTs: 200 or 503, nginx not OOM-killed" case_batch_body_flood
 run_case "requests reach every worker" case_every_worker
 run_case "worker /metrics on the internal port counts the solves" case_worker_metrics
 run_case "a worker stops, requests keep succeeding" case_worker_stopped
 run_case "exporter shows nginx_connections_accepted" case_exporter
 run_case "HTTPS not published without TLS" case_no_https_without_tls
+# Takes the stack down, so it runs last, and not when the stack is to stay up.
+if [[ ${SUDOKU_IT_KEEP:-} == 1 || ${SUDOKU_IT_REUSE:-} == 1 ]]; then
+	log "SUDOKU_IT_KEEP/REUSE: not running \"make down keeps volumes\" (it takes the stack down)"
+else
+	run_case "make down keeps the edge-data volume, make clean-stack removes it" case_down_keeps_volumes
+fi
 
 log "suite took $((SECONDS - start))s"
 if ((failed > 0)); then

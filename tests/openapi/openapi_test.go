@@ -2,7 +2,8 @@
 // description nginx serves (nginx/www/openapi.yaml): every status a client can
 // provoke, both answer formats and the batch POST. The integration suite
 // (tests/integration/run.sh) runs the e2e half (go test -tags e2e) against
-// its stack with SUDOKU_API_URL;
+// its stack with SUDOKU_API_URL, and the answers only an overloaded stack
+// gives (503) from the files it records, with SUDOKU_API_RECORDED;
 // against host processes, where nginx exempts loopback clients from its rate
 // limits, set SUDOKU_API_TRUSTED=1 as well.
 package openapi

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make test-tls: the compose stack with Pebble (tests/tls/compose.tls.yml) under
 # its own project and loopback ports; the Go end-to-end test in this directory
-# checks the certificate, HTTPS with Pebble's root and a forced renewal under
-# load. Tears the stack down afterwards (SUDOKU_TLS_KEEP=1 keeps it).
+# checks the certificate (sudoku-edge trusts Pebble through the system store
+# alone: the listener certificate is a file in /etc/ssl/certs), HTTPS with
+# Pebble's root and a forced renewal under load. Tears the stack down afterwards (SUDOKU_TLS_KEEP=1 keeps it).
 #
 # Env (optional): SUDOKU_TLS_PROJECT (edge-tls), SUDOKU_TLS_HTTP_PORT (27080),
 # SUDOKU_TLS_HTTPS_PORT (27443), SUDOKU_TLS_EXPORTER_PORT (27113),

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -101,14 +102,51 @@ func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
 	}
 }
 
-// TestCertificateAndRenewal: sudoku-edge got a certificate from Pebble over
-// HTTP-01 through nginx; HTTPS with Pebble's root reaches a worker; a
-// forced renewal (SIGUSR1 to sudoku-edge) under steady load makes nginx
-// serve a new serial and no request fails.
+// trustsSystemStoreOnly fails the test unless the edge in container is left
+// to the system store for the ACME server's TLS: no -tls-ca-root (flag or
+// SUDOKU_EDGE_TLS_CA_ROOT) and no SSL_CERT_FILE or SSL_CERT_DIR moving Go's
+// system roots elsewhere, and the image's CA bundle is there. Pebble's
+// listener certificate is a file in /etc/ssl/certs (compose.tls.yml), so a
+// certificate issued afterwards proves certmagic verified the ACME server
+// against /etc/ssl/certs, the store that holds Let's Encrypt's roots.
+func trustsSystemStoreOnly(t *testing.T, container string) {
+	t.Helper()
+	out, err := exec.Command("docker", "inspect", "-f", "{{json .Config}}", container).Output()
+	if err != nil {
+		t.Fatalf("docker inspect %s: %v", container, err)
+	}
+	var cfg struct{ Env, Cmd, Entrypoint []string }
+	if err := json.Unmarshal(out, &cfg); err != nil {
+		t.Fatalf("docker inspect %s: %v", container, err)
+	}
+	for _, kv := range cfg.Env {
+		name, value, _ := strings.Cut(kv, "=")
+		switch name {
+		case "SUDOKU_EDGE_TLS_CA_ROOT", "SSL_CERT_FILE", "SSL_CERT_DIR":
+			if value != "" {
+				t.Fatalf("the edge runs with %s: it must trust Pebble through the system store alone", kv)
+			}
+		}
+	}
+	for _, arg := range append(cfg.Entrypoint, cfg.Cmd...) {
+		if strings.Contains(arg, "tls-ca-root") {
+			t.Fatalf("the edge runs with %q: it must trust Pebble through the system store alone", arg)
+		}
+	}
+	if out, err := exec.Command("docker", "exec", container, "test", "-s", "/etc/ssl/certs/ca-certificates.crt").CombinedOutput(); err != nil {
+		t.Fatalf("no CA bundle /etc/ssl/certs/ca-certificates.crt in the nginx image: %v %s", err, out)
+	}
+}
+
+// TestCertificateAndRenewal: sudoku-edge, trusting only the system store,
+// got a certificate from Pebble over HTTP-01 through nginx; HTTPS with
+// Pebble's root reaches a worker; a forced renewal (SIGUSR1 to sudoku-edge)
+// under steady load makes nginx serve a new serial and no request fails.
 func TestCertificateAndRenewal(t *testing.T) {
 	addr := need(t, "SUDOKU_E2E_HTTPS")
 	roots := pebbleRoot(t, need(t, "SUDOKU_E2E_PEBBLE_MGMT"), need(t, "SUDOKU_E2E_PEBBLE_LISTENER"))
 	container := need(t, "SUDOKU_E2E_NGINX_CONTAINER")
+	trustsSystemStoreOnly(t, container)
 
 	var first string
 	// certmagic retries a failed first attempt after a minute.
