@@ -8,13 +8,14 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds=${ROUNDS:-2}
 declare -A sed_of env_of
-names=(baseline no-access-log no-client-limit no-host-check no-admission fastcgi-buffer-4k gc-100 gc-1600)
+names=(baseline no-access-log no-worker-access-log no-client-limit no-host-check no-admission fastcgi-buffer-4k gc-100 gc-1600)
 sed_of[no-access-log]='s/^ *access_log .*/access_log off;/'
 sed_of[no-client-limit]='/limit_req zone=sudoku_req /d'
 # shellcheck disable=SC2016 # an nginx variable in a sed script
 sed_of[no-host-check]='/if ($sudoku_bad_host)/,/^ *}$/d'
 sed_of[no-admission]='/include .*admission.conf;/d'
 sed_of[fastcgi-buffer-4k]='s/^fastcgi_buffer_size 16k;/fastcgi_buffer_size 4k;/'
+env_of[no-worker-access-log]='SUDOKU_FCGI_ACCESS_LOG=false'
 env_of[gc-100]='SUDOKU_FCGI_GC_PERCENT=100'
 env_of[gc-1600]='SUDOKU_FCGI_GC_PERCENT=1600'
 read -r -a names <<<"${LEVERS:-${names[*]}}"
