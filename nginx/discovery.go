@@ -55,7 +55,7 @@ func (a Addr) dialAddress() string {
 	return a.ip.String()
 }
 
-// Compare orders TCP addresses first, as Addr.Compare does, then
+// Compare orders TCP addresses first, as netip.AddrPort.Compare does, then
 // socket paths by name.
 func (a Addr) Compare(b Addr) int {
 	switch {
