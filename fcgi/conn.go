@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"sync"
 )
 
@@ -46,7 +45,7 @@ type conn struct {
 	set  *connSet
 	sem  chan struct{}
 	r    *bufio.Reader
-	peer netip.Addr // remote TCP address; zero for unix sockets
+	peer peer // counted against MaxConnsPerPeer when valid
 
 	// read side, touched only by the reading goroutine
 	hdr     [8]byte

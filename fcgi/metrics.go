@@ -60,7 +60,7 @@ func NewMetrics() *Metrics {
 		conns:          gauge("fastcgi_connections", "Open FastCGI connections."),
 		connsTotal:     counter("fastcgi_connections_accepted_total", "FastCGI connections accepted."),
 		connsClosed: counters("fastcgi_connections_closed_by_worker_total",
-			"FastCGI connections the worker closed itself, by reason (limit: per-connection record bounds; drain: shutdown; peer_limit: over -max-conns-per-peer from one address).",
+			"FastCGI connections the worker closed itself, by reason (limit: per-connection record bounds; drain: shutdown; peer_limit: over -max-conns-per-peer from one address or user).",
 			"reason"),
 		malformed: counter("fastcgi_malformed_requests_total",
 			"Requests net/http/fcgi could not turn into an http.Request (bad Host, URI, length), answered 400."),

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	stdfcgi "net/http/fcgi"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,11 +24,12 @@ type ServeOptions struct {
 	// standard library's 64 KiB record buffer and the 4 KiB reader), so
 	// this bounds the memory a connection flood can take. Default 1024.
 	MaxConns int
-	// MaxConnsPerPeer is the most open TCP connections from one remote
-	// address; a connection past it is closed as soon as it is accepted,
-	// so that one peer (a broken or hostile client on the worker's
-	// network) cannot hold every connection while nginx's wait in the
-	// backlog behind it. Unix socket peers are not counted. Default
+	// MaxConnsPerPeer is the most open connections from one peer, a
+	// remote TCP address or, over a unix socket, a user id (Linux); a
+	// connection past it is closed as soon as it is accepted, so that one
+	// peer (a broken or hostile client on the worker's network or with
+	// access to its socket) cannot hold every connection while nginx's
+	// wait in the backlog behind it. Default
 	// MaxConns/2, which leaves room for every connection an nginx opens
 	// to one worker: its max_conns busy ones plus the idle keepalive ones
 	// of each of its worker processes (tests/bench/RESULTS.md).
@@ -93,7 +93,7 @@ const (
 	CloseLimit
 	// CloseDrain: the drain closed it, idle or after its last answer.
 	CloseDrain
-	// CloseRefused: its address already had MaxConnsPerPeer open.
+	// CloseRefused: its peer already had MaxConnsPerPeer open.
 	CloseRefused
 )
 
@@ -159,7 +159,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opt ServeOption
 	cs := &connSet{
 		opt: opt, h: h,
 		peerLog: opt.Log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second}),
-		conns:   make(map[*conn]struct{}), perPeer: make(map[netip.Addr]int), empty: make(chan struct{}),
+		conns:   make(map[*conn]struct{}), perPeer: make(map[peer]int), empty: make(chan struct{}),
 	}
 	l := &listener{Listener: ln, set: cs, sem: make(chan struct{}, opt.MaxConns), done: make(chan struct{})}
 	errc := make(chan error, 1)
@@ -351,7 +351,7 @@ type connSet struct {
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
-	perPeer  map[netip.Addr]int // open TCP connections by remote address
+	perPeer  map[peer]int // open connections by peer
 	draining bool
 	empty    chan struct{} // closed when draining and no conn is left
 }
@@ -359,22 +359,19 @@ type connSet struct {
 // add wraps and tracks c, or returns nil when its peer already holds
 // MaxConnsPerPeer connections.
 func (cs *connSet) add(c net.Conn, sem chan struct{}) *conn {
-	var peer netip.Addr
-	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-		peer = a.AddrPort().Addr().Unmap()
-	}
+	p := peerOf(c)
 	cs.mu.Lock()
-	if peer.IsValid() && cs.perPeer[peer] >= cs.opt.MaxConnsPerPeer {
+	if p.valid() && cs.perPeer[p] >= cs.opt.MaxConnsPerPeer {
 		cs.mu.Unlock()
 		cs.opt.Conns.ConnClosed(CloseRefused)
-		cs.peerLog.Warn().Str("remote", peer.String()).Int("max_conns_per_peer", cs.opt.MaxConnsPerPeer).
+		cs.peerLog.Warn().Stringer("remote", p).Int("max_conns_per_peer", cs.opt.MaxConnsPerPeer).
 			Msg("closing fastcgi connection: too many from this address")
 		return nil
 	}
-	wc := &conn{Conn: c, set: cs, sem: sem, r: bufio.NewReaderSize(c, readBufferSize), peer: peer}
+	wc := &conn{Conn: c, set: cs, sem: sem, r: bufio.NewReaderSize(c, readBufferSize), peer: p}
 	cs.conns[wc] = struct{}{}
-	if peer.IsValid() {
-		cs.perPeer[peer]++
+	if p.valid() {
+		cs.perPeer[p]++
 	}
 	cs.mu.Unlock()
 	cs.opt.Conns.ConnOpened()
@@ -385,7 +382,7 @@ func (cs *connSet) remove(c *conn, why CloseReason) {
 	cs.opt.Conns.ConnClosed(why)
 	cs.mu.Lock()
 	delete(cs.conns, c)
-	if c.peer.IsValid() {
+	if c.peer.valid() {
 		if cs.perPeer[c.peer]--; cs.perPeer[c.peer] <= 0 {
 			delete(cs.perPeer, c.peer)
 		}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +17,58 @@ import (
 	"time"
 )
 
+// Addr is a worker's address: an IP address and port, or the path of a
+// unix socket. It is comparable, so it keys maps and compares with ==.
+type Addr struct {
+	ip   netip.AddrPort
+	path string // unix socket; empty for TCP
+}
+
+// TCPAddr is the worker address ap.
+func TCPAddr(ap netip.AddrPort) Addr { return Addr{ip: ap} }
+
+// UnixAddr is the worker address of the unix socket at path.
+func UnixAddr(path string) Addr { return Addr{path: path} }
+
+// Network is "unix" for a socket path, "tcp" otherwise, as net.Dial takes it.
+func (a Addr) Network() string {
+	if a.path != "" {
+		return "unix"
+	}
+	return "tcp"
+}
+
+// String is the address as nginx's server directive takes it:
+// "172.18.0.3:9000", "[fd00::1]:9000" or "unix:/run/sudoku-fcgi/a.sock".
+func (a Addr) String() string {
+	if a.path != "" {
+		return "unix:" + a.path
+	}
+	return a.ip.String()
+}
+
+// dialAddress is the address as net.Dial takes it with Network.
+func (a Addr) dialAddress() string {
+	if a.path != "" {
+		return a.path
+	}
+	return a.ip.String()
+}
+
+// Compare orders TCP addresses first, as netip.AddrPort.Compare does, then
+// socket paths by name.
+func (a Addr) Compare(b Addr) int {
+	switch {
+	case a.path == "" && b.path == "":
+		return a.ip.Compare(b.ip)
+	case a.path == "":
+		return -1
+	case b.path == "":
+		return 1
+	}
+	return strings.Compare(a.path, b.path)
+}
+
 // Resolver looks a host name up, as *net.Resolver does. It MUST honour ctx.
 type Resolver interface {
 	LookupHost(ctx context.Context, host string) ([]string, error)
@@ -21,12 +76,13 @@ type Resolver interface {
 
 var _ Resolver = (*net.Resolver)(nil)
 
-// Discovery finds the addresses behind a list of host:port targets.
+// Discovery finds the addresses behind a list of targets: host:port, whose
+// name is resolved, or unix:<glob>, whose matching socket files are listed.
 type Discovery struct {
-	Targets  []string // "sudoku:9000", "127.0.0.1:19000", ...
+	Targets  []string // "sudoku:9000", "127.0.0.1:19000", "unix:/run/sudoku-fcgi/*.sock", ...
 	Resolver Resolver // nil means net.DefaultResolver
 	Timeout  time.Duration
-	// DropRefusing leaves out the addresses that refuse a TCP connection:
+	// DropRefusing leaves out the addresses that refuse a connection:
 	// a worker that drains closes its listener at once, but its name
 	// resolves until its process exits, and then its address vanishes, so
 	// nginx's connects to it hang until fastcgi_connect_timeout. Dropped
@@ -34,25 +90,37 @@ type Discovery struct {
 	// "refused" at once. A connect that times out keeps the address (a
 	// busy worker's full backlog looks the same), unless the address
 	// refused before and has not accepted since: the name of a stopped
-	// container may resolve for a while after its address is gone.
+	// container may resolve for a while after its address is gone. A
+	// socket file that refuses (left by a killed worker) or has gone
+	// since the listing counts as refusing.
 	DropRefusing bool
 
 	// refused holds the addresses dropped for refusing and not accepted
-	// since; probe replaces the TCP connect in tests.
-	refused map[netip.AddrPort]bool
-	probe   func(ctx context.Context, a netip.AddrPort) error
+	// since; probe replaces the connect in tests.
+	refused map[Addr]bool
+	probe   func(ctx context.Context, a Addr) error
 }
 
 // probeTimeout bounds one DropRefusing connect.
 const probeTimeout = 300 * time.Millisecond
 
-// ParseTargets splits a comma-separated list of host:port targets and
-// checks each one.
+// unixPrefix starts a target that lists socket files.
+const unixPrefix = "unix:"
+
+// ParseTargets splits a comma-separated list of targets, host:port or
+// unix:<glob> (an absolute filepath.Match pattern), and checks each one.
 func ParseTargets(s string) ([]string, error) {
 	var out []string
 	for _, t := range strings.Split(s, ",") {
 		t = strings.TrimSpace(t)
 		if t == "" {
+			continue
+		}
+		if pattern, ok := strings.CutPrefix(t, unixPrefix); ok {
+			if err := checkSocketPattern(pattern); err != nil {
+				return nil, fmt.Errorf("worker target %q: %w", t, err)
+			}
+			out = append(out, t)
 			continue
 		}
 		host, port, err := net.SplitHostPort(t)
@@ -73,12 +141,54 @@ func ParseTargets(s string) ([]string, error) {
 	return out, nil
 }
 
+// checkSocketPattern accepts an absolute glob whose matches nginx can take
+// as a server address.
+func checkSocketPattern(pattern string) error {
+	if !filepath.IsAbs(pattern) {
+		return errors.New("the socket pattern must be an absolute path")
+	}
+	if _, err := filepath.Match(pattern, ""); err != nil {
+		return err
+	}
+	if !safeSocketPath(pattern) {
+		return errors.New("the socket pattern has a character nginx would misread")
+	}
+	return nil
+}
+
+// safeSocketPath reports whether path can follow "server unix:" in nginx's
+// configuration as it is: nothing that ends the directive, quotes, opens a
+// block, starts a comment or a variable, and no space.
+func safeSocketPath(path string) bool {
+	return !strings.ContainsAny(path, ";{}#\"'\\$ \t\n\r")
+}
+
+// listSockets returns the unix sockets among the files matching pattern.
+// Other files, and names nginx would misread (see safeSocketPath), are
+// left out; a missing directory matches nothing.
+func listSockets(pattern string) ([]Addr, error) {
+	paths, err := filepath.Glob(pattern)
+	if err != nil {
+		return nil, err
+	}
+	var out []Addr
+	for _, p := range paths {
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode().Type() != fs.ModeSocket || !safeSocketPath(p) {
+			continue // gone since the listing, not a socket, or unfit for nginx
+		}
+		out = append(out, UnixAddr(p))
+	}
+	return out, nil
+}
+
 // Resolve returns the sorted, de-duplicated addresses of all targets. A name
 // that does not exist (every replica gone) contributes no address and no
 // error; any other lookup failure is an error, so that a DNS hiccup never
-// empties the upstream: callers keep the previous set. With DropRefusing it
+// empties the upstream: callers keep the previous set. A unix:<glob>
+// target contributes the socket files it matches now. With DropRefusing it
 // then probes each address, and is not safe for concurrent use.
-func (d *Discovery) Resolve(ctx context.Context) ([]netip.AddrPort, error) {
+func (d *Discovery) Resolve(ctx context.Context) ([]Addr, error) {
 	r := d.Resolver
 	if r == nil {
 		r = net.DefaultResolver
@@ -88,8 +198,16 @@ func (d *Discovery) Resolve(ctx context.Context) ([]netip.AddrPort, error) {
 		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
 		defer cancel()
 	}
-	var out []netip.AddrPort
+	var out []Addr
 	for _, t := range d.Targets {
+		if pattern, ok := strings.CutPrefix(t, unixPrefix); ok {
+			socks, err := listSockets(pattern)
+			if err != nil {
+				return nil, fmt.Errorf("worker target %q: %w", t, err)
+			}
+			out = append(out, socks...)
+			continue
+		}
 		host, portStr, err := net.SplitHostPort(t)
 		if err != nil {
 			return nil, fmt.Errorf("worker target %q: %w", t, err)
@@ -99,7 +217,7 @@ func (d *Discovery) Resolve(ctx context.Context) ([]netip.AddrPort, error) {
 			return nil, fmt.Errorf("worker target %q: %w", t, err)
 		}
 		if ip, err := netip.ParseAddr(host); err == nil {
-			out = append(out, netip.AddrPortFrom(ip.Unmap(), uint16(port)))
+			out = append(out, TCPAddr(netip.AddrPortFrom(ip.Unmap(), uint16(port))))
 			continue
 		}
 		hosts, err := r.LookupHost(ctx, host)
@@ -114,10 +232,10 @@ func (d *Discovery) Resolve(ctx context.Context) ([]netip.AddrPort, error) {
 			if err != nil {
 				return nil, fmt.Errorf("resolving %s: bad address %q", host, h)
 			}
-			out = append(out, netip.AddrPortFrom(ip.Unmap(), uint16(port)))
+			out = append(out, TCPAddr(netip.AddrPortFrom(ip.Unmap(), uint16(port))))
 		}
 	}
-	slices.SortFunc(out, func(a, b netip.AddrPort) int { return a.Compare(b) })
+	slices.SortFunc(out, Addr.Compare)
 	out = slices.Compact(out)
 	if d.DropRefusing {
 		out = d.dropRefusing(ctx, out)
@@ -128,7 +246,7 @@ func (d *Discovery) Resolve(ctx context.Context) ([]netip.AddrPort, error) {
 // dropRefusing connects to every address at once and returns those that
 // accepted, and those that timed out without having refused before. It is
 // not safe for concurrent use.
-func (d *Discovery) dropRefusing(ctx context.Context, addrs []netip.AddrPort) []netip.AddrPort {
+func (d *Discovery) dropRefusing(ctx context.Context, addrs []Addr) []Addr {
 	type outcome int
 	const (
 		accepted outcome = iota
@@ -147,7 +265,7 @@ func (d *Discovery) dropRefusing(ctx context.Context, addrs []netip.AddrPort) []
 			switch {
 			case err == nil:
 				got[i] = accepted
-			case errors.Is(err, syscall.ECONNREFUSED):
+			case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENOENT):
 				got[i] = refused
 			default:
 				got[i] = unknown
@@ -155,7 +273,7 @@ func (d *Discovery) dropRefusing(ctx context.Context, addrs []netip.AddrPort) []
 		})
 	}
 	wg.Wait()
-	next := map[netip.AddrPort]bool{}
+	next := map[Addr]bool{}
 	kept := addrs[:0]
 	for i, a := range addrs {
 		switch {
@@ -169,12 +287,12 @@ func (d *Discovery) dropRefusing(ctx context.Context, addrs []netip.AddrPort) []
 	return kept
 }
 
-// connect opens a TCP connection to a and closes it.
-func connect(ctx context.Context, a netip.AddrPort) error {
+// connect opens a connection to a and closes it.
+func connect(ctx context.Context, a Addr) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var dialer net.Dialer
-	c, err := dialer.DialContext(ctx, "tcp", a.String())
+	c, err := dialer.DialContext(ctx, a.Network(), a.dialAddress())
 	if err == nil {
 		c.Close()
 	}
@@ -183,14 +301,14 @@ func connect(ctx context.Context, a netip.AddrPort) error {
 
 // Diff returns the addresses only in next (added) and only in prev
 // (removed). Both inputs must be sorted.
-func Diff(prev, next []netip.AddrPort) (added, removed []netip.AddrPort) {
+func Diff(prev, next []Addr) (added, removed []Addr) {
 	for _, a := range next {
-		if _, found := slices.BinarySearchFunc(prev, a, netip.AddrPort.Compare); !found {
+		if _, found := slices.BinarySearchFunc(prev, a, Addr.Compare); !found {
 			added = append(added, a)
 		}
 	}
 	for _, a := range prev {
-		if _, found := slices.BinarySearchFunc(next, a, netip.AddrPort.Compare); !found {
+		if _, found := slices.BinarySearchFunc(next, a, Addr.Compare); !found {
 			removed = append(removed, a)
 		}
 	}
@@ -200,8 +318,8 @@ func Diff(prev, next []netip.AddrPort) (added, removed []netip.AddrPort) {
 // Watch resolves every interval until ctx ends and calls onChange with the
 // new set whenever it differs from the last one passed (the first call
 // compares against last). Lookup errors go to onError and keep the set.
-func (d *Discovery) Watch(ctx context.Context, interval time.Duration, last []netip.AddrPort,
-	onChange func(ctx context.Context, addrs []netip.AddrPort), onError func(error)) {
+func (d *Discovery) Watch(ctx context.Context, interval time.Duration, last []Addr,
+	onChange func(ctx context.Context, addrs []Addr), onError func(error)) {
 	every(ctx, interval, func() {
 		addrs, err := d.Resolve(ctx)
 		if err != nil {

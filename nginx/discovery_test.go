@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -44,10 +46,15 @@ func (f *fakeResolver) set(host string, addrs ...string) {
 	f.answers[host] = addrs
 }
 
-func aps(ss ...string) []netip.AddrPort {
-	var out []netip.AddrPort
+// aps parses worker addresses: ip:port, or unix:<path>.
+func aps(ss ...string) []Addr {
+	var out []Addr
 	for _, s := range ss {
-		out = append(out, netip.MustParseAddrPort(s))
+		if path, ok := strings.CutPrefix(s, "unix:"); ok {
+			out = append(out, UnixAddr(path))
+		} else {
+			out = append(out, TCPAddr(netip.MustParseAddrPort(s)))
+		}
 	}
 	return out
 }
@@ -59,7 +66,7 @@ func TestResolve(t *testing.T) {
 		targets []string
 		answers map[string][]string
 		err     error
-		want    []netip.AddrPort
+		want    []Addr
 		wantErr bool
 	}{
 		{name: "two replicas, sorted",
@@ -103,6 +110,8 @@ func TestParseTargets(t *testing.T) {
 		"sudoku:9000":                 {"sudoku:9000"},
 		" 127.0.0.1:1, 127.0.0.1:2 ,": {"127.0.0.1:1", "127.0.0.1:2"},
 		"[::1]:9000":                  {"[::1]:9000"},
+		"unix:/run/sudoku-fcgi/*.sock, sudoku:9000": {"unix:/run/sudoku-fcgi/*.sock", "sudoku:9000"},
+		"unix:/run/w.sock":                          {"unix:/run/w.sock"},
 	}
 	for in, want := range good {
 		got, err := ParseTargets(in)
@@ -110,7 +119,8 @@ func TestParseTargets(t *testing.T) {
 			t.Errorf("ParseTargets(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", ",", "sudoku", ":9000", "sudoku:0", "sudoku:70000", "sudoku:x"} {
+	for _, in := range []string{"", ",", "sudoku", ":9000", "sudoku:0", "sudoku:70000", "sudoku:x",
+		"unix:", "unix:run/*.sock", "unix:/run/[", "unix:/run/a b/*.sock", "unix:/run/*.sock;"} {
 		if got, err := ParseTargets(in); err == nil {
 			t.Errorf("ParseTargets(%q) = %q, want an error", in, got)
 		}
@@ -132,16 +142,16 @@ func TestWatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	changes := make(chan []netip.AddrPort, 10)
+	changes := make(chan []Addr, 10)
 	errs := make(chan error, 100)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		d.Watch(ctx, time.Millisecond, aps("10.0.0.1:9000", "10.0.0.2:9000"),
-			func(_ context.Context, a []netip.AddrPort) { changes <- a },
+			func(_ context.Context, a []Addr) { changes <- a },
 			func(err error) { errs <- err })
 	}()
-	next := func() []netip.AddrPort {
+	next := func() []Addr {
 		t.Helper()
 		select {
 		case a := <-changes:
@@ -251,7 +261,7 @@ func TestResolveRefusedStaysOutUntilAccepted(t *testing.T) {
 	}
 	d := &Discovery{Targets: []string{w1, w2}, DropRefusing: true}
 	for i, st := range steps {
-		d.probe = func(_ context.Context, a netip.AddrPort) error { return st.probe[a.String()] }
+		d.probe = func(_ context.Context, a Addr) error { return st.probe[a.String()] }
 		got, err := d.Resolve(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -259,5 +269,109 @@ func TestResolveRefusedStaysOutUntilAccepted(t *testing.T) {
 		if gotS := addrStrings(got); !slices.Equal(gotS, st.want) {
 			t.Errorf("step %d: got %v, want %v", i, gotS, st.want)
 		}
+	}
+}
+
+// listenUnix serves nothing on a unix socket at path; with stale, it closes
+// the listener at once and leaves the file behind, as a SIGKILLed worker
+// does: connects to it are refused.
+func listenUnix(t *testing.T, path string, stale bool) {
+	t.Helper()
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stale {
+		ln.SetUnlinkOnClose(false)
+		ln.Close()
+		return
+	}
+	t.Cleanup(func() { ln.Close() })
+}
+
+// A unix:<glob> target lists the sockets it matches, sorted after the TCP
+// addresses; other files and a missing directory contribute nothing.
+func TestResolveUnixGlob(t *testing.T) {
+	dir := t.TempDir()
+	listenUnix(t, dir+"/b.sock", false)
+	listenUnix(t, dir+"/a.sock", false)
+	listenUnix(t, dir+"/other", false)
+	if err := os.WriteFile(dir+"/file.sock", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir+"/dir.sock", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	targets := []string{"unix:" + dir + "/*.sock", "127.0.0.1:19000", "unix:" + dir + "/missing/*.sock"}
+	d := &Discovery{Targets: targets, DropRefusing: false}
+	got, err := d.Resolve(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := aps("127.0.0.1:19000", "unix:"+dir+"/a.sock", "unix:"+dir+"/b.sock")
+	if !slices.Equal(got, want) {
+		t.Errorf("Resolve(%v) = %v, want %v", targets, got, want)
+	}
+	if got[1].Network() != "unix" || got[0].Network() != "tcp" {
+		t.Errorf("networks %q, %q; want tcp, unix", got[0].Network(), got[1].Network())
+	}
+}
+
+// With DropRefusing, a socket file left by a killed worker (it refuses)
+// is left out and comes back once a worker listens on it again; a live
+// one stays.
+func TestResolveDropsStaleSocket(t *testing.T) {
+	dir := t.TempDir()
+	listenUnix(t, dir+"/live.sock", false)
+	listenUnix(t, dir+"/stale.sock", true)
+	d := &Discovery{Targets: []string{"unix:" + dir + "/*.sock"}, DropRefusing: true}
+	got, err := d.Resolve(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := aps("unix:" + dir + "/live.sock"); !slices.Equal(got, want) {
+		t.Errorf("with a stale socket: Resolve = %v, want %v", got, want)
+	}
+	// A restarted worker removes the stale file and listens again.
+	os.Remove(dir + "/stale.sock")
+	listenUnix(t, dir+"/stale.sock", false)
+	got, err = d.Resolve(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := aps("unix:"+dir+"/live.sock", "unix:"+dir+"/stale.sock"); !slices.Equal(got, want) {
+		t.Errorf("after the restart: Resolve = %v, want %v", got, want)
+	}
+}
+
+// A socket that is gone by the time it is probed (ENOENT) counts as
+// refusing, and the probe dials it over unix.
+func TestConnectUnix(t *testing.T) {
+	dir := t.TempDir()
+	if err := connect(context.Background(), UnixAddr(dir+"/gone.sock")); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("connect to a missing socket = %v, want ENOENT", err)
+	}
+	listenUnix(t, dir+"/stale.sock", true)
+	if err := connect(context.Background(), UnixAddr(dir+"/stale.sock")); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("connect to a stale socket = %v, want ECONNREFUSED", err)
+	}
+	listenUnix(t, dir+"/live.sock", false)
+	if err := connect(context.Background(), UnixAddr(dir+"/live.sock")); err != nil {
+		t.Errorf("connect to a live socket = %v, want nil", err)
+	}
+	d := &Discovery{DropRefusing: true, probe: func(context.Context, Addr) error { return syscall.ENOENT }}
+	if got := d.dropRefusing(context.Background(), aps("unix:/run/w.sock")); len(got) != 0 {
+		t.Errorf("dropRefusing with ENOENT kept %v", got)
+	}
+}
+
+// Addr orders TCP addresses as netip.AddrPort does (numerically, so the
+// rendered servers.conf stays as before), then socket paths.
+func TestAddrCompare(t *testing.T) {
+	in := aps("unix:/b.sock", "10.0.0.10:9000", "unix:/a.sock", "10.0.0.9:9000", "[::1]:1")
+	slices.SortFunc(in, Addr.Compare)
+	want := aps("10.0.0.9:9000", "10.0.0.10:9000", "[::1]:1", "unix:/a.sock", "unix:/b.sock")
+	if !slices.Equal(in, want) {
+		t.Errorf("sorted = %v, want %v", in, want)
 	}
 }

@@ -40,13 +40,13 @@ func testNginx(t *testing.T, dir, runDir string, port int, http, server string) 
 `, runDir, port, http, server))
 }
 
-func backend(t *testing.T, id string) netip.AddrPort {
+func backend(t *testing.T, id string) Addr {
 	t.Helper()
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, id)
 	}))
 	t.Cleanup(s.Close)
-	return netip.MustParseAddrPort(strings.TrimPrefix(s.URL, "http://"))
+	return TCPAddr(netip.MustParseAddrPort(strings.TrimPrefix(s.URL, "http://")))
 }
 
 // TestProcessReload runs the real nginx: start, switch the upstream by
@@ -58,7 +58,7 @@ func TestProcessReload(t *testing.T) {
 	conf := testNginx(t, dir, dir, port, "", "")
 	a, b := backend(t, "a"), backend(t, "b")
 	servers := filepath.Join(dir, "servers.conf")
-	write := func(addrs ...netip.AddrPort) []byte {
+	write := func(addrs ...Addr) []byte {
 		data, err := RenderServers("test", addrs, "max_fails=0")
 		if err != nil {
 			t.Fatal(err)

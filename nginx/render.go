@@ -36,17 +36,22 @@ func CheckParams(params string) error {
 // address, in the order given, each followed by params; a single
 // `server 127.0.0.1:9 down;` when addrs is empty so that nginx still starts.
 // source names where the addresses came from, for the comment at the top.
-func RenderServers(source string, addrs []netip.AddrPort, params string) ([]byte, error) {
+func RenderServers(source string, addrs []Addr, params string) ([]byte, error) {
 	if err := CheckParams(params); err != nil {
 		return nil, err
 	}
 	if strings.ContainsAny(source, "\n\r") {
 		return nil, fmt.Errorf("%w: source %q has a line break", ErrUnsafe, source)
 	}
+	for _, a := range addrs {
+		if !safeSocketPath(a.path) {
+			return nil, fmt.Errorf("%w: socket path %q", ErrUnsafe, a.path)
+		}
+	}
 	var buf bytes.Buffer
 	err := templates.ExecuteTemplate(&buf, "servers.conf.tmpl", struct {
 		Source string
-		Addrs  []netip.AddrPort
+		Addrs  []Addr
 		Params string
 	}{source, addrs, strings.Join(strings.Fields(params), " ")})
 	if err != nil {
@@ -62,7 +67,7 @@ func RenderServers(source string, addrs []netip.AddrPort, params string) ([]byte
 // together they take what budget workers take, and the admission limit
 // stays budget x max_conns (none without workers: nginx answers "no live
 // upstreams" at once).
-func RenderUpstream(source string, addrs []netip.AddrPort, budget int, params string) (servers, admission []byte, err error) {
+func RenderUpstream(source string, addrs []Addr, budget int, params string) (servers, admission []byte, err error) {
 	maxConns, err := maxConnsOf(params)
 	if err != nil {
 		return nil, nil, err

@@ -3,7 +3,6 @@ package nginx
 import (
 	"errors"
 	"flag"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,16 +30,17 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestRenderServers(t *testing.T) {
-	ap := netip.MustParseAddrPort
+	ap := func(s string) Addr { return aps(s)[0] }
 	tests := []struct {
 		name   string
-		addrs  []netip.AddrPort
+		addrs  []Addr
 		params string
 	}{
 		{"servers_none.conf", nil, "max_fails=0"},
-		{"servers_two.conf", []netip.AddrPort{ap("172.18.0.3:9000"), ap("172.18.0.4:9000")}, "max_fails=0"},
-		{"servers_params.conf", []netip.AddrPort{ap("10.0.0.1:9000"), ap("[fd00::1]:9000")}, "  max_fails=3   fail_timeout=5s "},
-		{"servers_noparams.conf", []netip.AddrPort{ap("127.0.0.1:19000")}, ""},
+		{"servers_two.conf", []Addr{ap("172.18.0.3:9000"), ap("172.18.0.4:9000")}, "max_fails=0"},
+		{"servers_params.conf", []Addr{ap("10.0.0.1:9000"), ap("[fd00::1]:9000")}, "  max_fails=3   fail_timeout=5s "},
+		{"servers_noparams.conf", []Addr{ap("127.0.0.1:19000")}, ""},
+		{"servers_unix.conf", aps("unix:/run/sudoku-fcgi/3f2a.sock", "unix:/run/sudoku-fcgi/9c1b.sock"), "max_fails=0 max_conns=256"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,6 +57,14 @@ func TestRenderServersRejectsUnsafeParams(t *testing.T) {
 	for _, p := range []string{"max_fails=0; }", "backup\nserver 1.2.3.4:1", "weight=$x", "down {", "# x"} {
 		if _, err := RenderServers("s", nil, p); !errors.Is(err, ErrUnsafe) {
 			t.Errorf("RenderServers(params %q) error = %v, want ErrUnsafe", p, err)
+		}
+	}
+}
+
+func TestRenderServersRejectsUnsafeSocketPath(t *testing.T) {
+	for _, p := range []string{"/run/a;b.sock", "/run/a b.sock", "/run/{.sock", "/run/$x.sock"} {
+		if _, err := RenderServers("s", []Addr{UnixAddr(p)}, ""); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("RenderServers(unix:%s) error = %v, want ErrUnsafe", p, err)
 		}
 	}
 }
@@ -211,7 +219,7 @@ func TestShareMaxConns(t *testing.T) {
 // RenderUpstream: the worker left of a budget of two takes both shares,
 // and the admission limit stays; with no worker there is no limit.
 func TestRenderUpstream(t *testing.T) {
-	one := []netip.AddrPort{netip.MustParseAddrPort("10.0.0.2:9000")}
+	one := aps("10.0.0.2:9000")
 	servers, admission, err := RenderUpstream("sudoku:9000", one, 2, "max_fails=0 max_conns=256")
 	if err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ type Supervisor struct {
 	// admission.conf, tls.conf, trusted-clients.conf, and certs/ with TLS.
 	RunDir string
 
-	Workers         string        // comma-separated host:port targets (ParseTargets)
+	Workers         string        // comma-separated host:port and unix:<glob> targets (ParseTargets)
 	Resolver        Resolver      // nil means net.DefaultResolver
 	ResolveInterval time.Duration // how often the workers are resolved again; > 0
 	BudgetHold      time.Duration // Budget.Hold
@@ -66,7 +66,7 @@ type Supervisor struct {
 	applier *Applier
 	disc    *Discovery
 	tls     *edgeTLS
-	addrs   []netip.AddrPort // the workers in servers.conf
+	addrs   []Addr // the workers in servers.conf
 	budget  Budget
 }
 
@@ -265,7 +265,7 @@ func (s *Supervisor) round(ctx context.Context) {
 }
 
 // applyWorkers renders and loads the upstream files for next.
-func (s *Supervisor) applyWorkers(ctx context.Context, next []netip.AddrPort, msg string) {
+func (s *Supervisor) applyWorkers(ctx context.Context, next []Addr, msg string) {
 	added, removed := Diff(s.addrs, next)
 	n := s.budget.Update(len(next), time.Now())
 	upstream, err := s.upstreamFiles(next, n)
@@ -293,7 +293,7 @@ func (s *Supervisor) apply(ctx context.Context, changes ...Change) (Outcome, err
 
 // upstreamFiles renders servers.conf and admission.conf for addrs and the
 // budget of workers (RenderUpstream). They always change together.
-func (s *Supervisor) upstreamFiles(addrs []netip.AddrPort, budget int) ([]Change, error) {
+func (s *Supervisor) upstreamFiles(addrs []Addr, budget int) ([]Change, error) {
 	servers, admission, err := RenderUpstream(s.Workers, addrs, budget, s.UpstreamParams)
 	if err != nil {
 		return nil, err
@@ -317,7 +317,7 @@ func every(ctx context.Context, interval time.Duration, f func()) {
 	}
 }
 
-func addrStrings(addrs []netip.AddrPort) []string {
+func addrStrings(addrs []Addr) []string {
 	out := make([]string, len(addrs))
 	for i, a := range addrs {
 		out[i] = a.String()

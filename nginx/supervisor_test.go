@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -198,5 +199,98 @@ func TestSupervisorRejectsBadConfig(t *testing.T) {
 				t.Errorf("Run with %+v created %s", sup, runDir)
 			}
 		})
+	}
+}
+
+// TestSupervisorUnixWorkers runs the supervisor against the host's nginx
+// with HTTP backends on unix sockets found by a unix:<glob> target: both
+// get traffic through `server unix:...` lines; one killed (its socket file
+// left behind, refusing) leaves the upstream, and a new socket joins it.
+func TestSupervisorUnixWorkers(t *testing.T) {
+	bin := nginxtest.NeedNginx(t)
+	dir := t.TempDir()
+	runDir, sockDir := filepath.Join(dir, "run"), filepath.Join(dir, "sock")
+	if err := os.Mkdir(sockDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	port, chPort := nginxtest.FreePort(t), nginxtest.FreePort(t)
+	serve := func(id string) (*net.UnixListener, string) {
+		path := filepath.Join(sockDir, id+".sock")
+		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, id) })}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+		return ln, path
+	}
+	_, pathA := serve("a")
+	lnB, pathB := serve("b")
+	sup := &Supervisor{
+		Bin: bin, Prefix: dir, Conf: supervisorConf(t, dir, runDir, port, chPort), RunDir: runDir,
+		Workers: "unix:" + sockDir + "/*.sock", UpstreamParams: "max_fails=0 max_conns=64",
+		ResolveInterval: 100 * time.Millisecond, BudgetHold: time.Minute,
+		ChallengeListen: fmt.Sprintf("127.0.0.1:%d", chPort),
+		Stdout:          io.Discard, Stderr: io.Discard, Log: nginxtest.Logger(t),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := nginxtest.Background(func() error { return sup.Run(ctx) })
+
+	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	reached := func(want ...string) {
+		t.Helper()
+		nginxtest.WaitUntil(t, 10*time.Second, fmt.Sprintf("nginx reaches %v over unix sockets", want), func() error {
+			nginxtest.Running(t, done, "Run")
+			seen := map[string]bool{}
+			for range 40 {
+				if resp, err := http.Get(url); err == nil {
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						return fmt.Errorf("status %d %q", resp.StatusCode, b)
+					}
+					seen[string(b)] = true
+				}
+			}
+			for _, w := range want {
+				if !seen[w] {
+					return fmt.Errorf("reached %v, not %s", seen, w)
+				}
+			}
+			if len(seen) != len(want) {
+				return fmt.Errorf("reached %v, want only %v", seen, want)
+			}
+			return nil
+		})
+	}
+	reached("a", "b")
+	servers := readRun(runDir, "servers.conf")
+	for _, p := range []string{pathA, pathB} {
+		if !strings.Contains(servers, "server unix:"+p+" max_fails=0 max_conns=64;") {
+			t.Errorf("servers.conf lacks unix:%s:\n%s", p, servers)
+		}
+	}
+
+	// b is killed: its socket file stays and refuses.
+	lnB.SetUnlinkOnClose(false)
+	lnB.Close()
+	nginxtest.WaitUntil(t, 10*time.Second, "the stale socket leaves servers.conf", func() error {
+		if srv := readRun(runDir, "servers.conf"); strings.Contains(srv, pathB) {
+			return fmt.Errorf("servers.conf:\n%s", srv)
+		}
+		return nil
+	})
+	if _, err := os.Stat(pathB); err != nil {
+		t.Fatalf("the killed backend's socket file: %v, want it left behind", err)
+	}
+	reached("a")
+	serve("c")
+	reached("a", "c")
+
+	cancel()
+	if err := nginxtest.Returned(t, done, 10*time.Second, "Run after cancel"); err != nil {
+		t.Errorf("Run after cancel = %v, want nil", err)
 	}
 }

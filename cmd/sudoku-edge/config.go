@@ -30,7 +30,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	c := &config{}
 	s := &c.sup
 	fs := cli.NewFlagSet(name, summary, stdout)
-	fs.StringVar(&s.Workers, "workers", "sudoku:9000", "worker `host:port` to resolve; a comma-separated list is allowed")
+	fs.StringVar(&s.Workers, "workers", "sudoku:9000", "worker `targets`, comma-separated: host:port to resolve, or unix:<glob> to list the unix sockets that match, e.g. unix:/run/sudoku-fcgi/*.sock")
 	s.ResolveInterval, s.BudgetHold = 2*time.Second, time.Minute
 	fs.Var(positiveDuration{&s.ResolveInterval}, "resolve-interval", "`duration` between two lookups of the workers")
 	fs.Var(positiveDuration{&s.BudgetHold}, "budget-hold", "`duration` for which the workers left take a missing worker's share of the requests in flight before it counts as gone (a restart or crash is shorter, a scale-down longer)")

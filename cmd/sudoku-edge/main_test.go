@@ -34,6 +34,12 @@ func TestParseConfig(t *testing.T) {
 			t.Errorf("parseConfig(nil) = %+v, want the documented defaults", s)
 		}
 	})
+	t.Run("unix socket targets", func(t *testing.T) {
+		c, err := parseConfig(nil, env{"SUDOKU_EDGE_WORKERS": "unix:/run/sudoku-fcgi/*.sock,other:9000"}.get, io.Discard)
+		if err != nil || c.sup.Workers != "unix:/run/sudoku-fcgi/*.sock,other:9000" {
+			t.Errorf("parseConfig(SUDOKU_EDGE_WORKERS=unix:...) = %+v, %v", c, err)
+		}
+	})
 	t.Run("env twins, flags win", func(t *testing.T) {
 		c, err := parseConfig([]string{"-workers", "w:1"}, env{
 			"SUDOKU_EDGE_WORKERS":          "ignored:2",
@@ -61,6 +67,7 @@ func TestParseConfig(t *testing.T) {
 		{nil, map[string]string{"SUDOKU_EDGE_RESOLVE_INTERVAL": "soon"}, "SUDOKU_EDGE_RESOLVE_INTERVAL"},
 		{[]string{"-upstream-params", "max_fails=0; }"}, nil, "unsafe"},
 		{[]string{"-workers", "sudoku"}, nil, "missing port"},
+		{[]string{"-workers", "unix:run/*.sock"}, nil, "absolute"},
 		{[]string{"-log-level", "loud"}, nil, "log-level"},
 		{[]string{"-metrics-listen", "9145"}, nil, "metrics-listen"},
 		{[]string{"-trusted-clients", "10.0.0.0/33"}, nil, "trusted-clients"},
@@ -91,7 +98,7 @@ func TestHelp(t *testing.T) {
 	help := out.String()
 	for _, want := range []string{
 		"Usage: sudoku-edge [flags]",
-		"$SUDOKU_EDGE_WORKERS", `(default "sudoku:9000")`, "-resolve-interval duration\n", "-budget-hold duration\n", "(default 2s)",
+		"-workers targets\n", "unix:<glob>", "$SUDOKU_EDGE_WORKERS", `(default "sudoku:9000")`, "-resolve-interval duration\n", "-budget-hold duration\n", "(default 2s)",
 		"-upstream-params parameters\n", "nginx parameters after each upstream server address, e.g. max_fails=0 ($SUDOKU_EDGE_UPSTREAM_PARAMS)\n",
 		"-metrics-listen address\n", `(default ":9145") ($SUDOKU_EDGE_METRICS_LISTEN)`,
 		"-tls-domains names\n", "-tls-hsts-max-age seconds\n", "(default 63072000) ($SUDOKU_EDGE_TLS_HSTS_MAX_AGE)",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -39,7 +40,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		host = "sudoku"
 	}
 	fs := cli.NewFlagSet("sudoku-fcgi", summary, out)
-	fs.StringVar(&c.listen, "listen", "127.0.0.1:9000", "FastCGI `address`: host:port (loopback by default; the image listens on :9000), or a unix socket path (contains a /)")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:9000", "FastCGI `address`: host:port (loopback by default; the image listens on :9000), a unix socket path (contains a /), or a directory ending in / for a socket named <id>.sock in it (replicas sharing the directory get a file each)")
 	fs.StringVar(&c.internalListen, "internal-listen", "127.0.0.1:9001", "internal HTTP `address` for /metrics, /healthz, /readyz, /debug/pprof/ (loopback by default; the image listens on :9001)")
 	fs.StringVar(&c.svc.WorkerID, "id", host, "worker id sent as X-Sudoku-Worker")
 	fs.IntVar(&c.svc.PoolSize, "pool", 0, "solver slots (0: GOMAXPROCS)")
@@ -47,7 +48,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&c.svc.QueueTimeout, "queue-timeout", 200*time.Millisecond, "longest wait for a solver slot before 503; a puzzle whose expected wait is over half of it gets 503 at once")
 	fs.DurationVar(&c.svc.SolveTimeout, "solve-timeout", time.Second, "budget for one solve before 503 (keep below nginx's fastcgi_read_timeout)")
 	fs.IntVar(&c.serve.MaxConns, "max-conns", 1024, "open FastCGI connections; above it the worker stops accepting")
-	fs.IntVar(&c.serve.MaxConnsPerPeer, "max-conns-per-peer", 0, "open FastCGI connections from one TCP address; more are closed at once (0: half of -max-conns)")
+	fs.IntVar(&c.serve.MaxConnsPerPeer, "max-conns-per-peer", 0, "open FastCGI connections from one peer, a TCP address or, over a unix socket, a user id; more are closed at once (0: half of -max-conns)")
 	fs.DurationVar(&c.serve.DrainTimeout, "drain-timeout", 10*time.Second, "graceful drain limit after SIGTERM/SIGINT")
 	fs.DurationVar(&c.serve.Linger, "drain-linger", 0, "after SIGTERM/SIGINT, stay up at least this long with the listener closed (refusing), so that sudoku-edge drops the worker before its address vanishes")
 	fs.IntVar(&c.svc.MaxBatchLines, "max-batch-lines", 10000, "puzzle lines in one POST (413 above)")
@@ -74,7 +75,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	return c, nil
 }
 
-// check rejects values the worker cannot run with and parses the log level.
+// check rejects values the worker cannot run with, turns a -listen
+// directory into the socket path in it, and parses the log level.
 func (c *config) check() error {
 	for _, r := range c.svc.WorkerID {
 		if r <= ' ' || r == 0x7f || r > '~' {
@@ -87,9 +89,29 @@ func (c *config) check() error {
 	case s.QueueTimeout <= 0, s.SolveTimeout <= 0, s.BatchTimeout <= 0, c.serve.DrainTimeout <= 0, c.logFlush < 0, c.serve.Linger < 0:
 		return errors.New("-queue-timeout, -solve-timeout, -batch-timeout and -drain-timeout must be > 0; -log-flush and -drain-linger >= 0")
 	}
+	if dir, ok := strings.CutSuffix(c.listen, "/"); ok {
+		if !socketName(c.svc.WorkerID) {
+			return fmt.Errorf("-listen %q names a directory: the socket is named after -id, and %q is no file name (letters, digits, '.', '_', '-')", c.listen, c.svc.WorkerID)
+		}
+		c.listen = dir + "/" + c.svc.WorkerID + ".sock"
+	}
 	var err error
 	if c.level, err = zerolog.ParseLevel(c.logLevel); err != nil {
 		return fmt.Errorf("-log-level: %w", err)
 	}
 	return nil
+}
+
+// socketName reports whether id can name a socket file that sudoku-edge
+// lists and pastes into nginx's configuration as it is.
+func socketName(id string) bool {
+	if id == "" || id[0] == '.' {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,23 @@ func TestParseFlags(t *testing.T) {
 			t.Errorf("config = %+v, want pool 3 (flag), queue 5, 20ms, id w9 (env)", c)
 		}
 	})
+	t.Run("socket directory", func(t *testing.T) {
+		for _, tt := range []struct {
+			args []string
+			env  func(string) string
+			want string
+		}{
+			{[]string{"-listen", "/run/sudoku-fcgi/", "-id", "3f2a9c1b"}, env(), "/run/sudoku-fcgi/3f2a9c1b.sock"},
+			{nil, env("SUDOKU_FCGI_LISTEN", "/run/s/", "SUDOKU_FCGI_ID", "w-1.a_b"), "/run/s/w-1.a_b.sock"},
+			{[]string{"-listen", "/run/s/w.sock", "-id", "x"}, env(), "/run/s/w.sock"},
+			{[]string{"-listen", ":9000", "-id", "x"}, env(), ":9000"},
+		} {
+			c, err := parseConfig(tt.args, tt.env, io.Discard)
+			if err != nil || c.listen != tt.want {
+				t.Errorf("parseConfig(%q) listen = %q, %v; want %q", tt.args, c.listen, err, tt.want)
+			}
+		}
+	})
 	t.Run("no queue", func(t *testing.T) {
 		c, err := parseConfig([]string{"-queue", "0"}, env(), io.Discard)
 		if err != nil || c.svc.QueueSize >= 0 {
@@ -80,6 +98,9 @@ func TestParseFlags(t *testing.T) {
 		{"zero timeout", []string{"-solve-timeout", "0s"}, env(), "> 0"},
 		{"zero batch timeout", nil, env("SUDOKU_FCGI_BATCH_TIMEOUT", "0s"), "-batch-timeout"},
 		{"bad id", []string{"-id", "a b"}, env(), "printable"},
+		{"id unfit for a socket name", []string{"-listen", "/run/s/", "-id", "a/b"}, env(), "no file name"},
+		{"hidden socket name", []string{"-listen", "/run/s/", "-id", ".x"}, env(), "no file name"},
+		{"id unfit for nginx", []string{"-listen", "/run/s/", "-id", "a;b"}, env(), "no file name"},
 		{"bad log level", []string{"-log-level", "loud"}, env(), "-log-level"},
 		{"extra args", []string{"x"}, env(), "unexpected"},
 	} {
@@ -206,4 +227,55 @@ func TestRunUnixSocket(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatalf("run = %v", err)
 	}
+}
+
+// A -listen directory gets a socket named after -id, and the worker
+// removes it when it stops (sudoku-edge then lists it no more).
+func TestRunUnixSocketDirectory(t *testing.T) {
+	dir := t.TempDir()
+	sock := dir + "/w7.sock"
+	stop := start(t, "-listen", dir+"/", "-id", "w7", "-internal-listen", freePort(t))
+	var err error
+	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(20 * time.Millisecond) {
+		var c net.Conn
+		if c, err = net.Dial("unix", sock); err == nil {
+			c.Close()
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("unix socket %s never accepted: %v", sock, err)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("run = %v", err)
+	}
+	if _, err := os.Lstat(sock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after the stop: Lstat(%s) = %v, want the socket removed", sock, err)
+	}
+}
+
+// listen replaces a stale socket file (a killed worker's) but never the
+// socket of a live worker that shares the directory.
+func TestListenUnixSocketInUse(t *testing.T) {
+	sock := t.TempDir() + "/w.sock"
+	ln, err := listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o666 {
+		t.Errorf("socket mode: %v, %v; want 0666 for nginx's user", fi, err)
+	}
+	if second, err := listen(sock); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Errorf("listen on a live worker's socket = %v, %v; want an error saying it is in use", second, err)
+		if second != nil {
+			second.Close()
+		}
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close() // stale now: the file stays and refuses
+	again, err := listen(sock)
+	if err != nil {
+		t.Fatalf("listen on a stale socket = %v, want it replaced", err)
+	}
+	again.Close()
 }

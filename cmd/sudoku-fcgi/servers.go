@@ -36,8 +36,9 @@ func newRegistry(m *fcgi.Metrics, svc *fcgi.Service) (*prometheus.Registry, erro
 }
 
 // listen opens a TCP address, or a unix socket when addr contains a '/'
-// (a stale socket file is removed, and the socket is made writable for
-// nginx's user).
+// (a stale socket file, one that refuses, is removed; one that accepts
+// belongs to a live worker and is an error; the socket is made writable
+// for nginx's user).
 func listen(addr string) (net.Listener, error) {
 	if !strings.Contains(addr, "/") {
 		ln, err := net.Listen("tcp", addr)
@@ -47,6 +48,10 @@ func listen(addr string) (net.Listener, error) {
 		return ln, nil
 	}
 	if fi, err := os.Lstat(addr); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		if c, err := net.DialTimeout("unix", addr, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("fastcgi listener: %s is in use (another worker with the same -id?)", addr)
+		}
 		os.Remove(addr)
 	}
 	ln, err := net.Listen("unix", addr)

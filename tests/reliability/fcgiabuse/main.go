@@ -1,9 +1,11 @@
-// Command fcgiabuse abuses a FastCGI worker port with malformed and
+// Command fcgiabuse abuses a FastCGI worker listener with malformed and
 // resource-hungry record streams. The reliability suite runs it inside the
 // compose network (worker ports are never published), against one worker
-// address, for a bounded time:
+// address, a host:port or unix:<socket path> on the shared volume, for a
+// bounded time:
 //
 //	fcgiabuse -target 172.18.0.3:9000 -duration 20s
+//	fcgiabuse -target unix:/run/sudoku-fcgi/3f2a9c1b77d0.sock -duration 20s
 //
 // Attacks, all at once: connections that send BEGIN_REQUEST and a PARAMS
 // record that never ends; one connection sending BEGIN_REQUESTs for every
@@ -22,6 +24,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,7 +40,7 @@ func main() { cli.Main("fcgiabuse", run) }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := cli.NewFlagSet("fcgiabuse", summary, stdout)
-	target := fs.String("target", "sudoku:9000", "worker FastCGI `address` (inside the compose network only)")
+	target := fs.String("target", "sudoku:9000", "worker FastCGI `address`: host:port (inside the compose network only) or unix:<socket path>")
 	duration := fs.Duration("duration", 20*time.Second, "how long to attack")
 	hold := fs.Int("hold", 300, "connections held open with unterminated params")
 	flood := fs.Int("flood", 1000, "connections in the connection flood")
@@ -48,6 +51,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	a := &abuser{target: *target, deadline: deadline}
+	a.network, a.addr = "tcp", *target
+	if path, ok := strings.CutPrefix(*target, "unix:"); ok {
+		a.network, a.addr = "unix", path
+	}
 
 	var wg sync.WaitGroup
 	attack := func(f func(context.Context)) {
@@ -76,8 +83,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 // abuser holds the counts and the connections held open.
 type abuser struct {
-	target   string
-	deadline time.Time
+	target        string
+	network, addr string // as net.Dial takes them
+	deadline      time.Time
 
 	conns, dialErrors, bytesSent, closedByWorker, begins atomic.Int64
 
@@ -88,7 +96,7 @@ type abuser struct {
 // dial opens a connection whose answers are read and dropped, so the
 // worker never blocks on it; nil when dialling failed.
 func (a *abuser) dial() net.Conn {
-	conn, err := net.DialTimeout("tcp", a.target, 2*time.Second)
+	conn, err := net.DialTimeout(a.network, a.addr, 2*time.Second)
 	if err != nil {
 		a.dialErrors.Add(1)
 		return nil

@@ -13,13 +13,43 @@ import (
 	"sudoku-fcgi/fcgi/fcgitest"
 )
 
-// TestRunAgainstWorker runs a short attack on a real worker and checks the
-// counts it prints, and that the worker still answers afterwards.
+// TestRunAgainstWorker runs a short attack on a real worker, over TCP and
+// over a unix socket, and checks the counts it prints, and that the worker
+// still answers afterwards.
 func TestRunAgainstWorker(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Run("tcp", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		attack(t, ln, ln.Addr().String(), func() net.Conn {
+			conn, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return conn
+		})
+	})
+	t.Run("unix", func(t *testing.T) {
+		sock := t.TempDir() + "/w.sock"
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		attack(t, ln, "unix:"+sock, func() net.Conn {
+			conn, err := net.Dial("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return conn
+		})
+	})
+}
+
+// attack serves a worker on ln, runs fcgiabuse against target and checks
+// its counts and that a connection from dial is still answered.
+func attack(t *testing.T, ln net.Listener, target string, dial func() net.Conn) {
+	t.Helper()
 	svc := fcgi.New(fcgi.Config{WorkerID: "abused"}, zerolog.Nop(), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -27,7 +57,7 @@ func TestRunAgainstWorker(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	var out bytes.Buffer
-	args := []string{"-target", ln.Addr().String(), "-duration", "500ms", "-hold", "5", "-flood", "5"}
+	args := []string{"-target", target, "-duration", "500ms", "-hold", "5", "-flood", "5"}
 	if err := run(context.Background(), args, func(string) string { return "" }, &out); err != nil {
 		t.Fatalf("run(%q) = %v", args, err)
 	}
@@ -38,7 +68,7 @@ func TestRunAgainstWorker(t *testing.T) {
 	if counts["conns"] < 10 || counts["begins"] == 0 || counts["bytes_sent"] == 0 {
 		t.Errorf("counts = %v, want at least 10 conns and some begins and bytes", counts)
 	}
-	if r := fcgitest.Dial(t, ln.Addr().String()).Do(1, "GET", "/sudoku/stats", "h", nil); r.Status != 200 {
+	if r := fcgitest.NewClient(t, dial()).Do(1, "GET", "/sudoku/stats", "h", nil); r.Status != 200 {
 		t.Errorf("after the attack: GET /sudoku/stats = %d %q, want 200", r.Status, r.Body)
 	}
 }

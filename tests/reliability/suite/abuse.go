@@ -13,8 +13,8 @@ import (
 )
 
 // fcgiAbuse runs the raw FastCGI abuser inside the compose network against
-// each worker's FastCGI port while a well-behaved client goes through
-// nginx.
+// each worker's FastCGI listener, its socket file or its port (fcgiTarget),
+// while a well-behaved client goes through nginx.
 func fcgiAbuse(ctx context.Context, s *suite) result {
 	var c checks
 	ids, sts, err := s.workerStates(ctx)
@@ -50,15 +50,17 @@ func fcgiAbuse(ctx context.Context, s *suite) result {
 	outs := make([]string, len(sts))
 	errs := make([]error, len(sts))
 	for i, cs := range sts {
-		ip := ""
-		for _, n := range cs.NetworkSettings.Networks {
-			ip = n.IPAddress
+		target, mounts, err := fcgiTarget(cs)
+		if err != nil {
+			errs[i] = err
+			continue
 		}
+		mounts = append(mounts, bin+":/fcgiabuse")
 		wg.Add(1)
-		go func(i int, ip string) {
+		go func(i int) {
 			defer wg.Done()
-			outs[i], errs[i] = s.runAbuser(ctx, network, bin, fmt.Sprintf("%s:9000", ip), i)
-		}(i, ip)
+			outs[i], errs[i] = s.runAbuser(ctx, network, mounts, target, i)
+		}(i)
 	}
 	wg.Wait()
 	during := stop()
@@ -87,10 +89,51 @@ func fcgiAbuse(ctx context.Context, s *suite) result {
 	return c.result()
 }
 
+// fcgiTarget is where a worker container serves FastCGI, as fcgiabuse's
+// -target takes it, and what the abuser must mount to reach it: with
+// SUDOKU_FCGI_LISTEN a socket path, unix:<path> and the volume that holds
+// it; else its address on the compose network and the port.
+func fcgiTarget(cs containerState) (string, []string, error) {
+	env := map[string]string{}
+	for _, kv := range cs.Config.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	listen := env["SUDOKU_FCGI_LISTEN"]
+	if !strings.Contains(listen, "/") {
+		_, port, err := net.SplitHostPort(listen)
+		if err != nil {
+			return "", nil, fmt.Errorf("worker %s: SUDOKU_FCGI_LISTEN %q: %w", short(cs.ID), listen, err)
+		}
+		for _, n := range cs.NetworkSettings.Networks {
+			if n.IPAddress != "" {
+				return net.JoinHostPort(n.IPAddress, port), nil, nil
+			}
+		}
+		return "", nil, fmt.Errorf("worker %s has no network address", short(cs.ID))
+	}
+	path := listen
+	if strings.HasSuffix(listen, "/") { // a directory: the socket is named after the worker's id
+		id := cs.Config.Hostname
+		if v := env["SUDOKU_FCGI_ID"]; v != "" {
+			id = v
+		}
+		path = listen + id + ".sock"
+	}
+	dir := filepath.Dir(path)
+	for _, m := range cs.Mounts {
+		if m.Type == "volume" && m.Destination == dir {
+			return "unix:" + path, []string{m.Name + ":" + dir}, nil
+		}
+	}
+	return "", nil, fmt.Errorf("worker %s: no volume holds its socket directory %s", short(cs.ID), dir)
+}
+
 // runAbuser runs fcgiabuse in a throwaway container on the project's
 // network: no published port, read-only, unprivileged.
-func (s *suite) runAbuser(ctx context.Context, network, bin, target string, i int) (string, error) {
-	args := s.throwaway(fmt.Sprintf("fcgiabuse-%d", i), network, []string{bin + ":/fcgiabuse"},
+func (s *suite) runAbuser(ctx context.Context, network string, mounts []string, target string, i int) (string, error) {
+	args := s.throwaway(fmt.Sprintf("fcgiabuse-%d", i), network, mounts,
 		"/fcgiabuse", "-target", target, "-duration", "20s")
 	out, err := s.runEchoingStderr(exec.CommandContext(ctx, "docker", args...))
 	return string(out), err
@@ -98,7 +141,8 @@ func (s *suite) runAbuser(ctx context.Context, network, bin, target string, i in
 
 // throwaway returns the `docker run` arguments for a short-lived attacker
 // on the project's network: its own address, no published port, read-only,
-// unprivileged, the given files mounted read-only ("host:container").
+// unprivileged, the given files or volumes mounted read-only
+// ("source:container").
 func (s *suite) throwaway(name, network string, mounts []string, cmd ...string) []string {
 	name = s.cfg.Project + "-" + name
 	exec.Command("docker", "rm", "-f", name).Run() // a leftover of an interrupted run

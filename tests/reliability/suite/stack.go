@@ -253,7 +253,11 @@ type containerState struct {
 	RestartCount int
 	Config       struct {
 		Hostname string
+		Env      []string
 		Labels   map[string]string
+	}
+	Mounts []struct {
+		Type, Name, Destination string
 	}
 	HostConfig struct {
 		RestartPolicy  struct{ Name string }

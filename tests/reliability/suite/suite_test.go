@@ -29,6 +29,38 @@ func TestParseNginxConf(t *testing.T) {
 	}
 }
 
+// fcgiTarget reads where a worker container serves FastCGI from docker
+// inspect: a socket file on a volume (named after the hostname or the
+// SUDOKU_FCGI_ID in a directory) or its network address.
+func TestFcgiTarget(t *testing.T) {
+	worker := func(env ...string) containerState {
+		var cs containerState
+		cs.ID = "3f2a9c1b77d0aa"
+		cs.Config.Hostname = "3f2a9c1b77d0"
+		cs.Config.Env = append([]string{"PATH=/usr/bin"}, env...)
+		cs.Mounts = append(cs.Mounts, struct{ Type, Name, Destination string }{"volume", "proj_fcgi-sockets", "/run/sudoku-fcgi"})
+		cs.NetworkSettings.Networks = map[string]struct{ IPAddress string }{"proj_default": {"172.18.0.3"}}
+		return cs
+	}
+	for _, tt := range []struct {
+		env          []string
+		target, from string
+	}{
+		{[]string{"SUDOKU_FCGI_LISTEN=/run/sudoku-fcgi/"}, "unix:/run/sudoku-fcgi/3f2a9c1b77d0.sock", "proj_fcgi-sockets:/run/sudoku-fcgi"},
+		{[]string{"SUDOKU_FCGI_LISTEN=/run/sudoku-fcgi/", "SUDOKU_FCGI_ID=w1"}, "unix:/run/sudoku-fcgi/w1.sock", "proj_fcgi-sockets:/run/sudoku-fcgi"},
+		{[]string{"SUDOKU_FCGI_LISTEN=/run/sudoku-fcgi/x.sock"}, "unix:/run/sudoku-fcgi/x.sock", "proj_fcgi-sockets:/run/sudoku-fcgi"},
+		{[]string{"SUDOKU_FCGI_LISTEN=:9000"}, "172.18.0.3:9000", ""},
+	} {
+		target, mounts, err := fcgiTarget(worker(tt.env...))
+		if err != nil || target != tt.target || strings.Join(mounts, ",") != tt.from {
+			t.Errorf("fcgiTarget(%v) = %q, %q, %v; want %q, %q", tt.env, target, mounts, err, tt.target, tt.from)
+		}
+	}
+	if target, _, err := fcgiTarget(worker("SUDOKU_FCGI_LISTEN=/elsewhere/")); err == nil {
+		t.Errorf("fcgiTarget with a socket on no volume = %q, want an error", target)
+	}
+}
+
 func TestRecoveryTime(t *testing.T) {
 	var recs []record
 	for s := 0; s < 10; s++ {
