@@ -19,9 +19,11 @@
 #   path: c32 N req/s p99 X ms, c480 M req/s, nginx A us, workers B us per answer
 #
 # COMPOSE=1 measures the compose stack instead (project sudoku-path, built
-# from this checkout), once through its published port (127.0.0.1:31780,
-# Docker's port proxy) and once straight to nginx's address on the compose
-# network; CPU from each container's cgroup (cpuacct), the client trusted
+# from this checkout, brought up afresh for each transport: unix sockets as
+# it ships, TCP with SUDOKU_FCGI_LISTEN=:9000 SUDOKU_WORKERS=sudoku:9000),
+# once through its published port (127.0.0.1:31780, Docker's port proxy)
+# and once straight to nginx's address on the compose network; CPU from
+# each container's cgroup (cpuacct), the client trusted
 # (SUDOKU_TRUSTED_CLIENTS) so the per-client limits do not apply.
 #
 # Env: PUZZLES (tests/reliability/testdata/test1000), N (60000 GETs per run),
@@ -194,11 +196,21 @@ else
 	docker compose version >/dev/null 2>&1 && compose=(docker compose)
 	dc() { "${compose[@]}" -p "$project" "$@"; }
 	trap 'dc down -v --remove-orphans >/dev/null 2>&1 || true; cleanup' EXIT
-	say "starting the compose stack (project $project, 127.0.0.1:31780)"
-	SUDOKU_HTTP_PORT=127.0.0.1:31780 SUDOKU_EXPORTER_PORT=127.0.0.1:31713 SUDOKU_TRUSTED_CLIENTS=172.16.0.0/12,192.168.0.0/16,10.0.0.0/8 \
-		SUDOKU_LOG_LEVEL=warn dc up -d --build 2>&1 | sed -u 's/^/    /' >&2
+	up() { # transport: the stack from this checkout, FastCGI over unix sockets or TCP
+		local env=()
+		[[ $1 == tcp ]] && env=(SUDOKU_FCGI_LISTEN=:9000 SUDOKU_WORKERS=sudoku:9000)
+		say "starting the compose stack, $1 (project $project, 127.0.0.1:31780)"
+		env "${env[@]}" SUDOKU_HTTP_PORT=127.0.0.1:31780 SUDOKU_EXPORTER_PORT=127.0.0.1:31713 \
+			SUDOKU_TRUSTED_CLIENTS=172.16.0.0/12,192.168.0.0/16,10.0.0.0/8 SUDOKU_LOG_LEVEL=warn \
+			"${compose[@]}" -p "$project" up -d --build 2>&1 | sed -u 's/^/    /' >&2
+		wait_for_long http://127.0.0.1:31780/sudoku/stats
+		nginx_id=$(docker inspect -f '{{.Id}}' "$(dc ps -q nginx)")
+		mapfile -t worker_ids < <(dc ps -q sudoku | xargs docker inspect -f '{{.Id}}')
+		worker_metrics=()
+		for id in "${worker_ids[@]}"; do worker_metrics+=("$(ip_of "$id"):9001"); done
+		direct=http://$(ip_of "$nginx_id"):8080
+	}
 	wait_for_long() { local i; for i in $(seq 120); do curl -fs -o /dev/null "$1" && return 0; sleep 1; done; echo "not answering: $1" >&2; return 1; }
-	wait_for_long http://127.0.0.1:31780/sudoku/stats
 	cgcpu() { # container ids...: nanoseconds of CPU from cpuacct (cgroup v1) or cpu.stat (v2)
 		local id sum=0 v
 		for id in "$@"; do
@@ -214,19 +226,18 @@ else
 		echo "$sum"
 	}
 	ip_of() { docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$1"; }
-	nginx_id=$(docker inspect -f '{{.Id}}' "$(dc ps -q nginx)")
-	mapfile -t worker_ids < <(dc ps -q sudoku | xargs docker inspect -f '{{.Id}}')
-	worker_metrics=()
-	for id in "${worker_ids[@]}"; do worker_metrics+=("$(ip_of "$id"):9001"); done
 	compose_cpu_nginx() { cgcpu "$nginx_id"; }
 	compose_cpu_workers() { cgcpu "${worker_ids[@]}"; }
 	compose_conns() { conns_at "${worker_metrics[@]}"; }
-	direct=http://$(ip_of "$nginx_id"):8080
 	for round in $(seq "$rounds"); do
-		depth_runs "compose, published port" http://127.0.0.1:31780 compose
-		depth_runs "compose, direct" "$direct" compose
+		for tr in "${transports[@]}"; do
+			up "$tr"
+			depth_runs "compose $tr, published port" http://127.0.0.1:31780 compose
+			depth_runs "compose $tr, direct" "$direct" compose
+			dc down -v --remove-orphans >/dev/null 2>&1
+		done
 	done
-	summary_of="compose, published port"
+	summary_of="compose ${transports[0]}, published port"
 fi
 # Summary: the round with the highest c32 rate of the first run kind.
 awk -F'|' -v tr="$summary_of" -v hi="${depths[-1]}" '
