@@ -46,7 +46,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.IntVar(&c.svc.PoolSize, "pool", 0, "solver slots (0: GOMAXPROCS)")
 	fs.IntVar(&c.queue, "queue", 1024, "puzzles that may wait for a solver slot (0: none)")
 	fs.DurationVar(&c.svc.QueueTimeout, "queue-timeout", 200*time.Millisecond, "longest wait for a solver slot before 503; a puzzle whose expected wait is over half of it gets 503 at once")
-	fs.DurationVar(&c.svc.SolveTimeout, "solve-timeout", time.Second, "budget for one solve before 503 (keep below nginx's fastcgi_read_timeout)")
+	fs.DurationVar(&c.svc.SolveTimeout, "solve-timeout", time.Second, "budget for one solve before 503 (with -queue-timeout, keep below nginx's GET fastcgi_read_timeout, 1.5 s)")
 	fs.IntVar(&c.serve.MaxConns, "max-conns", 1024, "open FastCGI connections; above it the worker stops accepting")
 	fs.IntVar(&c.serve.MaxConnsPerPeer, "max-conns-per-peer", 0, "open FastCGI connections from one peer, a TCP address or, over a unix socket, a user id; more are closed at once (0: half of -max-conns)")
 	fs.DurationVar(&c.serve.DrainTimeout, "drain-timeout", 10*time.Second, "graceful drain limit after SIGTERM/SIGINT")
