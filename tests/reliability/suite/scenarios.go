@@ -327,12 +327,6 @@ func bursts(ctx context.Context, s *suite) result {
 	return c.result()
 }
 
-// failuresIn describes the failed records.
-func failuresIn(recs []record) (int, string) {
-	s := summarize(recs, 0)
-	return s.failures(), s.kindsString()
-}
-
 // rollingRestart: SIGTERM each worker in turn under 0.5 C.
 func rollingRestart(ctx context.Context, s *suite) result {
 	var c checks
