@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Shell helpers shared by the end-to-end runners (tests/tls/run.sh,
-# tests/scale/run.sh). Source it after defining log().
+# tests/scale/run.sh) and the benchmarks (tests/bench). Source it after
+# defining log() (wait_healthy uses it).
 
 # wait_healthy CONTAINER NAME TIMEOUT waits until Docker reports CONTAINER
 # healthy, or fails after TIMEOUT seconds.
@@ -15,4 +16,15 @@ wait_healthy() {
 		fi
 		sleep 1
 	done
+}
+
+# wait_for URL waits up to 10 s for URL to answer 2xx (curl -f).
+wait_for() {
+	local _
+	for _ in $(seq 100); do
+		curl -fs -o /dev/null "$1" && return 0
+		sleep 0.1
+	done
+	echo "not answering: $1" >&2
+	return 1
 }

@@ -210,20 +210,24 @@ func TestRun(t *testing.T) {
 	}
 }
 
-func TestRunUnixSocket(t *testing.T) {
-	sock := t.TempDir() + "/w.sock"
-	stop := start(t, "-listen", sock, "-internal-listen", freePort(t))
+// waitForSocket waits up to 5 s for the worker to accept on sock.
+func waitForSocket(t *testing.T, sock string) {
+	t.Helper()
 	var err error
 	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(20 * time.Millisecond) {
 		var c net.Conn
 		if c, err = net.Dial("unix", sock); err == nil {
 			c.Close()
-			break
+			return
 		}
 	}
-	if err != nil {
-		t.Fatalf("unix socket never accepted: %v", err)
-	}
+	t.Fatalf("unix socket %s never accepted: %v", sock, err)
+}
+
+func TestRunUnixSocket(t *testing.T) {
+	sock := t.TempDir() + "/w.sock"
+	stop := start(t, "-listen", sock, "-internal-listen", freePort(t))
+	waitForSocket(t, sock)
 	if err := stop(); err != nil {
 		t.Fatalf("run = %v", err)
 	}
@@ -235,17 +239,7 @@ func TestRunUnixSocketDirectory(t *testing.T) {
 	dir := t.TempDir()
 	sock := dir + "/w7.sock"
 	stop := start(t, "-listen", dir+"/", "-id", "w7", "-internal-listen", freePort(t))
-	var err error
-	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(20 * time.Millisecond) {
-		var c net.Conn
-		if c, err = net.Dial("unix", sock); err == nil {
-			c.Close()
-			break
-		}
-	}
-	if err != nil {
-		t.Fatalf("unix socket %s never accepted: %v", sock, err)
-	}
+	waitForSocket(t, sock)
 	if err := stop(); err != nil {
 		t.Fatalf("run = %v", err)
 	}

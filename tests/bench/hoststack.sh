@@ -54,15 +54,8 @@ p1=$(grep -m1 -E '^[0-9.]{81}$' "$puzzles")
 big=$work/puzzles-x10 # the file ten times over, so a batch lasts a few seconds
 for _ in $(seq 10); do cat "$puzzles"; done >"$big"
 
-wait_for() { # url: wait up to 10s for a 200
-	local i
-	for i in $(seq 100); do
-		curl -fs -o /dev/null "$1" && return 0
-		sleep 0.1
-	done
-	echo "not answering: $1" >&2
-	return 1
-}
+# shellcheck source=tests/lib.sh
+source "$root/tests/lib.sh" # wait_for
 
 sl() { # name mode args...: run sudoku-load, JSON result to OUT/name.json, progress to OUT/name.log
 	local name=$1 mode=$2

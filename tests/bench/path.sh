@@ -60,15 +60,8 @@ load=$work/bin/sudoku-load
 big=$work/puzzles.txt
 grep -E '^[0-9.]{81}$' "$puzzles" | awk -v n="$n" '{p[c++] = $0} END {for (i = 0; i < n; i++) print p[i % c]}' >"$big"
 
-wait_for() { # url
-	local i
-	for i in $(seq 100); do
-		curl -fs -o /dev/null "$1" && return 0
-		sleep 0.1
-	done
-	echo "not answering: $1" >&2
-	return 1
-}
+# shellcheck source=tests/lib.sh
+source "$root/tests/lib.sh" # wait_for
 
 oncpu() { # pids...: nanoseconds on CPU, summed over their threads
 	local p t sum=0 ns
