@@ -190,7 +190,7 @@ capacity-plan: ## capacity at p99 <= 5 ms on easy and hard puzzles on host nginx
 bench-host-compose: ## the same runs against a compose stack (project load-bench, port 30180)
 	HOST=0 COMPOSE=1 tests/bench/hoststack.sh
 
-bench-path: ## the request path at 32 and 480 in flight on host nginx + 2 workers, unix sockets and TCP: req/s, p99, CPU per answer, connection churn (tests/bench/path.sh)
+bench-path: ## the request path at 32 and 480 in flight on host nginx + 2 workers, unix sockets and TCP: req/s, p99, CPU per answer, connection churn (tests/bench/path.sh; CLIENT=wrk drives it with wrk)
 	tests/bench/path.sh
 
 bench-levers: ## bench-path once per nginx-config and GC lever, in turn, one table (tests/bench/levers.sh; ROUNDS, LEVERS)

@@ -32,7 +32,10 @@
 # for the workers, e.g. SUDOKU_FCGI_GC_PERCENT=100), NGINX_SED (a sed script
 # run on the host stack's rendered nginx.conf, sudoku-locations.conf and
 # sudoku-fastcgi.conf, to measure a change of the config: 's/^ *access_log .*/access_log off;/'),
-# REJECT (1; 0 skips the rejection runs). Ports 31600-31799 on 127.0.0.1.
+# REJECT (1; 0 skips the rejection runs), CLIENT (sudoku-load, which checks
+# every answer; wrk: `wrk -t1 -c<depth> -d$WRK_DURATION` (10s) rotating the
+# puzzles with a Lua script, lighter on the shared cores but it checks only the
+# status). Ports 31600-31799 on 127.0.0.1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -136,10 +139,22 @@ measure() { # label url depth prefix: one batch run, one table row; prefix names
 	name=$(tr -c 'a-z0-9\n' - <<<"$label")-c$c-$round
 	read -r a0 x0 g0 gc0 _ < <("${hook}_conns")
 	n0=$("${hook}_cpu_nginx") w0=$("${hook}_cpu_workers")
-	"$load" batch -url "$url" -in "$big" -c "$c" -json -progress=false >"$out/$name.json" 2>"$out/$name.log" || true
+	if [[ $client == wrk ]]; then
+		wrk -t1 -c"$c" -d"$wrk_duration" --latency -s "$lua" "$url" >"$out/$name.wrk" 2>&1 || true
+	else
+		"$load" batch -url "$url" -in "$big" -c "$c" -json -progress=false >"$out/$name.json" 2>"$out/$name.log" || true
+	fi
 	n1=$("${hook}_cpu_nginx") w1=$("${hook}_cpu_workers")
 	read -r a1 x1 g1 gc1 h1 < <("${hook}_conns")
-	read -r tp p99 ok errs < <(jq -r '[.throughput, .latency_ms.p99, .ok, ([.errors[]] | add // 0)] | @tsv' "$out/$name.json")
+	if [[ $client == wrk ]]; then
+		# wrk counts requests and non-2xx answers; it does not check the solutions.
+		read -r tp p99 ok errs < <(awk '
+			function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+			/requests in/ {n = $1} /Requests\/sec/ {r = $2} $1 == "99%" {p = ms($2)} /Non-2xx/ {e += $5} /Socket errors/ {e += 0}
+			END {printf "%s %s %d %d\n", r, p, n - e, e}' "$out/$name.wrk")
+	else
+		read -r tp p99 ok errs < <(jq -r '[.throughput, .latency_ms.p99, .ok, ([.errors[]] | add // 0)] | @tsv' "$out/$name.json")
+	fi
 	line=$(awk -v l="$label" -v c="$c" -v tp="$tp" -v p99="$p99" -v ok="$ok" -v e="$errs" \
 		-v dn=$((n1 - n0)) -v dw=$((w1 - w0)) -v da=$((a1 - a0)) -v dx=$((x1 - x0)) -v dg=$((g1 - g0)) -v dgc=$((gc1 - gc0)) -v heap="$h1" 'BEGIN {
 		a = ok > 0 ? ok : 1; all = ok + e > 0 ? ok + e : 1; g = dg > 0 ? dg : 1
@@ -151,11 +166,31 @@ depth_runs() { # label url hook
 	local c
 	for c in "${depths[@]}"; do
 		say "round $round/$rounds, $1: warm-up and sudoku-load batch -c $c over $n GETs"
-		"$load" batch -url "$2" -in "$warm" -c "$c" -progress=false >/dev/null 2>&1 || true
+		if [[ $client == wrk ]]; then
+			wrk -t1 -c"$c" -d2s -s "$lua" "$2" >/dev/null 2>&1 || true
+		else
+			"$load" batch -url "$2" -in "$warm" -c "$c" -progress=false >/dev/null 2>&1 || true
+		fi
 		measure "$1" "$2" "$c" "$3"
 	done
 }
 worker_env=${WORKER_ENV:-}
+client=${CLIENT:-sudoku-load} wrk_duration=${WRK_DURATION:-10s}
+lua=$work/get.lua
+if [[ $client == wrk ]]; then
+	command -v wrk >/dev/null || { echo "path.sh: CLIENT=wrk needs wrk (apt-get install wrk)" >&2; exit 1; }
+	cat >"$lua" <<LUA
+local puzzles = {}
+for line in io.lines("$puzzles") do
+  if line:match("^[0-9.]+$") and #line == 81 then puzzles[#puzzles + 1] = line end
+end
+local i = 0
+request = function()
+  i = i % #puzzles + 1
+  return wrk.format("GET", "/sudoku?puzzle=" .. puzzles[i])
+end
+LUA
+fi
 warm=$work/warm.txt
 head -n 5000 "$big" >"$warm"
 
