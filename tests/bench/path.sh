@@ -176,20 +176,10 @@ depth_runs() { # label url hook
 }
 worker_env=${WORKER_ENV:-}
 client=${CLIENT:-sudoku-load} wrk_duration=${WRK_DURATION:-10s}
-lua=$work/get.lua
+lua=$root/tests/bench/rotate.lua
+export SUDOKU_PUZZLES=$puzzles
 if [[ $client == wrk ]]; then
 	command -v wrk >/dev/null || { echo "path.sh: CLIENT=wrk needs wrk (apt-get install wrk)" >&2; exit 1; }
-	cat >"$lua" <<LUA
-local puzzles = {}
-for line in io.lines("$puzzles") do
-  if line:match("^[0-9.]+$") and #line == 81 then puzzles[#puzzles + 1] = line end
-end
-local i = 0
-request = function()
-  i = i % #puzzles + 1
-  return wrk.format("GET", "/sudoku?puzzle=" .. puzzles[i])
-end
-LUA
 fi
 warm=$work/warm.txt
 head -n 5000 "$big" >"$warm"

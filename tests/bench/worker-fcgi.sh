@@ -80,17 +80,7 @@ nginx -p "$tmp" -c "$tmp/nginx.conf"
 for _ in $(seq 50); do curl -fs -o /dev/null http://127.0.0.1:19001/readyz && break; sleep 0.1; done
 curl -fs -o /dev/null "http://127.0.0.1:19080/sudoku?puzzle=$(head -c81 "$PUZZLES")" || { echo "nginx -> worker not answering"; cat "$tmp/worker.log" "$tmp/logs/error.log"; exit 1; }
 
-cat >"$tmp/get.lua" <<LUA
-local puzzles = {}
-for line in io.lines("$PUZZLES") do
-  if #line >= 81 then puzzles[#puzzles + 1] = line:sub(1, 81) end
-end
-local i = 0
-request = function()
-  i = i % #puzzles + 1
-  return wrk.format("GET", "/sudoku?puzzle=" .. puzzles[i])
-end
-LUA
+export SUDOKU_PUZZLES=$PUZZLES # for rotate.lua
 cat >"$tmp/post.lua" <<LUA
 local puzzles = {}
 for line in io.lines("$PUZZLES") do
@@ -132,8 +122,8 @@ measure() {
 
 echo "== $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), wrk -t1 -c$CONNS -d$DURATION, GOMAXPROCS=$MAXPROCS (0: runtime) gc-percent=$GCPERCENT, upstream $UPSTREAM"
 for _ in $(seq "$ROUNDS"); do
-	measure "GET nginx->fcgi" http://127.0.0.1:19080/ "$tmp/get.lua" 1
-	measure "GET plain net/http" http://127.0.0.1:19002/ "$tmp/get.lua" 1
+	measure "GET nginx->fcgi" http://127.0.0.1:19080/ "$PWD/tests/bench/rotate.lua" 1
+	measure "GET plain net/http" http://127.0.0.1:19002/ "$PWD/tests/bench/rotate.lua" 1
 	measure "POST x$BATCH nginx->fcgi" http://127.0.0.1:19080/ "$tmp/post.lua" "$BATCH"
 done
 curl -fs http://127.0.0.1:19001/metrics | grep -E '^sudoku_requests_total' || true
