@@ -301,9 +301,8 @@ func (ch connHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ch.c.set.leaving.Load() && ch.c.closeIfOnlyRequest() {
 		// Draining, and this request came in on a connection nginx had
 		// idle: close it unanswered. nginx takes that for an error and
-		// retries the request on another worker, as it does for a
-		// refused connect; a 503 would be the client's answer (nginx
-		// does not retry 503s: a busy worker's 503 is final).
+		// retries the request on another worker at once, as it does for
+		// a refused connect, without a 503 for it to read first.
 		return
 	}
 	fw := flushWriters.Get().(*flushWriter)
