@@ -46,15 +46,15 @@ func TestFastCGIConnLimitPerPeerUnix(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		c := dial()
-		c.Conn.SetDeadline(time.Now().Add(2 * time.Second))
-		c.Send(fcgitest.Request(1, "GET", "/sudoku?puzzle="+easy, "h", nil, nil))
-		if r, err := c.Read(1); err == nil && r.Status == 200 {
+		r, err := c.Try(1, "/sudoku?puzzle="+easy, "h", 2*time.Second)
+		c.Conn.Close()
+		if err == nil && r.Status == 200 {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("no connection served after one of the two closed")
 		}
-		time.Sleep(10 * time.Millisecond) // the close may not be seen yet
+		time.Sleep(10 * time.Millisecond) // the server may not have seen the close yet
 	}
 }
 

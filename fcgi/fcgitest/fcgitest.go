@@ -206,6 +206,10 @@ func (c *Client) ReadRecord() (typ uint8, id uint16, content []byte, err error) 
 // within 10 seconds.
 func (c *Client) Read(id uint16) (*Response, error) {
 	c.Conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	return c.read(id)
+}
+
+func (c *Client) read(id uint16) (*Response, error) {
 	var stdout []byte
 	resp := &Response{}
 	for {
@@ -239,6 +243,17 @@ func (c *Client) Do(id uint16, method, uri, host string, body []byte) *Response 
 		c.tb.Fatalf("%s %s: %v", method, uri, err)
 	}
 	return resp
+}
+
+// Try sends one GET and reads its answer within d, returning the error
+// where Do fails the test: for a server that may close the connection
+// before or after the request is written.
+func (c *Client) Try(id uint16, uri, host string, d time.Duration) (*Response, error) {
+	c.Conn.SetDeadline(time.Now().Add(d))
+	if _, err := c.Conn.Write(Request(id, "GET", uri, host, nil, nil)); err != nil {
+		return nil, err
+	}
+	return c.read(id)
 }
 
 // ReadStdout reads records up to the next FCGI_END_REQUEST and returns the
