@@ -208,7 +208,7 @@ func stressOneConn(ctx context.Context, conn net.Conn, deadline time.Time, cfg S
 
 	w := bufio.NewWriterSize(conn, 32<<10)
 	var werr error
-	var held []sentReq // taken but not written when the server closed
+	var held []sentReq // taken but not written: the server closed, or a flush failed
 write:
 	for {
 		var sr sentReq
@@ -244,9 +244,10 @@ write:
 					}
 				}
 				if werr != nil {
-					if !sr.sent {
-						rec.Unsent()
-					}
+					// sr is not written: it goes out again if the server
+					// announced the close (the flush then fails on the
+					// closed connection), and fails below if not.
+					held = append(held, sr)
 					break write
 				}
 			}
@@ -290,6 +291,7 @@ write:
 		}
 		return append(append(unanswered, held...), again...), true
 	default:
+		failAll(append(held, again...), KindOfError(werr), rec)
 		return nil, false
 	}
 }
