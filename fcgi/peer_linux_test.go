@@ -43,19 +43,7 @@ func TestFastCGIConnLimitPerPeerUnix(t *testing.T) {
 	}
 	expectClosed(t, dial())
 	a.Conn.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c := dial()
-		r, err := c.Try(1, "/sudoku?puzzle="+easy, "h", 2*time.Second)
-		c.Conn.Close()
-		if err == nil && r.Status == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no connection served after one of the two closed")
-		}
-		time.Sleep(10 * time.Millisecond) // the server may not have seen the close yet
-	}
+	expectServedSoon(t, dial)
 }
 
 func TestPeerOfUnixConn(t *testing.T) {

@@ -358,18 +358,29 @@ func TestFastCGIConnLimitPerPeer(t *testing.T) {
 	}
 	// Closing one frees a place for the first address again.
 	a.Conn.Close()
+	expectServedSoon(t, func() *fcgitest.Client { return fcgitest.Dial(t, ts.addr) })
+}
+
+// expectServedSoon dials until a connection's GET is answered 200, within
+// 5 seconds: after a close the server may refuse a new connection until
+// it has seen the close.
+func expectServedSoon(t *testing.T, dial func() *fcgitest.Client) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		c := fcgitest.Dial(t, ts.addr)
+		c := dial()
 		r, err := c.Try(1, "/sudoku?puzzle="+easy, "h", 2*time.Second)
 		c.Conn.Close()
 		if err == nil && r.Status == 200 {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no connection from the first address served after one of its two closed")
+			if err == nil {
+				err = fmt.Errorf("status %d %q", r.Status, r.Body)
+			}
+			t.Fatalf("no connection served within 5s after one closed (last: %v)", err)
 		}
-		time.Sleep(10 * time.Millisecond) // the server may not have seen the close yet
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
