@@ -57,6 +57,15 @@ cleanup() {
 			docker network ls --format '{{.Name}}' | grep -q "^${STACK}_" || break
 			sleep 1
 		done
+		# stack rm leaves the stack's named volumes (edge-data); a test's go
+		# too, once the last task's container has let go of them.
+		for _ in $(seq 30); do
+			mapfile -t vols < <(docker volume ls -q --filter "label=com.docker.stack.namespace=$STACK")
+			((${#vols[@]} == 0)) && break
+			docker volume rm "${vols[@]}" >/dev/null 2>&1 || sleep 1
+		done
+		left=$(docker volume ls -q --filter "label=com.docker.stack.namespace=$STACK" | tr "\n" " ")
+		[[ -z $left ]] || log "volumes $left are still in use: not removed"
 	fi
 	if [[ $MADE_SWARM == 1 && ${SUDOKU_SWARM_KEEP:-} != 1 ]]; then
 		log "leaving the swarm this run made"
