@@ -1,12 +1,9 @@
-// Package fcgi is the Sudoku worker: the HTTP handler that nginx reaches over
-// FastCGI (Service), the bounded solver pool behind it, request statistics,
-// Prometheus metrics and the internal health/metrics mux; and Serve, which
-// runs the standard library's net/http/fcgi child for any http.Handler with
-// what the child lacks: a connection limit, bounded per-connection state,
-// buffered reads and coalesced writes, a Flush that reaches the socket, an
-// answer of the handler's choosing for requests the child cannot parse, and
-// a graceful drain. Serve knows nothing of the Service: cmd/sudoku-fcgi
-// wires the two through ServeOptions.
+// Package fcgi is the Sudoku worker's service: the HTTP handler that nginx
+// reaches over FastCGI (Service, an http.Handler), the bounded solver pool
+// behind it, request statistics, and the Prometheus metrics of all of it
+// (the Service is a prometheus.Collector), plus the internal health and
+// metrics mux. Serving it over FastCGI is the job of fcgi/fcgiserver, which
+// knows nothing of Sudoku; cmd/sudoku-fcgi wires the two.
 //
 // Public routes (through nginx):
 //

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"sudoku-fcgi/fcgi/fcgiserver"
 	"sudoku-fcgi/solver"
 )
 
@@ -30,6 +31,9 @@ type Config struct {
 	BatchParallel int           // puzzles of one batch solved at once; default PoolSize
 	BatchTimeout  time.Duration // deadline of one POST batch; default 30s
 	AccessLog     bool          // one info line per request
+	// OpenConns reports the open FastCGI connections for the stats page
+	// (fastcgi_connections); nil reports 0.
+	OpenConns func() int64
 }
 
 func (c Config) withDefaults() Config {
@@ -75,12 +79,12 @@ type Service struct {
 	log   zerolog.Logger
 	pool  *pool
 	stats *stats
-	m     *Metrics
+	m     *metrics
+	pc    *poolCollector
 	solve solveFunc // solver.SolveContext; tests replace it
 
 	draining atomic.Bool
 	inFlight atomic.Int64
-	conns    atomic.Int64
 
 	hdrWorker []string
 	date      atomic.Pointer[dateValue]
@@ -92,12 +96,10 @@ type dateValue struct {
 	v    []string
 }
 
-// New builds a Service. m may be nil (no metrics).
-func New(cfg Config, log zerolog.Logger, m *Metrics) *Service {
+// New builds a Service.
+func New(cfg Config, log zerolog.Logger) *Service {
 	cfg = cfg.withDefaults()
-	if m == nil {
-		m = NewMetrics()
-	}
+	m := newMetrics()
 	s := &Service{
 		cfg:       cfg,
 		log:       log,
@@ -108,24 +110,36 @@ func New(cfg Config, log zerolog.Logger, m *Metrics) *Service {
 		hdrWorker: []string{cfg.WorkerID},
 	}
 	s.bufs.New = func() any { b := make([]byte, 0, 512); return &b }
+	s.pc = newPoolCollector(s.pool, s.draining.Load)
 	return s
 }
 
 // Config returns the effective configuration (defaults filled in).
 func (s *Service) Config() Config { return s.cfg }
 
-// Collector exposes the pool and drain state as gauges; register it next to
-// the Metrics.
-func (s *Service) Collector() prometheus.Collector {
-	return newPoolCollector(s.pool, s.draining.Load)
+var _ prometheus.Collector = (*Service)(nil)
+
+// Describe implements prometheus.Collector: the service's requests,
+// latencies, pool and drain state.
+func (s *Service) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range s.m.collectors() {
+		c.Describe(ch)
+	}
+	s.pc.Describe(ch)
+}
+
+// Collect implements prometheus.Collector.
+func (s *Service) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range s.m.collectors() {
+		c.Collect(ch)
+	}
+	s.pc.Collect(ch)
 }
 
 // SetDraining switches the service into (or out of) draining: /readyz
-// fails and new public requests get 503. Serve's OnDrain calls it.
+// fails and new public requests get 503. The FastCGI server's OnDrain
+// calls it.
 func (s *Service) SetDraining(v bool) { s.draining.Store(v) }
-
-// Draining reports whether the service is draining.
-func (s *Service) Draining() bool { return s.draining.Load() }
 
 var (
 	hdrJSON        = []string{"application/json"}
@@ -168,6 +182,10 @@ type reqState struct {
 // ServeHTTP is the public handler: routing, panic recovery, the
 // X-Sudoku-Worker header, stats, metrics and the access line.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if reason, ok := fcgiserver.MalformedReason(r); ok {
+		s.serveMalformed(w, reason)
+		return
+	}
 	start := time.Now()
 	s.inFlight.Add(1)
 	s.m.inFlight.Inc()
@@ -223,12 +241,11 @@ func (s *Service) account(r *http.Request, st *reqState, end time.Time, d time.D
 	e.Msg("request")
 }
 
-// ServeMalformed answers a request net/http/fcgi could not turn into an
+// serveMalformed answers a request net/http/fcgi could not turn into an
 // *http.Request (a bad Host, request URI or Content-Length) with a JSON
-// 400 and counts it; reason is the child's error. It is Serve's Malformed
-// option.
-func (s *Service) ServeMalformed(w http.ResponseWriter, reason string) {
-	s.m.malformed.Inc()
+// 400 and counts it; reason is the child's error. The FastCGI server
+// counts it too, as sudoku_fastcgi_malformed_requests_total.
+func (s *Service) serveMalformed(w http.ResponseWriter, reason string) {
 	var st reqState
 	s.fail(w, &st, errMalformed, "")
 	st.errMsg = reason
@@ -410,3 +427,7 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request, st *reqState) {
 	}
 	s.putBuf(bp)
 }
+
+// DefaultConfig returns the configuration the worker runs with unless told
+// otherwise.
+func DefaultConfig() Config { return Config{}.withDefaults() }

@@ -33,7 +33,7 @@ func newTestService(t testing.TB, cfg Config) *Service {
 	if cfg.WorkerID == "" {
 		cfg.WorkerID = "test-1"
 	}
-	return New(cfg, zerolog.Nop(), nil)
+	return New(cfg, zerolog.Nop())
 }
 
 func serve(s *Service, method, target string, body io.Reader, hdr ...string) *httptest.ResponseRecorder {
@@ -731,7 +731,7 @@ func TestBatchDoesNotStarveSingles(t *testing.T) {
 
 func TestAccessLog(t *testing.T) {
 	var buf strings.Builder
-	s := New(Config{WorkerID: "w", AccessLog: true}, zerolog.New(zerolog.SyncWriter(&buf)), nil)
+	s := New(Config{WorkerID: "w", AccessLog: true}, zerolog.New(zerolog.SyncWriter(&buf)))
 	serve(s, "GET", "/sudoku?puzzle="+dead, nil, "X-Request-Id", "abc123")
 	var line map[string]any
 	if err := json.Unmarshal([]byte(buf.String()), &line); err != nil {

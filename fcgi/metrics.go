@@ -1,41 +1,31 @@
 package fcgi
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 const namespace = "sudoku"
 
-// Metrics are the worker's Prometheus collectors. Build them with
-// NewMetrics and register them with Register; nothing is global.
-type Metrics struct {
+// metrics are the service's Prometheus collectors; the Service collects
+// them.
+type metrics struct {
 	requests       *prometheus.CounterVec
 	lines          *prometheus.CounterVec
 	requestSeconds prometheus.Histogram
 	solveSeconds   prometheus.Histogram
 	queueSeconds   prometheus.Histogram
 	inFlight       prometheus.Gauge
-	conns          prometheus.Gauge
-	connsTotal     prometheus.Counter
-	connsClosed    *prometheus.CounterVec
-	malformed      prometheus.Counter
 	panics         prometheus.Counter
 
 	// Children resolved once, so the hot path does no label lookups.
 	byOutcome     [numRoutes][numOutcomes]prometheus.Counter
 	linesByResult [numOutcomes]prometheus.Counter
-	closedLimit   prometheus.Counter
-	closedPeer    prometheus.Counter
-	closedDrain   prometheus.Counter
 }
 
 // latency buckets: 50 us to ~3.3 s.
 var latencyBuckets = prometheus.ExponentialBuckets(50e-6, 2, 17)
 
-// NewMetrics builds the collectors.
-func NewMetrics() *Metrics {
+func newMetrics() *metrics {
 	counters := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
 	}
@@ -48,7 +38,7 @@ func NewMetrics() *Metrics {
 	latency := func(name, help string) prometheus.Histogram {
 		return prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, Buckets: latencyBuckets})
 	}
-	m := &Metrics{
+	m := &metrics{
 		requests: counters("requests_total",
 			"Requests answered by the public handler, by route (get, batch, stats, other) and outcome (ok for an answered batch or stats request).",
 			"route", "outcome"),
@@ -57,14 +47,7 @@ func NewMetrics() *Metrics {
 		solveSeconds:   latency("solve_duration_seconds", "Time spent in the solver per puzzle."),
 		queueSeconds:   latency("queue_wait_seconds", "Time a puzzle waited for a solver slot (0 when one was free)."),
 		inFlight:       gauge("requests_in_flight", "Requests inside the public handler now."),
-		conns:          gauge("fastcgi_connections", "Open FastCGI connections."),
-		connsTotal:     counter("fastcgi_connections_accepted_total", "FastCGI connections accepted."),
-		connsClosed: counters("fastcgi_connections_closed_by_worker_total",
-			"FastCGI connections the worker closed itself, by reason (limit: per-connection record bounds; drain: shutdown; peer_limit: over -max-conns-per-peer from one address or user).",
-			"reason"),
-		malformed: counter("fastcgi_malformed_requests_total",
-			"Requests net/http/fcgi could not turn into an http.Request (bad Host, URI, length), answered 400."),
-		panics: counter("handler_panics_total", "Panics recovered in the handler (answered 500)."),
+		panics:         counter("handler_panics_total", "Panics recovered in the handler (answered 500)."),
 	}
 	for o := outcome(0); o < numOutcomes; o++ {
 		for r := route(0); r < numRoutes; r++ {
@@ -72,24 +55,13 @@ func NewMetrics() *Metrics {
 		}
 		m.linesByResult[o] = m.lines.WithLabelValues(o.String())
 	}
-	m.closedLimit = m.connsClosed.WithLabelValues("limit")
-	m.closedDrain = m.connsClosed.WithLabelValues("drain")
-	m.closedPeer = m.connsClosed.WithLabelValues("peer_limit")
 	return m
 }
 
-// Register registers every collector with r.
-func (m *Metrics) Register(r prometheus.Registerer) error {
-	var errs []error
-	for _, c := range []prometheus.Collector{
-		m.requests, m.lines, m.requestSeconds, m.solveSeconds, m.queueSeconds,
-		m.inFlight, m.conns, m.connsTotal, m.connsClosed, m.malformed, m.panics,
-	} {
-		if err := r.Register(c); err != nil {
-			errs = append(errs, err)
-		}
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		m.requests, m.lines, m.requestSeconds, m.solveSeconds, m.queueSeconds, m.inFlight, m.panics,
 	}
-	return errors.Join(errs...)
 }
 
 // poolCollector exposes the pool's live state as gauges read at scrape time.
@@ -133,29 +105,4 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		v = 1
 	}
 	ch <- prometheus.MustNewConstMetric(c.draining, prometheus.GaugeValue, v)
-}
-
-var _ ConnCounter = (*Service)(nil)
-
-// ConnOpened counts an open FastCGI connection; the Service is Serve's
-// Conns option.
-func (s *Service) ConnOpened() {
-	s.conns.Add(1)
-	s.m.conns.Inc()
-	s.m.connsTotal.Inc()
-}
-
-// ConnClosed counts a FastCGI connection's end, by who closed it and why.
-func (s *Service) ConnClosed(why CloseReason) {
-	switch why {
-	case CloseRefused:
-		s.m.closedPeer.Inc()
-		return // never counted open
-	case CloseLimit:
-		s.m.closedLimit.Inc()
-	case CloseDrain:
-		s.m.closedDrain.Inc()
-	}
-	s.conns.Add(-1)
-	s.m.conns.Dec()
 }

@@ -10,11 +10,8 @@ import (
 func promRegistry(t *testing.T, s *Service) *prometheus.Registry {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	if err := s.m.Register(reg); err != nil {
+	if err := reg.Register(s); err != nil {
 		t.Fatalf("Register: %v", err)
-	}
-	if err := reg.Register(s.Collector()); err != nil {
-		t.Fatalf("Register(Collector): %v", err)
 	}
 	return reg
 }
@@ -30,7 +27,7 @@ func TestMetricsLint(t *testing.T) {
 		t.Errorf("metric %s: %s", p.Metric, p.Text)
 	}
 	// Registering twice must fail loudly, not silently double count.
-	if err := s.m.Register(reg); err == nil {
+	if err := reg.Register(s); err == nil {
 		t.Error("second Register succeeded, want an error")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"sudoku-fcgi/fcgi/fcgiserver"
 	"sudoku-fcgi/fcgi/fcgitest"
 	"sudoku-fcgi/solver"
 )
@@ -44,6 +45,7 @@ func (l *countingListener) Accept() (net.Conn, error) {
 
 type testServer struct {
 	s      *Service
+	m      *fcgiserver.Metrics
 	addr   string
 	ln     *countingListener
 	cancel context.CancelFunc
@@ -51,15 +53,25 @@ type testServer struct {
 }
 
 // serviceOptions wires s into opt as cmd/sudoku-fcgi does.
-func serviceOptions(s *Service, opt ServeOptions) ServeOptions {
+func serviceOptions(s *Service, opt fcgiserver.Options) fcgiserver.Options {
 	opt.OnDrain = func() { s.SetDraining(true) }
-	opt.Conns = s
-	opt.Malformed = s.ServeMalformed
+	if opt.Metrics == nil {
+		opt.Metrics = fcgiserver.NewMetrics("sudoku")
+	}
 	return opt
 }
 
+// opts returns the default options changed by set.
+func opts(set ...func(*fcgiserver.Options)) fcgiserver.Options {
+	o := fcgiserver.DefaultOptions()
+	for _, f := range set {
+		f(&o)
+	}
+	return o
+}
+
 // startServer runs Serve for s on a loopback port until the test ends.
-func startServer(t testing.TB, s *Service, opt ServeOptions) *testServer {
+func startServer(t testing.TB, s *Service, opt fcgiserver.Options) *testServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -67,8 +79,9 @@ func startServer(t testing.TB, s *Service, opt ServeOptions) *testServer {
 	}
 	cl := &countingListener{Listener: ln}
 	ctx, cancel := context.WithCancel(context.Background())
-	ts := &testServer{s: s, addr: ln.Addr().String(), ln: cl, cancel: cancel, done: make(chan error, 1)}
-	go func() { ts.done <- Serve(ctx, cl, s, serviceOptions(s, opt)) }()
+	opt = serviceOptions(s, opt)
+	ts := &testServer{s: s, m: opt.Metrics, addr: ln.Addr().String(), ln: cl, cancel: cancel, done: make(chan error, 1)}
+	go func() { ts.done <- fcgiserver.Serve(ctx, cl, s, opt) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -94,7 +107,7 @@ func (ts *testServer) stop(t *testing.T, within time.Duration) error {
 }
 
 func TestFastCGIKeepAlive(t *testing.T) {
-	ts := startServer(t, newTestService(t, Config{}), ServeOptions{})
+	ts := startServer(t, newTestService(t, Config{}), opts())
 	c := fcgitest.Dial(t, ts.addr)
 	for i := range 5 {
 		id := uint16(i%2 + 1)
@@ -118,7 +131,7 @@ func TestFastCGIKeepAlive(t *testing.T) {
 
 // HEAD through the FastCGI child: the GET's status and length, no body.
 func TestFastCGIHead(t *testing.T) {
-	ts := startServer(t, newTestService(t, Config{}), ServeOptions{})
+	ts := startServer(t, newTestService(t, Config{}), opts())
 	c := fcgitest.Dial(t, ts.addr)
 	get := c.Do(1, "GET", "/sudoku?puzzle="+easy, "h", nil)
 	head := c.Do(1, "HEAD", "/sudoku?puzzle="+easy, "h", nil)
@@ -131,7 +144,7 @@ func TestFastCGIHead(t *testing.T) {
 // URI; the worker turns that into a JSON 400.
 func TestFastCGIMalformedRequest(t *testing.T) {
 	s := newTestService(t, Config{})
-	ts := startServer(t, s, ServeOptions{})
+	ts := startServer(t, s, opts())
 	c := fcgitest.Dial(t, ts.addr)
 	for i, host := range []string{"a%zz", "[::1", "x y%"} {
 		resp := c.Do(uint16(i+1), "GET", "/sudoku?puzzle="+easy, host, nil)
@@ -164,7 +177,7 @@ func TestFastCGIBatchStreams(t *testing.T) {
 	s := newTestService(t, Config{PoolSize: 1, BatchParallel: 1})
 	b := newBlockingSolve()
 	s.solve = b.solve
-	ts := startServer(t, s, ServeOptions{})
+	ts := startServer(t, s, opts())
 	c := fcgitest.Dial(t, ts.addr)
 	body := []byte("1:" + easy + "\n2:" + easy + "\n")
 	c.Send(fcgitest.Request(1, "POST", "/sudoku", "h", nil, body))
@@ -187,7 +200,7 @@ func TestFastCGIBatchStreams(t *testing.T) {
 }
 
 func TestFastCGIBatchLarge(t *testing.T) {
-	ts := startServer(t, newTestService(t, Config{}), ServeOptions{})
+	ts := startServer(t, newTestService(t, Config{}), opts())
 	c := fcgitest.Dial(t, ts.addr)
 	var body bytes.Buffer
 	for range 2000 { // ~170 KB in, ~170 KB out: several records each way
@@ -212,7 +225,7 @@ func TestFastCGIBatchClientGone(t *testing.T) {
 	s := newTestService(t, Config{PoolSize: 2, BatchParallel: 2, SolveTimeout: solveTimeout})
 	f := &stallAfter{n: 4}
 	s.solve = f.solve
-	ts := startServer(t, s, ServeOptions{})
+	ts := startServer(t, s, opts())
 	c := fcgitest.Dial(t, ts.addr)
 	const lines = 1000
 	var body bytes.Buffer
@@ -251,7 +264,7 @@ func TestFastCGIBatchClientGone(t *testing.T) {
 func TestFastCGIRecordLimits(t *testing.T) {
 	t.Run("pending requests", func(t *testing.T) {
 		s := newTestService(t, Config{})
-		ts := startServer(t, s, ServeOptions{MaxPendingPerConn: 4})
+		ts := startServer(t, s, opts(func(o *fcgiserver.Options) { o.MaxPendingPerConn = 4 }))
 		c := fcgitest.Dial(t, ts.addr)
 		var b []byte
 		for id := range uint16(1000) {
@@ -261,7 +274,7 @@ func TestFastCGIRecordLimits(t *testing.T) {
 		expectClosed(t, c)
 	})
 	t.Run("params bytes", func(t *testing.T) {
-		ts := startServer(t, newTestService(t, Config{}), ServeOptions{MaxParamsBytes: 4096})
+		ts := startServer(t, newTestService(t, Config{}), opts(func(o *fcgiserver.Options) { o.MaxParamsBytes = 4096 }))
 		c := fcgitest.Dial(t, ts.addr)
 		b := fcgitest.BeginRequest(1, true)
 		for range 10 {
@@ -271,7 +284,7 @@ func TestFastCGIRecordLimits(t *testing.T) {
 		expectClosed(t, c)
 	})
 	t.Run("within limits", func(t *testing.T) {
-		ts := startServer(t, newTestService(t, Config{}), ServeOptions{MaxPendingPerConn: 2})
+		ts := startServer(t, newTestService(t, Config{}), opts(func(o *fcgiserver.Options) { o.MaxPendingPerConn = 2 }))
 		c := fcgitest.Dial(t, ts.addr)
 		// Two requests multiplexed on one connection are fine.
 		c.Send(append(fcgitest.Request(1, "GET", "/sudoku?puzzle="+easy, "h", nil, nil),
@@ -299,7 +312,7 @@ func expectClosed(t *testing.T, c *fcgitest.Client) {
 
 // serveTwo starts a server with opt and opens two connections, each
 // answered once; it returns the server and the first connection.
-func serveTwo(t *testing.T, opt ServeOptions) (*testServer, *fcgitest.Client) {
+func serveTwo(t *testing.T, opt fcgiserver.Options) (*testServer, *fcgitest.Client) {
 	t.Helper()
 	ts := startServer(t, newTestService(t, Config{}), opt)
 	a := fcgitest.Dial(t, ts.addr)
@@ -312,7 +325,7 @@ func serveTwo(t *testing.T, opt ServeOptions) (*testServer, *fcgitest.Client) {
 }
 
 func TestFastCGIConnLimit(t *testing.T) {
-	ts, a := serveTwo(t, ServeOptions{MaxConns: 2, MaxConnsPerPeer: 2})
+	ts, a := serveTwo(t, opts(func(o *fcgiserver.Options) { o.MaxConns = 2; o.MaxConnsPerPeer = 2 }))
 	// A third connection completes in the kernel backlog but is not
 	// accepted, so its request waits.
 	c := fcgitest.Dial(t, ts.addr)
@@ -327,7 +340,7 @@ func TestFastCGIConnLimit(t *testing.T) {
 		t.Fatalf("third connection served above the limit: %+v", r)
 	case <-time.After(200 * time.Millisecond):
 	}
-	if n := ts.s.conns.Load(); n != 2 {
+	if n := ts.m.Open(); n != 2 {
 		t.Errorf("open connections = %d, want 2", n)
 	}
 	a.Conn.Close() // frees a place: the third is accepted and answered
@@ -342,7 +355,7 @@ func TestFastCGIConnLimit(t *testing.T) {
 }
 
 func TestFastCGIConnLimitPerPeer(t *testing.T) {
-	ts, a := serveTwo(t, ServeOptions{MaxConns: 8, MaxConnsPerPeer: 2})
+	ts, a := serveTwo(t, opts(func(o *fcgiserver.Options) { o.MaxConns = 8; o.MaxConnsPerPeer = 2 }))
 	// A third connection from the same address is closed on accept, not
 	// left in the backlog where it would hold up everyone behind it.
 	expectClosed(t, fcgitest.Dial(t, ts.addr))
@@ -387,7 +400,7 @@ func expectServedSoon(t *testing.T, dial func() *fcgitest.Client) {
 func TestFastCGIPanic(t *testing.T) {
 	s := newTestService(t, Config{})
 	s.solve = func(context.Context, solver.Grid, int) (solver.Result, error) { panic("boom") }
-	ts := startServer(t, s, ServeOptions{})
+	ts := startServer(t, s, opts())
 	c := fcgitest.Dial(t, ts.addr)
 	resp := c.Do(1, "GET", "/sudoku?puzzle="+easy, "h", nil)
 	if resp.Status != 500 || !json.Valid(resp.Body) {
@@ -403,7 +416,7 @@ func TestDrain(t *testing.T) {
 	s := newTestService(t, Config{PoolSize: 2})
 	b := newBlockingSolve()
 	s.solve = b.solve
-	ts := startServer(t, s, ServeOptions{DrainTimeout: 10 * time.Second})
+	ts := startServer(t, s, opts(func(o *fcgiserver.Options) { o.DrainTimeout = 10 * time.Second }))
 	idle := fcgitest.Dial(t, ts.addr)
 	idle.Do(1, "GET", "/sudoku/stats", "h", nil) // a served, now idle keep-alive conn
 	busy := fcgitest.Dial(t, ts.addr)
@@ -414,7 +427,7 @@ func TestDrain(t *testing.T) {
 	// The idle connection is closed, new connections are refused and
 	// /readyz fails, while the in-flight request is still parked.
 	expectClosed(t, idle)
-	if !s.Draining() {
+	if !s.draining.Load() {
 		t.Error("not draining after cancel")
 	}
 	if c, err := net.DialTimeout("tcp", ts.addr, time.Second); err == nil {
@@ -447,13 +460,13 @@ func TestDrainTimeout(t *testing.T) {
 	s := newTestService(t, Config{SolveTimeout: time.Minute})
 	b := newBlockingSolve()
 	s.solve = b.solve
-	ts := startServer(t, s, ServeOptions{DrainTimeout: 100 * time.Millisecond})
+	ts := startServer(t, s, opts(func(o *fcgiserver.Options) { o.DrainTimeout = 100 * time.Millisecond }))
 	c := fcgitest.Dial(t, ts.addr)
 	c.Send(fcgitest.Request(1, "GET", "/sudoku?puzzle="+easy, "h", nil, nil))
 	<-b.started
 	start := time.Now()
 	err := ts.stop(t, 5*time.Second)
-	if !errors.Is(err, ErrDrainTimeout) {
+	if !errors.Is(err, fcgiserver.ErrDrainTimeout) {
 		t.Fatalf("Serve = %v, want ErrDrainTimeout", err)
 	}
 	if took := time.Since(start); took > 2*time.Second {
@@ -469,12 +482,12 @@ func TestDrainNewRequestOnOpenConn(t *testing.T) {
 	s := newTestService(t, Config{PoolSize: 2})
 	b := newBlockingSolve()
 	s.solve = b.solve
-	ts := startServer(t, s, ServeOptions{})
+	ts := startServer(t, s, opts())
 	c := fcgitest.Dial(t, ts.addr)
 	c.Send(fcgitest.Request(1, "GET", "/sudoku?puzzle="+easy, "h", nil, nil))
 	<-b.started
 	ts.cancel()
-	for !s.Draining() {
+	for !s.draining.Load() {
 		time.Sleep(time.Millisecond)
 	}
 	c.Send(fcgitest.Request(2, "GET", "/sudoku?puzzle="+easy, "h", nil, nil))
@@ -518,11 +531,11 @@ func TestDrainClosesConnOfLateRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	entered, proceed := make(chan struct{}), make(chan struct{})
-	opt := serviceOptions(s, ServeOptions{})
+	opt := serviceOptions(s, opts())
 	opt.OnDrain = func() { close(entered); <-proceed; s.SetDraining(true) }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, ln, s, opt) }()
+	go func() { done <- fcgiserver.Serve(ctx, ln, s, opt) }()
 	defer func() { <-done }()
 	defer close(proceed)
 	defer cancel()
@@ -545,7 +558,7 @@ func TestDrainClosesConnOfLateRequest(t *testing.T) {
 func TestDrainLinger(t *testing.T) {
 	const linger = 300 * time.Millisecond
 	s := newTestService(t, Config{})
-	ts := startServer(t, s, ServeOptions{Linger: linger})
+	ts := startServer(t, s, opts(func(o *fcgiserver.Options) { o.Linger = linger }))
 	fcgitest.Dial(t, ts.addr).Do(1, "GET", "/sudoku/stats", "h", nil)
 	start := time.Now()
 	ts.cancel()

@@ -89,7 +89,7 @@ func (s *Service) statsBody(now time.Time) statsJSON {
 		PoolBusy:           s.pool.Busy(),
 		QueueDepth:         s.pool.Waiting(),
 		QueueCapacity:      s.pool.QueueCap(),
-		FastCGIConnections: s.conns.Load(),
+		FastCGIConnections: s.openConns(),
 		LatencySeconds: map[string]float64{
 			"p50": snap.P50.Seconds(), "p90": snap.P90.Seconds(),
 			"p99": snap.P99.Seconds(), "p99.9": snap.P999.Seconds(),
@@ -110,4 +110,11 @@ func (s *Service) serveStats(w http.ResponseWriter, st *reqState, now time.Time)
 	}
 	st.outcome = outcomeStats
 	s.write(w, st, http.StatusOK, hdrJSON, append(b, '\n'))
+}
+
+func (s *Service) openConns() int64 {
+	if s.cfg.OpenConns == nil {
+		return 0
+	}
+	return s.cfg.OpenConns()
 }

@@ -12,6 +12,7 @@ import (
 
 	"sudoku-fcgi/cmd/cli"
 	"sudoku-fcgi/fcgi"
+	"sudoku-fcgi/fcgi/fcgiserver"
 )
 
 const summary = `The Sudoku FastCGI worker that nginx talks to. It serves the public API
@@ -23,7 +24,7 @@ SIGINT.`
 type config struct {
 	listen, internalListen, benchHTTP string
 	svc                               fcgi.Config
-	serve                             fcgi.ServeOptions
+	serve                             fcgiserver.Options
 	queue, gcPercent, maxProcs        int
 	logLevel                          string
 	level                             zerolog.Level
@@ -34,7 +35,7 @@ type config struct {
 // parseConfig reads the flags and their environment twins and checks them;
 // every error it returns is a *cli.UsageError (or flag.ErrHelp).
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
-	var c config
+	c := config{svc: fcgi.DefaultConfig(), serve: fcgiserver.DefaultOptions()}
 	host, _ := os.Hostname()
 	if host == "" {
 		host = "sudoku"
@@ -47,10 +48,10 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.IntVar(&c.queue, "queue", 1024, "puzzles that may wait for a solver slot (0: none)")
 	fs.DurationVar(&c.svc.QueueTimeout, "queue-timeout", 200*time.Millisecond, "longest wait for a solver slot before 503; a puzzle whose expected wait is over half of it gets 503 at once")
 	fs.DurationVar(&c.svc.SolveTimeout, "solve-timeout", time.Second, "budget for one solve before 503 (with -queue-timeout, keep below nginx's GET fastcgi_read_timeout, 1.5 s)")
-	fs.IntVar(&c.serve.MaxConns, "max-conns", 1024, "open FastCGI connections; above it the worker stops accepting")
+	fs.IntVar(&c.serve.MaxConns, "max-conns", c.serve.MaxConns, "open FastCGI connections; above it the worker stops accepting")
 	fs.IntVar(&c.serve.MaxConnsPerPeer, "max-conns-per-peer", 0, "open FastCGI connections from one peer, a TCP address or, over a unix socket, a user id; more are closed at once (0: half of -max-conns)")
-	fs.DurationVar(&c.serve.DrainTimeout, "drain-timeout", 10*time.Second, "graceful drain limit after SIGTERM/SIGINT")
-	fs.DurationVar(&c.serve.Linger, "drain-linger", 0, "after SIGTERM/SIGINT, stay up at least this long with the listener closed (refusing), so that sudoku-edge drops the worker before its address vanishes")
+	fs.DurationVar(&c.serve.DrainTimeout, "drain-timeout", c.serve.DrainTimeout, "graceful drain limit after SIGTERM/SIGINT")
+	fs.DurationVar(&c.serve.Linger, "drain-linger", c.serve.Linger, "after SIGTERM/SIGINT, stay up at least this long with the listener closed (refusing), so that sudoku-edge drops the worker before its address vanishes")
 	fs.IntVar(&c.svc.MaxBatchLines, "max-batch-lines", 10000, "puzzle lines in one POST (413 above)")
 	fs.Int64Var(&c.svc.MaxBodyBytes, "max-body", 1<<20, "POST body `bytes` (413 above)")
 	fs.IntVar(&c.svc.BatchParallel, "batch-parallel", 0, "puzzles of one batch solved at once (0: pool size)")

@@ -21,6 +21,7 @@ import (
 
 	"sudoku-fcgi/cmd/cli"
 	"sudoku-fcgi/fcgi"
+	"sudoku-fcgi/fcgi/fcgiserver"
 )
 
 func main() { cli.Main("sudoku-fcgi", run) }
@@ -50,9 +51,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	debug.SetGCPercent(gc)
 
-	m := fcgi.NewMetrics()
-	svc := fcgi.New(c.svc, log, m)
-	reg, err := newRegistry(m, svc)
+	conns := fcgiserver.NewMetrics("sudoku")
+	c.svc.OpenConns = conns.Open
+	svc := fcgi.New(c.svc, log)
+	reg, err := newRegistry(svc, conns)
 	if err != nil {
 		return err
 	}
@@ -81,8 +83,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		Dur("solve_timeout", cfg.SolveTimeout).Msg("starting")
 
 	opt := c.serve
-	opt.Log, opt.OnDrain, opt.Conns, opt.Malformed = log, func() { svc.SetDraining(true) }, svc, svc.ServeMalformed
-	if err := fcgi.Serve(ctx, ln, svc, opt); err != nil {
+	opt.Log, opt.OnDrain, opt.Metrics = log, func() { svc.SetDraining(true) }, conns
+	if err := fcgiserver.Serve(ctx, ln, svc, opt); err != nil {
 		log.Error().Err(err).Msg("stopped")
 		return err
 	}

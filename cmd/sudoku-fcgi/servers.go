@@ -14,17 +14,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/rs/zerolog"
-
-	"sudoku-fcgi/fcgi"
 )
 
-// newRegistry registers the worker's metrics, the Go and process
-// collectors, and sudoku_build_info.
-func newRegistry(m *fcgi.Metrics, svc *fcgi.Service) (*prometheus.Registry, error) {
+// newRegistry registers the service's and the FastCGI server's metrics,
+// the Go and process collectors, and sudoku_build_info.
+func newRegistry(svc, conns prometheus.Collector) (*prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
 	if err := errors.Join(
-		m.Register(reg),
-		reg.Register(svc.Collector()),
+		reg.Register(svc),
+		reg.Register(conns),
 		reg.Register(collectors.NewGoCollector()),
 		reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
 		reg.Register(collectors.NewBuildInfoCollector()),

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"sudoku-fcgi/fcgi"
+	"sudoku-fcgi/fcgi/fcgiserver"
 	"sudoku-fcgi/fcgi/fcgitest"
 )
 
@@ -50,10 +51,12 @@ func TestRunAgainstWorker(t *testing.T) {
 // its counts and that a connection from dial is still answered.
 func attack(t *testing.T, ln net.Listener, target string, dial func() net.Conn) {
 	t.Helper()
-	svc := fcgi.New(fcgi.Config{WorkerID: "abused"}, zerolog.Nop(), nil)
+	cfg := fcgi.DefaultConfig()
+	cfg.WorkerID = "abused"
+	svc := fcgi.New(cfg, zerolog.Nop())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- fcgi.Serve(ctx, ln, svc, fcgi.ServeOptions{Conns: svc}) }()
+	go func() { done <- fcgiserver.Serve(ctx, ln, svc, fcgiserver.DefaultOptions()) }()
 	defer func() { cancel(); <-done }()
 
 	var out bytes.Buffer

@@ -1,4 +1,4 @@
-package fcgi
+package fcgiserver
 
 import (
 	"bufio"
@@ -15,131 +15,117 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// ServeOptions bound what the FastCGI side may hold and say whom it tells
-// what happens. Zero values take the defaults noted on each field.
-type ServeOptions struct {
-	// MaxConns is the most open FastCGI connections; above it the worker
+// Options bound what Serve may hold and say whom it tells what happens.
+// DefaultOptions gives the defaults; a zero field means zero (which Serve
+// refuses where it makes no sense) except where its comment says otherwise.
+type Options struct {
+	// MaxConns is the most open FastCGI connections; above it Serve
 	// stops accepting (the kernel backlog holds the rest), like nginx's
 	// accept_disabled. Each open connection costs about 70 KiB (the
 	// standard library's 64 KiB record buffer and the 4 KiB reader), so
-	// this bounds the memory a connection flood can take. Default 1024.
+	// this bounds the memory a connection flood can take.
 	MaxConns int
 	// MaxConnsPerPeer is the most open connections from one peer, a
 	// remote TCP address or, over a unix socket, a user id (Linux); a
 	// connection past it is closed as soon as it is accepted, so that one
-	// peer (a broken or hostile client on the worker's network or with
-	// access to its socket) cannot hold every connection while nginx's
-	// wait in the backlog behind it. Default
-	// MaxConns/2, which leaves room for every connection an nginx opens
-	// to one worker: its max_conns busy ones plus the idle keepalive ones
-	// of each of its worker processes (tests/bench/RESULTS.md).
+	// peer (a broken or hostile client on the network or with access to
+	// the socket) cannot hold every connection while the web server's
+	// wait in the backlog behind it. 0 means MaxConns/2, which leaves
+	// room for every connection an nginx opens to one worker: its
+	// max_conns busy ones plus the idle keepalive ones of each of its
+	// worker processes (tests/bench/RESULTS.md).
 	MaxConnsPerPeer int
-	// DrainTimeout bounds the graceful drain after ctx ends. Default 10s.
+	// DrainTimeout bounds the graceful drain after ctx ends.
 	DrainTimeout time.Duration
 	// Linger is how long after ctx ends Serve returns at the earliest,
 	// once drained: the listener is closed all that time, so new
 	// connections are refused at once, and a load balancer that watches
-	// for that (sudoku-edge) takes the worker out before its address
+	// for that (sudoku-edge) takes the server out before its address
 	// vanishes with its process (connects to a vanished address hang
-	// until nginx's connect timeout). Default 0.
+	// until nginx's connect timeout).
 	Linger time.Duration
 	// MaxPendingPerConn is the most requests on one connection whose
 	// input (params and stdin) is not complete yet. nginx sends one at a
 	// time; a client that opens many without finishing them is cut off
-	// (golang/go#81548). Default 2.
+	// (golang/go#81548).
 	MaxPendingPerConn int
 	// MaxActivePerConn is the most unanswered requests on one connection.
-	// nginx never has more than one; default 8.
+	// nginx never has more than one.
 	MaxActivePerConn int
-	// MaxParamsBytes bounds the FastCGI params of one request. nginx's
-	// header buffers (4 x 8 KiB) keep real params well below it. Default
-	// 32 KiB.
+	// MaxParamsBytes bounds the FastCGI params of one request; a
+	// connection whose request exceeds it is closed. It must admit the
+	// largest request the web server accepts (see DefaultOptions).
 	MaxParamsBytes int
 
 	// Log gets Serve's own lines: listening, accept errors, connections
 	// it closes, the drain. The zero Logger writes nothing.
 	Log zerolog.Logger
 	// OnDrain, when set, is called once when ctx ends, before the
-	// listener closes, so that the handler refuses new requests
-	// (Service.SetDraining).
+	// listener closes, so that the handler refuses new requests.
 	OnDrain func()
-	// Conns, when set, counts the connections.
-	Conns ConnCounter
-	// Malformed answers a request net/http/fcgi cannot turn into an
-	// *http.Request (a bad Host, request URI or Content-Length), which
-	// the child itself would answer with a bare 500; reason is the
-	// child's error. Default: a plain-text 400.
-	Malformed func(w http.ResponseWriter, reason string)
+	// Metrics, when set, counts the connections and malformed requests.
+	Metrics *Metrics
 }
 
-// A ConnCounter counts FastCGI connections. Its methods MUST be safe for
-// concurrent use and return quickly: Serve calls them on its accept and
-// close paths.
-type ConnCounter interface {
-	// ConnOpened counts an accepted connection.
-	ConnOpened()
-	// ConnClosed counts the end of a connection ConnOpened counted, or,
-	// with CloseRefused, one closed at accept and never counted open.
-	ConnClosed(CloseReason)
+// DefaultParamsBytes is the default MaxParamsBytes: what nginx with
+// large_client_header_buffers 4 8k (nginx/nginx.conf) can send. Its
+// request URI (at most 8 KiB) appears up to three times (REQUEST_URI,
+// then SCRIPT_NAME and DOCUMENT_URI for a long path, or QUERY_STRING for a
+// long query), and its header lines (at most 32 KiB together) grow when
+// they become params: a 3-byte line "a:\n" becomes the 8 bytes of the pair
+// HTTP_A="" (two length bytes, the HTTP_ prefix), 8/3 of its size. So 24
+// KiB + 86 KiB + the fixed params stay below 128 KiB.
+const DefaultParamsBytes = 128 << 10
+
+// DefaultOptions returns the options Serve is meant to run with.
+func DefaultOptions() Options {
+	return Options{
+		MaxConns:          1024,
+		DrainTimeout:      10 * time.Second,
+		MaxPendingPerConn: 2,
+		MaxActivePerConn:  8,
+		MaxParamsBytes:    DefaultParamsBytes,
+	}
 }
 
-// A CloseReason says why a FastCGI connection ended.
-type CloseReason uint8
+// A closeReason says why a FastCGI connection ended.
+type closeReason uint8
 
 const (
-	// CloseNormal: the web server closed it, it failed, or Serve stopped.
-	CloseNormal CloseReason = iota
-	// CloseLimit: it broke a per-connection record limit.
-	CloseLimit
-	// CloseDrain: the drain closed it, idle or after its last answer.
-	CloseDrain
-	// CloseRefused: its peer already had MaxConnsPerPeer open.
-	CloseRefused
+	// closeNormal: the web server closed it, it failed, or Serve stopped.
+	closeNormal closeReason = iota
+	// closeLimit: it broke a per-connection record limit.
+	closeLimit
+	// closeDrain: the drain closed it, idle or after its last answer.
+	closeDrain
+	// closeRefused: its peer already had MaxConnsPerPeer open.
+	closeRefused
 )
 
-type nopCounter struct{}
-
-func (nopCounter) ConnOpened()            {}
-func (nopCounter) ConnClosed(CloseReason) {}
-
-func plainBadRequest(w http.ResponseWriter, _ string) {
-	http.Error(w, "malformed request", http.StatusBadRequest)
-}
-
-func (o ServeOptions) withDefaults() ServeOptions {
-	if o.MaxConns <= 0 {
-		o.MaxConns = 1024
+// check refuses options Serve cannot run with and resolves MaxConnsPerPeer
+// 0 and a nil OnDrain and Metrics.
+func (o Options) check() (Options, error) {
+	if o.MaxConns < 1 || o.MaxConnsPerPeer < 0 || o.MaxPendingPerConn < 1 || o.MaxActivePerConn < 1 || o.MaxParamsBytes < 1 {
+		return o, errors.New("fcgiserver: MaxConns, MaxPendingPerConn, MaxActivePerConn and MaxParamsBytes must be >= 1, MaxConnsPerPeer >= 0")
 	}
-	if o.MaxConnsPerPeer <= 0 {
+	if o.DrainTimeout <= 0 || o.Linger < 0 {
+		return o, errors.New("fcgiserver: DrainTimeout must be > 0, Linger >= 0")
+	}
+	if o.MaxConnsPerPeer == 0 {
 		o.MaxConnsPerPeer = max(1, o.MaxConns/2)
-	}
-	if o.DrainTimeout <= 0 {
-		o.DrainTimeout = 10 * time.Second
-	}
-	if o.MaxPendingPerConn <= 0 {
-		o.MaxPendingPerConn = 2
-	}
-	if o.MaxActivePerConn <= 0 {
-		o.MaxActivePerConn = 8
-	}
-	if o.MaxParamsBytes <= 0 {
-		o.MaxParamsBytes = 32 << 10
 	}
 	if o.OnDrain == nil {
 		o.OnDrain = func() {}
 	}
-	if o.Conns == nil {
-		o.Conns = nopCounter{}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics("")
 	}
-	if o.Malformed == nil {
-		o.Malformed = plainBadRequest
-	}
-	return o
+	return o, nil
 }
 
 // ErrDrainTimeout is returned by Serve when requests were still open at the
 // end of the drain timeout.
-var ErrDrainTimeout = errors.New("fcgi: drain timed out")
+var ErrDrainTimeout = errors.New("fcgiserver: drain timed out")
 
 // Serve runs the standard library's FastCGI child (net/http/fcgi) for
 // every connection accepted on ln, with h as the handler, until ctx ends;
@@ -152,10 +138,14 @@ var ErrDrainTimeout = errors.New("fcgi: drain timed out")
 //
 // Around the child it adds what the child lacks: a connection limit,
 // bounded per-connection state, buffered reads, one write per answer, an
-// http.Flusher whose Flush sends at once (for streamed answers), and the
-// Malformed answer. h sees only http.Requests and http.ResponseWriters.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler, opt ServeOptions) error {
-	opt = opt.withDefaults()
+// http.Flusher whose Flush sends at once (for streamed answers), and a
+// say for h over requests the child cannot parse (MalformedReason). h sees
+// only http.Requests and http.ResponseWriters.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, opt Options) error {
+	opt, err := opt.check()
+	if err != nil {
+		return err
+	}
 	cs := &connSet{
 		opt: opt, h: h,
 		peerLog: opt.Log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second}),
@@ -339,7 +329,7 @@ func (w *flushWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // connSet tracks open connections for the drain.
 type connSet struct {
-	opt ServeOptions
+	opt Options
 	h   http.Handler
 	// peerLog samples the per-peer refusals: a flood would write a line
 	// per connection attempt.
@@ -362,7 +352,7 @@ func (cs *connSet) add(c net.Conn, sem chan struct{}) *conn {
 	cs.mu.Lock()
 	if p.valid() && cs.perPeer[p] >= cs.opt.MaxConnsPerPeer {
 		cs.mu.Unlock()
-		cs.opt.Conns.ConnClosed(CloseRefused)
+		cs.opt.Metrics.closed(closeRefused)
 		cs.peerLog.Warn().Stringer("remote", p).Int("max_conns_per_peer", cs.opt.MaxConnsPerPeer).
 			Msg("closing fastcgi connection: too many from this address")
 		return nil
@@ -373,12 +363,12 @@ func (cs *connSet) add(c net.Conn, sem chan struct{}) *conn {
 		cs.perPeer[p]++
 	}
 	cs.mu.Unlock()
-	cs.opt.Conns.ConnOpened()
+	cs.opt.Metrics.opened()
 	return wc
 }
 
-func (cs *connSet) remove(c *conn, why CloseReason) {
-	cs.opt.Conns.ConnClosed(why)
+func (cs *connSet) remove(c *conn, why closeReason) {
+	cs.opt.Metrics.closed(why)
 	cs.mu.Lock()
 	delete(cs.conns, c)
 	if c.peer.valid() {

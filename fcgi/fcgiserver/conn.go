@@ -1,13 +1,15 @@
-package fcgi
+package fcgiserver
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 )
 
@@ -22,7 +24,7 @@ const (
 	recStderr       = 7
 )
 
-var errRecordLimit = errors.New("fcgi: connection exceeded its record limits")
+var errRecordLimit = errors.New("fcgiserver: connection exceeded its record limits")
 
 type pending struct {
 	id     uint16
@@ -35,7 +37,8 @@ type pending struct {
 // Write) are held until the request's FCGI_END_REQUEST and then sent in one
 // write, or sooner when the handler flushes (flushWriter). A request
 // net/http/fcgi could not parse (it answers 500 with a "cgi: ..." line on
-// stderr) gets the Malformed answer instead. When the web server closes
+// stderr) gets the handler's answer to a stand-in request instead
+// (MalformedReason). When the web server closes
 // the connection, net/http/fcgi's read loop hits EOF and closes this conn;
 // every later Write or flush then fails with net.ErrClosed, and that
 // failure is how a streamed batch learns that its client is gone (nginx
@@ -74,7 +77,7 @@ func (c *conn) Read(p []byte) (int, error) {
 	if n > 0 {
 		if serr := c.scan(p[:n]); serr != nil {
 			c.set.opt.Log.Warn().Err(serr).Str("remote", c.RemoteAddr().String()).Msg("closing fastcgi connection")
-			c.closeFor(CloseLimit)
+			c.closeFor(closeLimit)
 			return 0, serr
 		}
 	}
@@ -202,7 +205,7 @@ func (c *conn) Write(p []byte) (int, error) {
 	switch {
 	case typ == recStderr && bytes.HasPrefix(content, cgiPrefix):
 		// net/http/fcgi could not build the request (cgi.RequestFromMap
-		// failed) and is about to answer 500: answer Malformed instead.
+		// failed) and is about to answer 500: let the handler answer.
 		c.malformed = append(c.malformed, malformedAnswer{id, c.set.malformedAnswer(string(content))})
 		return len(p), nil
 	case typ == recStdout:
@@ -226,7 +229,7 @@ func (c *conn) Write(p []byte) (int, error) {
 		}
 	}
 	if typ == recEndRequest && c.draining && len(c.active) == 0 {
-		c.closeLocked(CloseDrain)
+		c.closeLocked(closeDrain)
 	}
 	return len(p), nil
 }
@@ -287,7 +290,7 @@ func (c *conn) startDrain() {
 	defer c.mu.Unlock()
 	c.draining = true
 	if len(c.active) == 0 {
-		c.closeLocked(CloseDrain)
+		c.closeLocked(closeDrain)
 	}
 }
 
@@ -301,19 +304,19 @@ func (c *conn) closeIfOnlyRequest() bool {
 	if len(c.active) != 1 {
 		return false
 	}
-	c.closeLocked(CloseDrain)
+	c.closeLocked(closeDrain)
 	return true
 }
 
-func (c *conn) Close() error { return c.closeFor(CloseNormal) }
+func (c *conn) Close() error { return c.closeFor(closeNormal) }
 
-func (c *conn) closeFor(why CloseReason) error {
+func (c *conn) closeFor(why closeReason) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.closeLocked(why)
 }
 
-func (c *conn) closeLocked(why CloseReason) error {
+func (c *conn) closeLocked(why closeReason) error {
 	if c.closed {
 		return nil
 	}
@@ -327,12 +330,37 @@ func (c *conn) closeLocked(why CloseReason) error {
 	return err
 }
 
-// malformedAnswer runs the Malformed handler for a request the child could
-// not parse and returns its answer in CGI form.
+// malformedAnswer counts a request the child could not parse, has the
+// handler answer its stand-in and returns the answer in CGI form.
 func (cs *connSet) malformedAnswer(reason string) []byte {
+	cs.opt.Metrics.malformedRequest()
 	w := &cgiWriter{header: http.Header{}, code: http.StatusOK}
-	cs.opt.Malformed(w, reason)
+	cs.h.ServeHTTP(w, malformedRequest(reason))
 	return w.cgi()
+}
+
+type malformedKey struct{}
+
+// malformedRequest is the stand-in for a request net/http/fcgi could not
+// parse: GET of an empty path with no header and no body, carrying the
+// child's error for MalformedReason.
+func malformedRequest(reason string) *http.Request {
+	ctx := context.WithValue(context.Background(), malformedKey{}, reason)
+	return (&http.Request{
+		Method: http.MethodGet, URL: &url.URL{}, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{}, Body: http.NoBody,
+	}).WithContext(ctx)
+}
+
+// MalformedReason reports whether r stands in for a request the FastCGI
+// child could not turn into an *http.Request (a bad Host, request URI or
+// Content-Length; the child itself would answer a bare 500), and the
+// child's error. Serve hands such a stand-in to the handler, which answers
+// it as it sees fit (a 400); a handler that does not ask sees a GET of an
+// empty path.
+func MalformedReason(r *http.Request) (reason string, ok bool) {
+	reason, ok = r.Context().Value(malformedKey{}).(string)
+	return reason, ok
 }
 
 // cgiWriter records an answer to encode it as the child would.

@@ -1,4 +1,4 @@
-package fcgi
+package fcgiserver
 
 import (
 	"net"

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package fcgi
+package fcgiserver
 
 import "syscall"
 

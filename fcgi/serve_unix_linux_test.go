@@ -3,10 +3,10 @@ package fcgi
 import (
 	"context"
 	"net"
-	"os"
 	"testing"
 	"time"
 
+	"sudoku-fcgi/fcgi/fcgiserver"
 	"sudoku-fcgi/fcgi/fcgitest"
 )
 
@@ -24,7 +24,9 @@ func TestFastCGIConnLimitPerPeerUnix(t *testing.T) {
 	s := newTestService(t, Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, ln, s, serviceOptions(s, ServeOptions{MaxConns: 8, MaxConnsPerPeer: 2})) }()
+	go func() {
+		done <- fcgiserver.Serve(ctx, ln, s, serviceOptions(s, opts(func(o *fcgiserver.Options) { o.MaxConns = 8; o.MaxConnsPerPeer = 2 })))
+	}()
 	t.Cleanup(func() { cancel(); <-done })
 
 	dial := func() *fcgitest.Client {
@@ -44,27 +46,4 @@ func TestFastCGIConnLimitPerPeerUnix(t *testing.T) {
 	expectClosed(t, dial())
 	a.Conn.Close()
 	expectServedSoon(t, dial)
-}
-
-func TestPeerOfUnixConn(t *testing.T) {
-	sock := t.TempDir() + "/p.sock"
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	server, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
-	want := peer{uid: uint32(os.Getuid()), unix: true}
-	if got := peerOf(server); got != want || !got.valid() {
-		t.Errorf("peerOf(unix conn) = %+v, want %+v", got, want)
-	}
 }
