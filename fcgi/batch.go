@@ -216,6 +216,5 @@ func (s *Service) solveLine(ctx context.Context, id, puzzle []byte, run *batchRu
 }
 
 func (s *Service) recordLine(o outcome) {
-	s.stats.recordLine(o)
-	s.m.linesByResult[o].Inc()
+	s.counts.lines[o].Add(1)
 }

@@ -84,7 +84,7 @@ type Service struct {
 	solve solveFunc // solver.SolveContext; tests replace it
 
 	draining atomic.Bool
-	inFlight atomic.Int64
+	counts   counts
 
 	hdrWorker []string
 	date      atomic.Pointer[dateValue]
@@ -122,17 +122,13 @@ var _ prometheus.Collector = (*Service)(nil)
 // Describe implements prometheus.Collector: the service's requests,
 // latencies, pool and drain state.
 func (s *Service) Describe(ch chan<- *prometheus.Desc) {
-	for _, c := range s.m.collectors() {
-		c.Describe(ch)
-	}
+	s.m.describe(ch)
 	s.pc.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
 func (s *Service) Collect(ch chan<- prometheus.Metric) {
-	for _, c := range s.m.collectors() {
-		c.Collect(ch)
-	}
+	s.m.collect(ch, &s.counts)
 	s.pc.Collect(ch)
 }
 
@@ -187,8 +183,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	s.inFlight.Add(1)
-	s.m.inFlight.Inc()
+	s.counts.inFlight.Add(1)
 	st := reqState{head: r.Method == http.MethodHead}
 	defer s.finish(w, r, &st, start)
 	s.route(w, r, &st, start)
@@ -207,8 +202,7 @@ func (s *Service) finish(w http.ResponseWriter, r *http.Request, st *reqState, s
 	}
 	end := time.Now()
 	d := end.Sub(start)
-	s.inFlight.Add(-1)
-	s.m.inFlight.Dec()
+	s.counts.inFlight.Add(-1)
 	s.m.requestSeconds.Observe(d.Seconds())
 	s.account(r, st, end, d)
 }
@@ -216,8 +210,8 @@ func (s *Service) finish(w http.ResponseWriter, r *http.Request, st *reqState, s
 // account records a finished request in the stats and metrics and writes
 // its access line; r is nil for a request net/http/fcgi could not parse.
 func (s *Service) account(r *http.Request, st *reqState, end time.Time, d time.Duration) {
-	s.stats.record(st.outcome, end, d)
-	s.m.byOutcome[st.route][st.outcome].Inc()
+	s.stats.record(end, d)
+	s.counts.requests[st.route][st.outcome].Add(1)
 	if !s.cfg.AccessLog {
 		return
 	}

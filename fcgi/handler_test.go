@@ -233,10 +233,10 @@ func TestStatsWindows(t *testing.T) {
 	st := newStats(t0.Add(-time.Hour))
 	for i := range 100 {
 		// 10 per second over the 10 seconds before t0 ...
-		st.record(outcomeSolved, t0.Add(-time.Duration(1+i/10)*time.Second), time.Duration(i+1)*time.Millisecond)
+		st.record(t0.Add(-time.Duration(1+i/10)*time.Second), time.Duration(i+1)*time.Millisecond)
 	}
 	// ... and some in the current, incomplete second, which is not counted.
-	st.record(outcomeSolved, t0, time.Hour)
+	st.record(t0, time.Hour)
 	snap := st.snapshot(t0.Add(time.Millisecond))
 	if snap.RPS1 != 10 || snap.RPS10 != 10 || snap.RPS60 != 100.0/60 {
 		t.Errorf("rps = %v/%v/%v, want 10/10/%v", snap.RPS1, snap.RPS10, snap.RPS60, 100.0/60)
@@ -325,7 +325,7 @@ func TestHandlerUnexpectedError(t *testing.T) {
 	if n := testutil.ToFloat64(s.m.panics); n != 0 {
 		t.Errorf("handler_panics_total = %v, want 0 (no panic on the way)", n)
 	}
-	if got := s.stats.snapshot(time.Now()).Totals["internal_error"]; got != 1 {
+	if got := s.counts.totals()["internal_error"]; got != 1 {
 		t.Errorf("internal_error total = %d, want 1", got)
 	}
 }
@@ -388,9 +388,9 @@ func TestOverload(t *testing.T) {
 			t.Errorf("within pool+queue: %d, want 200", r.code)
 		}
 	}
-	snap := s.stats.snapshot(time.Now())
-	if snap.Totals["too_busy"] != uint64(busy) || snap.Totals["solved"] != pool+queue {
-		t.Errorf("totals = %v, want %d too_busy and %d solved", snap.Totals, busy, pool+queue)
+	totals := s.counts.totals()
+	if totals["too_busy"] != uint64(busy) || totals["solved"] != pool+queue {
+		t.Errorf("totals = %v, want %d too_busy and %d solved", totals, busy, pool+queue)
 	}
 }
 
@@ -620,7 +620,7 @@ func TestBatchDeadline(t *testing.T) {
 	if s.pool.Busy() != 0 {
 		t.Errorf("pool busy = %d after the batch, want 0", s.pool.Busy())
 	}
-	if got := s.stats.snapshot(time.Now()).Lines["too_busy"]; got != 3 {
+	if got := s.counts.batchLines()["too_busy"]; got != 3 {
 		t.Errorf("too_busy lines = %d, want 3", got)
 	}
 }

@@ -43,6 +43,14 @@ func (o outcome) metricOutcome() string {
 	return o.String()
 }
 
+// metricLabel is the outcome whose label o shares in requests_total.
+func (o outcome) metricLabel() outcome {
+	if o == outcomeBatch {
+		return outcomeStats
+	}
+	return o
+}
+
 // route is the part of the API a request asked for, the route label of
 // requests_total.
 type route uint8

@@ -168,7 +168,7 @@ func TestFastCGIMalformedRequest(t *testing.T) {
 	if resp := c.Do(9, "GET", "/sudoku?puzzle="+easy, "ok", nil); resp.Status != 200 {
 		t.Fatalf("after malformed requests: %d %q", resp.Status, resp.Body)
 	}
-	if got := s.stats.snapshot(time.Now()).Totals["bad_request"]; got != 4 {
+	if got := s.counts.totals()["bad_request"]; got != 4 {
 		t.Errorf("bad_request total = %d, want 4", got)
 	}
 }
@@ -247,10 +247,10 @@ func TestFastCGIBatchClientGone(t *testing.T) {
 	closed := time.Now()
 
 	limit := solveTimeout + 3*time.Second
-	for s.inFlight.Load() != 0 || s.pool.Busy() != 0 || s.pool.Waiting() != 0 {
+	for s.counts.inFlight.Load() != 0 || s.pool.Busy() != 0 || s.pool.Waiting() != 0 {
 		if time.Since(closed) > limit {
 			t.Fatalf("%v after the client left: %d requests in flight, %d slots busy, %d waiting; %d of %d lines sent to the solver",
-				limit, s.inFlight.Load(), s.pool.Busy(), s.pool.Waiting(), f.calls.Load(), lines)
+				limit, s.counts.inFlight.Load(), s.pool.Busy(), s.pool.Waiting(), f.calls.Load(), lines)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

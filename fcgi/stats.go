@@ -3,7 +3,6 @@ package fcgi
 import (
 	"math/bits"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -47,12 +46,12 @@ type second struct {
 	hist  [numBuckets]uint32
 }
 
-// stats keeps per-second request counts and latency histograms for the last
-// minute, plus totals by outcome since start. It is safe for concurrent use.
+// stats keeps per-second request counts and latency histograms for the
+// last minute, for the stats page's rates and quantiles over that window
+// (the Prometheus histograms count since start; Prometheus computes its
+// windows from scrapes). It is safe for concurrent use.
 type stats struct {
-	start  time.Time
-	totals [numOutcomes]atomic.Uint64
-	lines  [numOutcomes]atomic.Uint64
+	start time.Time
 
 	mu   sync.Mutex
 	secs [window]second
@@ -62,8 +61,7 @@ type stats struct {
 func newStats(now time.Time) *stats { return &stats{start: now} }
 
 // record counts one finished request that ended at now after d.
-func (s *stats) record(o outcome, now time.Time, d time.Duration) {
-	s.totals[o].Add(1)
+func (s *stats) record(now time.Time, d time.Duration) {
 	unix := now.Unix()
 	b := bucketOf(d)
 	s.mu.Lock()
@@ -76,14 +74,10 @@ func (s *stats) record(o outcome, now time.Time, d time.Duration) {
 	s.mu.Unlock()
 }
 
-// recordLine counts one batch line.
-func (s *stats) recordLine(o outcome) { s.lines[o].Add(1) }
-
 // snapshot is a summary of recent traffic.
 type snapshot struct {
 	RPS1, RPS10, RPS60     float64
 	P50, P90, P99, P999    time.Duration
-	Totals, Lines          map[string]uint64
 	Uptime                 time.Duration
 	LatencySamples, Window int
 }
@@ -93,12 +87,6 @@ type snapshot struct {
 func (s *stats) snapshot(now time.Time) snapshot {
 	var snap snapshot
 	snap.Uptime = now.Sub(s.start)
-	snap.Totals = make(map[string]uint64, numOutcomes)
-	snap.Lines = make(map[string]uint64, numOutcomes)
-	for i := range s.totals {
-		snap.Totals[outcomeNames[i]] = s.totals[i].Load()
-		snap.Lines[outcomeNames[i]] = s.lines[i].Load()
-	}
 	var hist [numBuckets]uint64
 	var n1, n10, n60 uint64
 	cur := now.Unix()

@@ -82,9 +82,9 @@ func (s *Service) statsBody(now time.Time) statsJSON {
 		RequestsPerSecond: map[string]float64{
 			"1s": snap.RPS1, "10s": snap.RPS10, "60s": snap.RPS60,
 		},
-		Totals:             snap.Totals,
-		BatchLines:         snap.Lines,
-		InFlight:           s.inFlight.Load(),
+		Totals:             s.counts.totals(),
+		BatchLines:         s.counts.batchLines(),
+		InFlight:           s.counts.inFlight.Load(),
 		PoolSize:           s.pool.Size(),
 		PoolBusy:           s.pool.Busy(),
 		QueueDepth:         s.pool.Waiting(),
