@@ -55,7 +55,7 @@ func BenchmarkHandler(b *testing.B) {
 	} {
 		b.Run(set.name, func(b *testing.B) {
 			ps := set.puzzles(b)
-			s := New(Config{WorkerID: "bench", AccessLog: false}, nopLog)
+			s := New(cfg(func(c *Config) { c.WorkerID = "bench"; c.AccessLog = false }), nopLog)
 			reqs := make([]*http.Request, len(ps))
 			for i, p := range ps {
 				reqs[i] = &http.Request{Method: "GET", URL: &url.URL{Path: "/sudoku", RawQuery: "puzzle=" + p}, Header: http.Header{}}
@@ -81,7 +81,7 @@ func BenchmarkHandler(b *testing.B) {
 // BenchmarkFastCGI is one request and answer over a real FastCGI
 // connection (loopback TCP), net/http/fcgi's child included.
 func BenchmarkFastCGI(b *testing.B) {
-	s := New(Config{WorkerID: "bench"}, nopLog)
+	s := New(cfg(func(c *Config) { c.WorkerID = "bench"; c.AccessLog = false }), nopLog)
 	c := fcgitest.Dial(b, startServer(b, s, opts()).addr)
 	req := fcgitest.Request(1, "GET", "/sudoku?puzzle="+easy, "bench", map[string]string{"HTTP_X_REQUEST_ID": "0123456789abcdef"}, nil)
 	b.ReportAllocs()
@@ -98,7 +98,13 @@ func BenchmarkFastCGI(b *testing.B) {
 // BenchmarkFastCGI, what a worker's rejection costs next to an answer
 // (tests/bench/RESULTS.md, "Rejections").
 func BenchmarkFastCGIBusy(b *testing.B) {
-	s := New(Config{WorkerID: "bench", PoolSize: 1, QueueSize: -1, SolveTimeout: time.Minute}, nopLog)
+	s := New(cfg(func(c *Config) {
+		c.WorkerID = "bench"
+		c.AccessLog = false
+		c.PoolSize = 1
+		c.QueueSize = 0
+		c.SolveTimeout = time.Minute
+	}), nopLog)
 	hold := newBlockingSolve()
 	s.solve = hold.solve
 	addr := startServer(b, s, opts()).addr

@@ -24,7 +24,12 @@ func FuzzHandler(f *testing.F) {
 	} {
 		f.Add(seed.method, seed.query, seed.body)
 	}
-	s := New(Config{WorkerID: "fuzz", SolveTimeout: 50 * time.Millisecond, MaxBatchLines: 20, MaxBodyBytes: 4096}, nopLog)
+	s := New(cfg(func(c *Config) {
+		c.WorkerID = "fuzz"
+		c.SolveTimeout = 50 * time.Millisecond
+		c.MaxBatchLines = 20
+		c.MaxBodyBytes = 4096
+	}), nopLog)
 	f.Fuzz(func(t *testing.T, method, query, body string) {
 		switch method {
 		case "GET", "POST", "PUT", "HEAD", "DELETE":

@@ -18,54 +18,47 @@ import (
 	"sudoku-fcgi/solver"
 )
 
-// Config sets the service's limits. Zero values take the documented
-// defaults (see withDefaults).
+// Config sets the service's limits. DefaultConfig gives the defaults; a
+// zero field means zero (none, or a budget that is always exceeded) except
+// where its comment says otherwise.
 type Config struct {
-	WorkerID      string        // X-Sudoku-Worker header and stats; default "sudoku"
-	PoolSize      int           // solver slots; default GOMAXPROCS
-	QueueSize     int           // puzzles that may wait for a slot; default 1024; <0 means none
-	QueueTimeout  time.Duration // longest wait for a slot (refused at once when the expected wait is over half); default 200ms
-	SolveTimeout  time.Duration // budget for one solve; default 1s
-	MaxBatchLines int           // lines in one POST; default 10000
-	MaxBodyBytes  int64         // POST body size; default 1 MiB
-	BatchParallel int           // puzzles of one batch solved at once; default PoolSize
-	BatchTimeout  time.Duration // deadline of one POST batch; default 30s
+	WorkerID      string        // X-Sudoku-Worker header and stats
+	PoolSize      int           // solver slots; 0 means GOMAXPROCS
+	QueueSize     int           // puzzles that may wait for a slot; 0: none
+	QueueTimeout  time.Duration // longest wait for a slot (refused at once when the expected wait is over half)
+	SolveTimeout  time.Duration // budget for one solve
+	MaxBatchLines int           // lines in one POST
+	MaxBodyBytes  int64         // POST body size
+	BatchParallel int           // puzzles of one batch solved at once; 0 means PoolSize
+	BatchTimeout  time.Duration // deadline of one POST batch
 	AccessLog     bool          // one info line per request
 	// OpenConns reports the open FastCGI connections for the stats page
 	// (fastcgi_connections); nil reports 0.
 	OpenConns func() int64
 }
 
-func (c Config) withDefaults() Config {
-	if c.WorkerID == "" {
-		c.WorkerID = "sudoku"
+// DefaultConfig returns the configuration the worker runs with unless told
+// otherwise; the command's flags take their defaults from it.
+func DefaultConfig() Config {
+	return Config{
+		WorkerID:      "sudoku",
+		QueueSize:     1024,
+		QueueTimeout:  200 * time.Millisecond,
+		SolveTimeout:  time.Second,
+		MaxBatchLines: 10000,
+		MaxBodyBytes:  1 << 20,
+		BatchTimeout:  30 * time.Second,
+		AccessLog:     true,
 	}
+}
+
+// resolve gives PoolSize and BatchParallel 0 their documented meaning.
+func (c Config) resolve() Config {
 	if c.PoolSize <= 0 {
 		c.PoolSize = runtime.GOMAXPROCS(0)
 	}
-	if c.QueueSize == 0 {
-		c.QueueSize = 1024
-	}
-	if c.QueueSize < 0 {
-		c.QueueSize = 0
-	}
-	if c.QueueTimeout <= 0 {
-		c.QueueTimeout = 200 * time.Millisecond
-	}
-	if c.SolveTimeout <= 0 {
-		c.SolveTimeout = time.Second
-	}
-	if c.MaxBatchLines <= 0 {
-		c.MaxBatchLines = 10000
-	}
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = 1 << 20
-	}
 	if c.BatchParallel <= 0 {
 		c.BatchParallel = c.PoolSize
-	}
-	if c.BatchTimeout <= 0 {
-		c.BatchTimeout = 30 * time.Second
 	}
 	return c
 }
@@ -96,9 +89,9 @@ type dateValue struct {
 	v    []string
 }
 
-// New builds a Service.
+// New builds a Service; start cfg from DefaultConfig.
 func New(cfg Config, log zerolog.Logger) *Service {
-	cfg = cfg.withDefaults()
+	cfg = cfg.resolve()
 	m := newMetrics()
 	s := &Service{
 		cfg:       cfg,
@@ -114,7 +107,8 @@ func New(cfg Config, log zerolog.Logger) *Service {
 	return s
 }
 
-// Config returns the effective configuration (defaults filled in).
+// Config returns the configuration in force (PoolSize and BatchParallel
+// resolved).
 func (s *Service) Config() Config { return s.cfg }
 
 var _ prometheus.Collector = (*Service)(nil)
@@ -421,7 +415,3 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request, st *reqState) {
 	}
 	s.putBuf(bp)
 }
-
-// DefaultConfig returns the configuration the worker runs with unless told
-// otherwise.
-func DefaultConfig() Config { return Config{}.withDefaults() }

@@ -28,6 +28,16 @@ const (
 	dead = "123456780000000009000000000000000000000000000000000000000000000000000000000000000"
 )
 
+// cfg returns the default configuration for worker test-1, changed by set.
+func cfg(set ...func(*Config)) Config {
+	c := DefaultConfig()
+	c.WorkerID = "test-1"
+	for _, f := range set {
+		f(&c)
+	}
+	return c
+}
+
 func newTestService(t testing.TB, cfg Config) *Service {
 	t.Helper()
 	if cfg.WorkerID == "" {
@@ -59,7 +69,7 @@ func decodeError(t *testing.T, w *httptest.ResponseRecorder) map[string]string {
 }
 
 func TestHandlerGET(t *testing.T) {
-	s := newTestService(t, Config{})
+	s := newTestService(t, cfg())
 	tests := []struct {
 		name, target string
 		hdr          []string
@@ -149,7 +159,7 @@ func TestHandlerGET(t *testing.T) {
 func itoa(n int) string { return smallLengths[n][0] }
 
 func TestHandlerMethods(t *testing.T) {
-	s := newTestService(t, Config{})
+	s := newTestService(t, cfg())
 	for _, tt := range []struct{ method, path, allow string }{
 		{"PUT", "/sudoku", "GET, HEAD, POST"},
 		{"DELETE", "/sudoku", "GET, HEAD, POST"},
@@ -166,7 +176,7 @@ func TestHandlerMethods(t *testing.T) {
 // HEAD answers exactly as GET would, header and Content-Length included,
 // without the body.
 func TestHandlerHead(t *testing.T) {
-	s := newTestService(t, Config{})
+	s := newTestService(t, cfg())
 	for _, target := range []string{
 		"/sudoku?puzzle=" + easy + "&id=h",
 		"/sudoku?puzzle=" + easy + "&format=text",
@@ -190,7 +200,7 @@ func TestHandlerHead(t *testing.T) {
 }
 
 func TestHandlerStats(t *testing.T) {
-	s := newTestService(t, Config{PoolSize: 3})
+	s := newTestService(t, cfg(func(c *Config) { c.PoolSize = 3 }))
 	serve(s, "GET", "/sudoku?puzzle="+easy, nil)
 	serve(s, "GET", "/sudoku?puzzle=1", nil)
 	serve(s, "GET", "/sudoku?puzzle="+dead, nil)
@@ -270,7 +280,7 @@ func TestBucketOf(t *testing.T) {
 }
 
 func TestHandlerDraining(t *testing.T) {
-	s := newTestService(t, Config{})
+	s := newTestService(t, cfg())
 	s.SetDraining(true)
 	w := serve(s, "GET", "/sudoku?puzzle="+easy, nil)
 	if w.Code != 503 || w.Header().Get("Retry-After") == "" {
@@ -280,7 +290,7 @@ func TestHandlerDraining(t *testing.T) {
 }
 
 func TestHandlerPanic(t *testing.T) {
-	s := newTestService(t, Config{})
+	s := newTestService(t, cfg())
 	s.solve = func(context.Context, solver.Grid, int) (solver.Result, error) { panic("boom") }
 	w := serve(s, "GET", "/sudoku?puzzle="+easy, nil)
 	if w.Code != 500 {
@@ -307,7 +317,7 @@ func TestHandlerPanic(t *testing.T) {
 // An error nobody expects from the solver is a 500 through classify, not a
 // panic: the panic counter stays at zero, and a batch line says so alone.
 func TestHandlerUnexpectedError(t *testing.T) {
-	s := newTestService(t, Config{})
+	s := newTestService(t, cfg())
 	s.solve = func(context.Context, solver.Grid, int) (solver.Result, error) {
 		return solver.Result{}, errors.New("disk on fire")
 	}
@@ -354,7 +364,12 @@ func (b *blockingSolve) solve(ctx context.Context, g solver.Grid, limit int) (so
 
 func TestOverload(t *testing.T) {
 	const pool, queue, clients = 2, 3, 12
-	s := newTestService(t, Config{PoolSize: pool, QueueSize: queue, QueueTimeout: 10 * time.Second, SolveTimeout: 10 * time.Second})
+	s := newTestService(t, cfg(func(c *Config) {
+		c.PoolSize = pool
+		c.QueueSize = queue
+		c.QueueTimeout = 10 * time.Second
+		c.SolveTimeout = 10 * time.Second
+	}))
 	b := newBlockingSolve()
 	s.solve = b.solve
 	type result struct {
@@ -395,7 +410,12 @@ func TestOverload(t *testing.T) {
 }
 
 func TestQueueDeadlineDropsWork(t *testing.T) {
-	s := newTestService(t, Config{PoolSize: 1, QueueSize: 4, QueueTimeout: 30 * time.Millisecond, SolveTimeout: 10 * time.Second})
+	s := newTestService(t, cfg(func(c *Config) {
+		c.PoolSize = 1
+		c.QueueSize = 4
+		c.QueueTimeout = 30 * time.Millisecond
+		c.SolveTimeout = 10 * time.Second
+	}))
 	b := newBlockingSolve()
 	s.solve = b.solve
 	first := make(chan int)
@@ -419,7 +439,7 @@ func TestQueueDeadlineDropsWork(t *testing.T) {
 }
 
 func TestStuckSolveFreesSlot(t *testing.T) {
-	s := newTestService(t, Config{PoolSize: 1, QueueSize: -1, SolveTimeout: 50 * time.Millisecond})
+	s := newTestService(t, cfg(func(c *Config) { c.PoolSize = 1; c.QueueSize = 0; c.SolveTimeout = 50 * time.Millisecond }))
 	b := newBlockingSolve() // never released: only the deadline ends it
 	s.solve = b.solve
 	w := serve(s, "GET", "/sudoku?puzzle="+easy, nil)
@@ -433,7 +453,7 @@ func TestStuckSolveFreesSlot(t *testing.T) {
 }
 
 func TestBatch(t *testing.T) {
-	s := newTestService(t, Config{PoolSize: 2, MaxBatchLines: 5, MaxBodyBytes: 1000})
+	s := newTestService(t, cfg(func(c *Config) { c.PoolSize = 2; c.MaxBatchLines = 5; c.MaxBodyBytes = 1000 }))
 	body := "a:" + easy + "\n" + "b:" + dead + "\n\n# comment\n" + "c:12\n" + easy + "\r\n"
 	w := serve(s, "POST", "/sudoku", strings.NewReader(body))
 	if w.Code != 200 {
@@ -467,7 +487,7 @@ func TestBatch(t *testing.T) {
 }
 
 func TestBatchUnique(t *testing.T) {
-	s := newTestService(t, Config{})
+	s := newTestService(t, cfg())
 	w := serve(s, "POST", "/sudoku?unique=YES", strings.NewReader("a:"+easy+"\nb:"+open+"\nc:"+dead+"\n"))
 	if w.Code != 200 {
 		t.Fatalf("POST ?unique=YES = %d %q", w.Code, w.Body)
@@ -492,7 +512,7 @@ func TestBatchUnique(t *testing.T) {
 }
 
 func TestBatchBusyLines(t *testing.T) {
-	s := newTestService(t, Config{PoolSize: 1, QueueSize: -1, BatchParallel: 1})
+	s := newTestService(t, cfg(func(c *Config) { c.PoolSize = 1; c.QueueSize = 0; c.BatchParallel = 1 }))
 	b := newBlockingSolve()
 	s.solve = b.solve
 	single := make(chan int)
@@ -603,7 +623,12 @@ func (f *stallAfter) solve(ctx context.Context, g solver.Grid, limit int) (solve
 // The batch deadline answers the lines still open ServerTooBusy, the one
 // in flight included, and solves no more of them.
 func TestBatchDeadline(t *testing.T) {
-	s := newTestService(t, Config{PoolSize: 1, BatchParallel: 1, SolveTimeout: 5 * time.Second, BatchTimeout: 200 * time.Millisecond})
+	s := newTestService(t, cfg(func(c *Config) {
+		c.PoolSize = 1
+		c.BatchParallel = 1
+		c.SolveTimeout = 5 * time.Second
+		c.BatchTimeout = 200 * time.Millisecond
+	}))
 	f := &stallAfter{n: 1}
 	s.solve = f.solve
 	w := serve(s, "POST", "/sudoku", strings.NewReader("a:"+easy+"\nb:"+easy+"\nc:"+easy+"\n"+easy+"\n"))
@@ -626,7 +651,7 @@ func TestBatchDeadline(t *testing.T) {
 }
 
 func TestInternalHandler(t *testing.T) {
-	s := newTestService(t, Config{})
+	s := newTestService(t, cfg())
 	h := s.InternalHandler(promRegistry(t, s))
 	get := func(method, path string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
@@ -708,7 +733,7 @@ func TestDeadlineCtx(t *testing.T) {
 // A batch shares the pool fairly: a single request queued behind it gets
 // the next free slot, not the end of the batch.
 func TestBatchDoesNotStarveSingles(t *testing.T) {
-	s := newTestService(t, Config{PoolSize: 1, QueueTimeout: 200 * time.Millisecond})
+	s := newTestService(t, cfg(func(c *Config) { c.PoolSize = 1; c.QueueTimeout = 200 * time.Millisecond }))
 	s.solve = func(ctx context.Context, g solver.Grid, limit int) (solver.Result, error) {
 		time.Sleep(5 * time.Millisecond)
 		return solver.SolveContext(ctx, g, limit)
@@ -731,7 +756,7 @@ func TestBatchDoesNotStarveSingles(t *testing.T) {
 
 func TestAccessLog(t *testing.T) {
 	var buf strings.Builder
-	s := New(Config{WorkerID: "w", AccessLog: true}, zerolog.New(zerolog.SyncWriter(&buf)))
+	s := New(cfg(func(c *Config) { c.WorkerID = "w"; c.AccessLog = true }), zerolog.New(zerolog.SyncWriter(&buf)))
 	serve(s, "GET", "/sudoku?puzzle="+dead, nil, "X-Request-Id", "abc123")
 	var line map[string]any
 	if err := json.Unmarshal([]byte(buf.String()), &line); err != nil {

@@ -19,7 +19,7 @@ func promRegistry(t *testing.T, s *Service) *prometheus.Registry {
 }
 
 func TestMetricsLint(t *testing.T) {
-	s := newTestService(t, Config{})
+	s := newTestService(t, cfg())
 	reg := promRegistry(t, s)
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
@@ -37,7 +37,7 @@ func TestMetricsLint(t *testing.T) {
 // Issue 30: /sudoku/stats and /metrics read the same counters, and the
 // stats' batch_lines lists only outcomes a batch line can have.
 func TestStatsAndMetricsAgree(t *testing.T) {
-	s := newTestService(t, Config{})
+	s := newTestService(t, cfg())
 	reg := promRegistry(t, s)
 	serve(s, "GET", "/sudoku?puzzle="+easy, nil)
 	serve(s, "GET", "/sudoku?puzzle="+dead, nil)

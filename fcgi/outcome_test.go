@@ -10,7 +10,7 @@ import (
 
 // One classification serves the GET status and the batch answer alike.
 func TestClassify(t *testing.T) {
-	s := newTestService(t, Config{})
+	s := newTestService(t, cfg())
 	_, parseErr := solver.Parse("12")
 	for _, tt := range []struct {
 		name   string

@@ -107,7 +107,7 @@ func (ts *testServer) stop(t *testing.T, within time.Duration) error {
 }
 
 func TestFastCGIKeepAlive(t *testing.T) {
-	ts := startServer(t, newTestService(t, Config{}), opts())
+	ts := startServer(t, newTestService(t, cfg()), opts())
 	c := fcgitest.Dial(t, ts.addr)
 	for i := range 5 {
 		id := uint16(i%2 + 1)
@@ -131,7 +131,7 @@ func TestFastCGIKeepAlive(t *testing.T) {
 
 // HEAD through the FastCGI child: the GET's status and length, no body.
 func TestFastCGIHead(t *testing.T) {
-	ts := startServer(t, newTestService(t, Config{}), opts())
+	ts := startServer(t, newTestService(t, cfg()), opts())
 	c := fcgitest.Dial(t, ts.addr)
 	get := c.Do(1, "GET", "/sudoku?puzzle="+easy, "h", nil)
 	head := c.Do(1, "HEAD", "/sudoku?puzzle="+easy, "h", nil)
@@ -143,7 +143,7 @@ func TestFastCGIHead(t *testing.T) {
 // net/http/fcgi answers 500 when cgi.RequestFromMap fails on a bad Host or
 // URI; the worker turns that into a JSON 400.
 func TestFastCGIMalformedRequest(t *testing.T) {
-	s := newTestService(t, Config{})
+	s := newTestService(t, cfg())
 	ts := startServer(t, s, opts())
 	c := fcgitest.Dial(t, ts.addr)
 	for i, host := range []string{"a%zz", "[::1", "x y%"} {
@@ -174,7 +174,7 @@ func TestFastCGIMalformedRequest(t *testing.T) {
 }
 
 func TestFastCGIBatchStreams(t *testing.T) {
-	s := newTestService(t, Config{PoolSize: 1, BatchParallel: 1})
+	s := newTestService(t, cfg(func(c *Config) { c.PoolSize = 1; c.BatchParallel = 1 }))
 	b := newBlockingSolve()
 	s.solve = b.solve
 	ts := startServer(t, s, opts())
@@ -200,7 +200,7 @@ func TestFastCGIBatchStreams(t *testing.T) {
 }
 
 func TestFastCGIBatchLarge(t *testing.T) {
-	ts := startServer(t, newTestService(t, Config{}), opts())
+	ts := startServer(t, newTestService(t, cfg()), opts())
 	c := fcgitest.Dial(t, ts.addr)
 	var body bytes.Buffer
 	for range 2000 { // ~170 KB in, ~170 KB out: several records each way
@@ -222,7 +222,7 @@ func TestFastCGIBatchLarge(t *testing.T) {
 // solves in flight stop and the lines not started never take a slot.
 func TestFastCGIBatchClientGone(t *testing.T) {
 	const solveTimeout = 300 * time.Millisecond
-	s := newTestService(t, Config{PoolSize: 2, BatchParallel: 2, SolveTimeout: solveTimeout})
+	s := newTestService(t, cfg(func(c *Config) { c.PoolSize = 2; c.BatchParallel = 2; c.SolveTimeout = solveTimeout }))
 	f := &stallAfter{n: 4}
 	s.solve = f.solve
 	ts := startServer(t, s, opts())
@@ -263,7 +263,7 @@ func TestFastCGIBatchClientGone(t *testing.T) {
 // input make net/http/fcgi keep state per request id forever.
 func TestFastCGIRecordLimits(t *testing.T) {
 	t.Run("pending requests", func(t *testing.T) {
-		s := newTestService(t, Config{})
+		s := newTestService(t, cfg())
 		ts := startServer(t, s, opts(func(o *fcgiserver.Options) { o.MaxPendingPerConn = 4 }))
 		c := fcgitest.Dial(t, ts.addr)
 		var b []byte
@@ -274,7 +274,7 @@ func TestFastCGIRecordLimits(t *testing.T) {
 		expectClosed(t, c)
 	})
 	t.Run("params bytes", func(t *testing.T) {
-		ts := startServer(t, newTestService(t, Config{}), opts(func(o *fcgiserver.Options) { o.MaxParamsBytes = 4096 }))
+		ts := startServer(t, newTestService(t, cfg()), opts(func(o *fcgiserver.Options) { o.MaxParamsBytes = 4096 }))
 		c := fcgitest.Dial(t, ts.addr)
 		b := fcgitest.BeginRequest(1, true)
 		for range 10 {
@@ -284,7 +284,7 @@ func TestFastCGIRecordLimits(t *testing.T) {
 		expectClosed(t, c)
 	})
 	t.Run("within limits", func(t *testing.T) {
-		ts := startServer(t, newTestService(t, Config{}), opts(func(o *fcgiserver.Options) { o.MaxPendingPerConn = 2 }))
+		ts := startServer(t, newTestService(t, cfg()), opts(func(o *fcgiserver.Options) { o.MaxPendingPerConn = 2 }))
 		c := fcgitest.Dial(t, ts.addr)
 		// Two requests multiplexed on one connection are fine.
 		c.Send(append(fcgitest.Request(1, "GET", "/sudoku?puzzle="+easy, "h", nil, nil),
@@ -314,7 +314,7 @@ func expectClosed(t *testing.T, c *fcgitest.Client) {
 // answered once; it returns the server and the first connection.
 func serveTwo(t *testing.T, opt fcgiserver.Options) (*testServer, *fcgitest.Client) {
 	t.Helper()
-	ts := startServer(t, newTestService(t, Config{}), opt)
+	ts := startServer(t, newTestService(t, cfg()), opt)
 	a := fcgitest.Dial(t, ts.addr)
 	for _, c := range []*fcgitest.Client{a, fcgitest.Dial(t, ts.addr)} {
 		if r := c.Do(1, "GET", "/sudoku?puzzle="+easy, "h", nil); r.Status != 200 {
@@ -398,7 +398,7 @@ func expectServedSoon(t *testing.T, dial func() *fcgitest.Client) {
 }
 
 func TestFastCGIPanic(t *testing.T) {
-	s := newTestService(t, Config{})
+	s := newTestService(t, cfg())
 	s.solve = func(context.Context, solver.Grid, int) (solver.Result, error) { panic("boom") }
 	ts := startServer(t, s, opts())
 	c := fcgitest.Dial(t, ts.addr)
@@ -413,7 +413,7 @@ func TestFastCGIPanic(t *testing.T) {
 }
 
 func TestDrain(t *testing.T) {
-	s := newTestService(t, Config{PoolSize: 2})
+	s := newTestService(t, cfg(func(c *Config) { c.PoolSize = 2 }))
 	b := newBlockingSolve()
 	s.solve = b.solve
 	ts := startServer(t, s, opts(func(o *fcgiserver.Options) { o.DrainTimeout = 10 * time.Second }))
@@ -457,7 +457,7 @@ func TestDrain(t *testing.T) {
 }
 
 func TestDrainTimeout(t *testing.T) {
-	s := newTestService(t, Config{SolveTimeout: time.Minute})
+	s := newTestService(t, cfg(func(c *Config) { c.SolveTimeout = time.Minute }))
 	b := newBlockingSolve()
 	s.solve = b.solve
 	ts := startServer(t, s, opts(func(o *fcgiserver.Options) { o.DrainTimeout = 100 * time.Millisecond }))
@@ -479,7 +479,7 @@ func TestDrainTimeout(t *testing.T) {
 // A request that arrives on a kept-alive connection while draining gets a
 // 503 rather than being lost.
 func TestDrainNewRequestOnOpenConn(t *testing.T) {
-	s := newTestService(t, Config{PoolSize: 2})
+	s := newTestService(t, cfg(func(c *Config) { c.PoolSize = 2 }))
 	b := newBlockingSolve()
 	s.solve = b.solve
 	ts := startServer(t, s, opts())
@@ -525,7 +525,7 @@ func TestDrainNewRequestOnOpenConn(t *testing.T) {
 // is not answered: the connection closes, which nginx retries on another
 // worker, where a 503 would be final.
 func TestDrainClosesConnOfLateRequest(t *testing.T) {
-	s := newTestService(t, Config{})
+	s := newTestService(t, cfg())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -557,7 +557,7 @@ func TestDrainClosesConnOfLateRequest(t *testing.T) {
 // refuses new connections all that time.
 func TestDrainLinger(t *testing.T) {
 	const linger = 300 * time.Millisecond
-	s := newTestService(t, Config{})
+	s := newTestService(t, cfg())
 	ts := startServer(t, s, opts(func(o *fcgiserver.Options) { o.Linger = linger }))
 	fcgitest.Dial(t, ts.addr).Do(1, "GET", "/sudoku/stats", "h", nil)
 	start := time.Now()

@@ -21,7 +21,7 @@ func TestFastCGIConnLimitPerPeerUnix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newTestService(t, Config{})
+	s := newTestService(t, cfg())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

@@ -25,53 +25,65 @@ type config struct {
 	listen, internalListen, benchHTTP string
 	svc                               fcgi.Config
 	serve                             fcgiserver.Options
-	queue, gcPercent, maxProcs        int
+	gcPercent, maxProcs               int
 	logLevel                          string
 	level                             zerolog.Level
 	logFlush                          time.Duration
 	healthcheck                       bool
 }
 
-// parseConfig reads the flags and their environment twins and checks them;
-// every error it returns is a *cli.UsageError (or flag.ErrHelp).
-func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
-	c := config{svc: fcgi.DefaultConfig(), serve: fcgiserver.DefaultOptions()}
+// defaultConfig is the configuration before flags and environment: every
+// flag's default comes from it.
+func defaultConfig() config {
 	host, _ := os.Hostname()
 	if host == "" {
 		host = "sudoku"
 	}
+	c := config{
+		listen:         "127.0.0.1:9000",
+		internalListen: "127.0.0.1:9001",
+		svc:            fcgi.DefaultConfig(),
+		serve:          fcgiserver.DefaultOptions(),
+		gcPercent:      400,
+		logLevel:       "info",
+		logFlush:       100 * time.Millisecond,
+	}
+	c.svc.WorkerID = host
+	return c
+}
+
+// parseConfig reads the flags and their environment twins and checks them;
+// every error it returns is a *cli.UsageError (or flag.ErrHelp).
+func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
+	c := defaultConfig()
 	fs := cli.NewFlagSet("sudoku-fcgi", summary, out)
-	fs.StringVar(&c.listen, "listen", "127.0.0.1:9000", "FastCGI `address`: host:port (loopback by default; the image listens on :9000), a unix socket path (contains a /), or a directory ending in / for a socket named <id>.sock in it (replicas sharing the directory get a file each)")
-	fs.StringVar(&c.internalListen, "internal-listen", "127.0.0.1:9001", "internal HTTP `address` for /metrics, /healthz, /readyz, /debug/pprof/ (loopback by default; the image listens on :9001)")
-	fs.StringVar(&c.svc.WorkerID, "id", host, "worker id sent as X-Sudoku-Worker")
-	fs.IntVar(&c.svc.PoolSize, "pool", 0, "solver slots (0: GOMAXPROCS)")
-	fs.IntVar(&c.queue, "queue", 1024, "puzzles that may wait for a solver slot (0: none)")
-	fs.DurationVar(&c.svc.QueueTimeout, "queue-timeout", 200*time.Millisecond, "longest wait for a solver slot before 503; a puzzle whose expected wait is over half of it gets 503 at once")
-	fs.DurationVar(&c.svc.SolveTimeout, "solve-timeout", time.Second, "budget for one solve before 503 (with -queue-timeout, keep below nginx's GET fastcgi_read_timeout, 1.5 s)")
+	fs.StringVar(&c.listen, "listen", c.listen, "FastCGI `address`: host:port (loopback by default; the image listens on :9000), a unix socket path (contains a /), or a directory ending in / for a socket named <id>.sock in it (replicas sharing the directory get a file each)")
+	fs.StringVar(&c.internalListen, "internal-listen", c.internalListen, "internal HTTP `address` for /metrics, /healthz, /readyz, /debug/pprof/ (loopback by default; the image listens on :9001)")
+	fs.StringVar(&c.svc.WorkerID, "id", c.svc.WorkerID, "worker id sent as X-Sudoku-Worker")
+	fs.IntVar(&c.svc.PoolSize, "pool", c.svc.PoolSize, "solver slots (0: GOMAXPROCS)")
+	fs.IntVar(&c.svc.QueueSize, "queue", c.svc.QueueSize, "puzzles that may wait for a solver slot (0: none)")
+	fs.DurationVar(&c.svc.QueueTimeout, "queue-timeout", c.svc.QueueTimeout, "longest wait for a solver slot before 503; a puzzle whose expected wait is over half of it gets 503 at once")
+	fs.DurationVar(&c.svc.SolveTimeout, "solve-timeout", c.svc.SolveTimeout, "budget for one solve before 503 (with -queue-timeout, keep below nginx's GET fastcgi_read_timeout, 1.5 s)")
 	fs.IntVar(&c.serve.MaxConns, "max-conns", c.serve.MaxConns, "open FastCGI connections; above it the worker stops accepting")
-	fs.IntVar(&c.serve.MaxConnsPerPeer, "max-conns-per-peer", 0, "open FastCGI connections from one peer, a TCP address or, over a unix socket, a user id; more are closed at once (0: half of -max-conns)")
+	fs.IntVar(&c.serve.MaxConnsPerPeer, "max-conns-per-peer", c.serve.MaxConnsPerPeer, "open FastCGI connections from one peer, a TCP address or, over a unix socket, a user id; more are closed at once (0: half of -max-conns)")
 	fs.DurationVar(&c.serve.DrainTimeout, "drain-timeout", c.serve.DrainTimeout, "graceful drain limit after SIGTERM/SIGINT")
 	fs.DurationVar(&c.serve.Linger, "drain-linger", c.serve.Linger, "after SIGTERM/SIGINT, stay up at least this long with the listener closed (refusing), so that sudoku-edge drops the worker before its address vanishes")
-	fs.IntVar(&c.svc.MaxBatchLines, "max-batch-lines", 10000, "puzzle lines in one POST (413 above)")
-	fs.Int64Var(&c.svc.MaxBodyBytes, "max-body", 1<<20, "POST body `bytes` (413 above)")
-	fs.IntVar(&c.svc.BatchParallel, "batch-parallel", 0, "puzzles of one batch solved at once (0: pool size)")
-	fs.DurationVar(&c.svc.BatchTimeout, "batch-timeout", 30*time.Second, "deadline of one POST batch; lines still unsolved then are answered ServerTooBusy")
-	fs.IntVar(&c.gcPercent, "gc-percent", 400, "GC target percentage (debug.SetGCPercent); 0 keeps GOGC or the runtime default")
-	fs.IntVar(&c.maxProcs, "maxprocs", 0, "GOMAXPROCS (0 keeps the runtime's choice)")
-	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
-	fs.BoolVar(&c.svc.AccessLog, "access-log", true, "log one line per request")
-	fs.DurationVar(&c.logFlush, "log-flush", 100*time.Millisecond, "buffer log lines up to this long (0: write each line at once)")
-	fs.StringVar(&c.benchHTTP, "bench-http", "", "also serve the public API over plain HTTP on this `address`, to compare against FastCGI in benchmarks (off when empty; never expose it)")
+	fs.IntVar(&c.svc.MaxBatchLines, "max-batch-lines", c.svc.MaxBatchLines, "puzzle lines in one POST (413 above)")
+	fs.Int64Var(&c.svc.MaxBodyBytes, "max-body", c.svc.MaxBodyBytes, "POST body `bytes` (413 above)")
+	fs.IntVar(&c.svc.BatchParallel, "batch-parallel", c.svc.BatchParallel, "puzzles of one batch solved at once (0: pool size)")
+	fs.DurationVar(&c.svc.BatchTimeout, "batch-timeout", c.svc.BatchTimeout, "deadline of one POST batch; lines still unsolved then are answered ServerTooBusy")
+	fs.IntVar(&c.gcPercent, "gc-percent", c.gcPercent, "GC target percentage (debug.SetGCPercent); 0 keeps GOGC or the runtime default")
+	fs.IntVar(&c.maxProcs, "maxprocs", c.maxProcs, "GOMAXPROCS (0 keeps the runtime's choice)")
+	fs.StringVar(&c.logLevel, "log-level", c.logLevel, "log `level`: debug, info, warn, error")
+	fs.BoolVar(&c.svc.AccessLog, "access-log", c.svc.AccessLog, "log one line per request")
+	fs.DurationVar(&c.logFlush, "log-flush", c.logFlush, "buffer log lines up to this long (0: write each line at once)")
+	fs.StringVar(&c.benchHTTP, "bench-http", c.benchHTTP, "also serve the public API over plain HTTP on this `address`, to compare against FastCGI in benchmarks (off when empty; never expose it)")
 	fs.BoolVar(&c.healthcheck, "healthcheck", false, "GET http://127.0.0.1:<internal port>/readyz and exit 0 if ready, 1 if not (for Docker HEALTHCHECK)")
 	if err := fs.Parse(args, getenv); err != nil {
 		return c, err
 	}
 	if err := c.check(); err != nil {
 		return c, &cli.UsageError{Err: err}
-	}
-	c.svc.QueueSize = c.queue
-	if c.queue == 0 {
-		c.svc.QueueSize = -1 // fcgi.Config reads 0 as its default; -queue 0 means no queue
 	}
 	return c, nil
 }
@@ -85,7 +97,7 @@ func (c *config) check() error {
 		}
 	}
 	switch s := &c.svc; {
-	case s.PoolSize < 0, c.queue < 0, c.serve.MaxConns < 1, c.serve.MaxConnsPerPeer < 0, s.MaxBatchLines < 1, s.MaxBodyBytes < 1, s.BatchParallel < 0, c.maxProcs < 0:
+	case s.PoolSize < 0, s.QueueSize < 0, c.serve.MaxConns < 1, c.serve.MaxConnsPerPeer < 0, s.MaxBatchLines < 1, s.MaxBodyBytes < 1, s.BatchParallel < 0, c.maxProcs < 0:
 		return errors.New("-pool, -queue, -batch-parallel, -maxprocs, -max-conns-per-peer must be >= 0; -max-conns, -max-batch-lines, -max-body >= 1")
 	case s.QueueTimeout <= 0, s.SolveTimeout <= 0, s.BatchTimeout <= 0, c.serve.DrainTimeout <= 0, c.logFlush < 0, c.serve.Linger < 0:
 		return errors.New("-queue-timeout, -solve-timeout, -batch-timeout and -drain-timeout must be > 0; -log-flush and -drain-linger >= 0")

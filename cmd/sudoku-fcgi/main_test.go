@@ -10,11 +10,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"sudoku-fcgi/cmd/cli"
+	"sudoku-fcgi/fcgi"
+	"sudoku-fcgi/fcgi/fcgiserver"
 )
 
 func env(kv ...string) func(string) string {
@@ -82,8 +85,30 @@ func TestParseFlags(t *testing.T) {
 	})
 	t.Run("no queue", func(t *testing.T) {
 		c, err := parseConfig([]string{"-queue", "0"}, env(), io.Discard)
-		if err != nil || c.svc.QueueSize >= 0 {
-			t.Errorf("parseConfig(-queue 0) = queue %d, %v; want a negative QueueSize (none)", c.svc.QueueSize, err)
+		if err != nil || c.svc.QueueSize != 0 {
+			t.Errorf("parseConfig(-queue 0) = queue %d, %v; want QueueSize 0 (none)", c.svc.QueueSize, err)
+		}
+	})
+	// With no flags and no environment, the configuration is the
+	// packages' defaults: the flags show them, they do not repeat them.
+	t.Run("defaults", func(t *testing.T) {
+		c, err := parseConfig(nil, env(), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := defaultConfig()
+		if err := want.check(); err != nil {
+			t.Fatal(err)
+		}
+		c.svc.OpenConns, want.svc.OpenConns = nil, nil
+		if !reflect.DeepEqual(c.svc, want.svc) || !reflect.DeepEqual(c.serve, want.serve) {
+			t.Errorf("parseConfig() = %+v / %+v, want the defaults %+v / %+v", c.svc, c.serve, want.svc, want.serve)
+		}
+		if d := fcgi.DefaultConfig(); c.svc.QueueSize != d.QueueSize || c.svc.SolveTimeout != d.SolveTimeout {
+			t.Errorf("parseConfig() queue %d, solve timeout %v; want fcgi.DefaultConfig's %d, %v", c.svc.QueueSize, c.svc.SolveTimeout, d.QueueSize, d.SolveTimeout)
+		}
+		if d := fcgiserver.DefaultOptions(); c.serve.MaxParamsBytes != d.MaxParamsBytes || c.serve.MaxConns != d.MaxConns {
+			t.Errorf("parseConfig() params cap %d, max conns %d; want fcgiserver.DefaultOptions' %d, %d", c.serve.MaxParamsBytes, c.serve.MaxConns, d.MaxParamsBytes, d.MaxConns)
 		}
 	})
 	for _, tt := range []struct {
