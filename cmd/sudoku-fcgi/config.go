@@ -22,14 +22,14 @@ SIGINT.`
 
 // config is what the command line and the environment set.
 type config struct {
-	listen, internalListen, benchHTTP string
-	svc                               fcgi.Config
-	serve                             fcgiserver.Options
-	gcPercent, maxProcs               int
-	logLevel                          string
-	level                             zerolog.Level
-	logFlush                          time.Duration
-	healthcheck                       bool
+	listen, internalListen, pprofListen string
+	svc                                 fcgi.Config
+	serve                               fcgiserver.Options
+	gcPercent                           int
+	logLevel                            string
+	level                               zerolog.Level
+	logFlush                            time.Duration
+	healthcheck                         bool
 }
 
 // defaultConfig is the configuration before flags and environment: every
@@ -58,7 +58,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	c := defaultConfig()
 	fs := cli.NewFlagSet("sudoku-fcgi", summary, out)
 	fs.StringVar(&c.listen, "listen", c.listen, "FastCGI `address`: host:port (loopback by default; the image listens on :9000), a unix socket path (contains a /), or a directory ending in / for a socket named <id>.sock in it (replicas sharing the directory get a file each)")
-	fs.StringVar(&c.internalListen, "internal-listen", c.internalListen, "internal HTTP `address` for /metrics, /healthz, /readyz, /debug/pprof/ (loopback by default; the image listens on :9001)")
+	fs.StringVar(&c.internalListen, "internal-listen", c.internalListen, "internal HTTP `address` for /metrics, /healthz, /readyz (loopback by default; the image listens on :9001)")
 	fs.StringVar(&c.svc.WorkerID, "id", c.svc.WorkerID, "worker id sent as X-Sudoku-Worker")
 	fs.IntVar(&c.svc.PoolSize, "pool", c.svc.PoolSize, "solver slots (0: GOMAXPROCS)")
 	fs.IntVar(&c.svc.QueueSize, "queue", c.svc.QueueSize, "puzzles that may wait for a solver slot (0: none)")
@@ -73,11 +73,10 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.IntVar(&c.svc.BatchParallel, "batch-parallel", c.svc.BatchParallel, "puzzles of one batch solved at once (0: pool size)")
 	fs.DurationVar(&c.svc.BatchTimeout, "batch-timeout", c.svc.BatchTimeout, "deadline of one POST batch; lines still unsolved then are answered ServerTooBusy")
 	fs.IntVar(&c.gcPercent, "gc-percent", c.gcPercent, "GC target percentage (debug.SetGCPercent); 0 keeps GOGC or the runtime default")
-	fs.IntVar(&c.maxProcs, "maxprocs", c.maxProcs, "GOMAXPROCS (0 keeps the runtime's choice)")
 	fs.StringVar(&c.logLevel, "log-level", c.logLevel, "log `level`: debug, info, warn, error")
 	fs.BoolVar(&c.svc.AccessLog, "access-log", c.svc.AccessLog, "log one line per request")
 	fs.DurationVar(&c.logFlush, "log-flush", c.logFlush, "buffer log lines up to this long (0: write each line at once)")
-	fs.StringVar(&c.benchHTTP, "bench-http", c.benchHTTP, "also serve the public API over plain HTTP on this `address`, to compare against FastCGI in benchmarks (off when empty; never expose it)")
+	fs.StringVar(&c.pprofListen, "pprof-listen", c.pprofListen, "serve net/http/pprof's /debug/pprof/ over HTTP on this `address` (off when empty; a port without a host, :6060, listens on 127.0.0.1 only)")
 	fs.BoolVar(&c.healthcheck, "healthcheck", false, "GET http://127.0.0.1:<internal port>/readyz and exit 0 if ready, 1 if not (for Docker HEALTHCHECK)")
 	if err := fs.Parse(args, getenv); err != nil {
 		return c, err
@@ -97,10 +96,13 @@ func (c *config) check() error {
 		}
 	}
 	switch s := &c.svc; {
-	case s.PoolSize < 0, s.QueueSize < 0, c.serve.MaxConns < 1, c.serve.MaxConnsPerPeer < 0, s.MaxBatchLines < 1, s.MaxBodyBytes < 1, s.BatchParallel < 0, c.maxProcs < 0:
-		return errors.New("-pool, -queue, -batch-parallel, -maxprocs, -max-conns-per-peer must be >= 0; -max-conns, -max-batch-lines, -max-body >= 1")
+	case s.PoolSize < 0, s.QueueSize < 0, c.serve.MaxConns < 1, c.serve.MaxConnsPerPeer < 0, s.MaxBatchLines < 1, s.MaxBodyBytes < 1, s.BatchParallel < 0:
+		return errors.New("-pool, -queue, -batch-parallel, -max-conns-per-peer must be >= 0; -max-conns, -max-batch-lines, -max-body >= 1")
 	case s.QueueTimeout <= 0, s.SolveTimeout <= 0, s.BatchTimeout <= 0, c.serve.DrainTimeout <= 0, c.logFlush < 0, c.serve.Linger < 0:
 		return errors.New("-queue-timeout, -solve-timeout, -batch-timeout and -drain-timeout must be > 0; -log-flush and -drain-linger >= 0")
+	}
+	if strings.HasPrefix(c.pprofListen, ":") {
+		c.pprofListen = "127.0.0.1" + c.pprofListen
 	}
 	if dir, ok := strings.CutSuffix(c.listen, "/"); ok {
 		if !socketName(c.svc.WorkerID) {

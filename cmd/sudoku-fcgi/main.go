@@ -42,14 +42,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log := zerolog.New(logw).Level(c.level).With().Timestamp().
 		Str("service", "sudoku-fcgi").Str("worker", c.svc.WorkerID).Logger()
-	if c.maxProcs > 0 {
-		runtime.GOMAXPROCS(c.maxProcs)
-	}
-	gc := debug.SetGCPercent(100) // returns the setting in force: GOGC or the default
 	if c.gcPercent > 0 && getenv("GOGC") == "" {
-		gc = c.gcPercent
+		debug.SetGCPercent(c.gcPercent)
 	}
-	debug.SetGCPercent(gc)
 
 	conns := fcgiserver.NewMetrics("sudoku")
 	c.svc.OpenConns = conns.Open
@@ -68,17 +63,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer shutdown(internal)
-	if c.benchHTTP != "" {
-		bench, err := serveHTTP("bench-http", c.benchHTTP, svc, log)
+	if c.pprofListen != "" {
+		pp, err := serveHTTP("pprof", c.pprofListen, pprofHandler(), log)
 		if err != nil {
 			ln.Close()
 			return err
 		}
-		defer bench.Close()
+		defer pp.Close()
 	}
 	cfg := svc.Config()
 	log.Info().Str("version", version.Version).Str("revision", version.Revision).Str("listen", ln.Addr().String()).
-		Str("internal_listen", c.internalListen).Int("gomaxprocs", runtime.GOMAXPROCS(0)).Int("gc_percent", gc).
+		Str("internal_listen", c.internalListen).Int("gomaxprocs", runtime.GOMAXPROCS(0)).Int("gc_percent", c.gcPercent).
+		Str("gogc", getenv("GOGC")).Str("pprof_listen", c.pprofListen).
 		Int("pool", cfg.PoolSize).Int("queue", cfg.QueueSize).Dur("queue_timeout", cfg.QueueTimeout).
 		Dur("solve_timeout", cfg.SolveTimeout).Msg("starting")
 

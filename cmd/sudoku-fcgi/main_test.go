@@ -83,6 +83,31 @@ func TestParseFlags(t *testing.T) {
 			}
 		}
 	})
+	t.Run("pprof", func(t *testing.T) {
+		for _, tt := range []struct {
+			args []string
+			env  func(string) string
+			want string
+		}{
+			{nil, env(), ""},
+			{[]string{"-pprof-listen", ":6060"}, env(), "127.0.0.1:6060"},
+			{nil, env("SUDOKU_FCGI_PPROF_LISTEN", ":6061"), "127.0.0.1:6061"},
+			{[]string{"-pprof-listen", "0.0.0.0:6060"}, env(), "0.0.0.0:6060"},
+		} {
+			c, err := parseConfig(tt.args, tt.env, io.Discard)
+			if err != nil || c.pprofListen != tt.want {
+				t.Errorf("parseConfig(%q) pprof listen = %q, %v; want %q", tt.args, c.pprofListen, err, tt.want)
+			}
+		}
+	})
+	// Issue 30: the lab's switches are gone.
+	t.Run("no lab switches", func(t *testing.T) {
+		for _, f := range []string{"-bench-http", "-maxprocs"} {
+			if _, err := parseConfig([]string{f, "1"}, env(), io.Discard); err == nil {
+				t.Errorf("parseConfig(%s 1) succeeded, want an unknown flag", f)
+			}
+		}
+	})
 	t.Run("no queue", func(t *testing.T) {
 		c, err := parseConfig([]string{"-queue", "0"}, env(), io.Discard)
 		if err != nil || c.svc.QueueSize != 0 {
@@ -225,6 +250,11 @@ func TestRun(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+	if resp, err := http.Get("http://" + internal + "/debug/pprof/"); err != nil || resp.StatusCode != 404 {
+		t.Errorf("internal /debug/pprof/ = %v, %v; want 404 (profiles have their own listener)", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	c, err := net.Dial("tcp", fcgiAddr)
 	if err != nil {
 		t.Fatalf("FastCGI port: %v", err)
@@ -247,6 +277,26 @@ func waitForSocket(t *testing.T, sock string) {
 		}
 	}
 	t.Fatalf("unix socket %s never accepted: %v", sock, err)
+}
+
+// -pprof-listen serves the profiles on a listener of its own.
+func TestRunPprof(t *testing.T) {
+	pp := freePort(t)
+	start(t, "-listen", freePort(t), "-internal-listen", freePort(t), "-pprof-listen", pp)
+	var resp *http.Response
+	var err error
+	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(20 * time.Millisecond) {
+		if resp, err = http.Get("http://" + pp + "/debug/pprof/"); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("pprof listener never answered: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("-pprof-listen /debug/pprof/ = %s, want 200", resp.Status)
+	}
 }
 
 func TestRunUnixSocket(t *testing.T) {

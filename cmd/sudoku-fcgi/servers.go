@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"time"
@@ -61,6 +62,18 @@ func listen(addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("fastcgi listener: %w", err)
 	}
 	return ln, nil
+}
+
+// pprofHandler serves net/http/pprof's profiles, for the -pprof-listen
+// listener only.
+func pprofHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // serveHTTP serves h over plain HTTP on addr until the server is closed.
