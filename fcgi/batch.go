@@ -47,6 +47,7 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 	h["Content-Type"] = hdrText
 	h["X-Sudoku-Worker"] = s.hdrWorker
 	h["Cache-Control"] = hdrNoStore
+	h["X-Content-Type-Options"] = hdrNoSniff
 	h["X-Accel-Buffering"] = hdrNo // nginx passes lines on as they come
 	h["Date"] = s.dateHeader(time.Now())
 	st.status, st.wrote, st.outcome = http.StatusOK, true, outcomeBatch

@@ -135,6 +135,7 @@ var (
 	hdrJSON        = []string{"application/json"}
 	hdrText        = []string{"text/plain; charset=utf-8"}
 	hdrNoStore     = []string{"no-store"}
+	hdrNoSniff     = []string{"nosniff"} // a browser takes the answer for its Content-Type, nothing else
 	hdrRetryAfter  = []string{"1"}
 	hdrNo          = []string{"no"}
 	hdrAllowSudoku = []string{"GET, HEAD, POST"}
@@ -297,6 +298,7 @@ func (s *Service) write(w http.ResponseWriter, st *reqState, status int, ctype [
 	}
 	h["X-Sudoku-Worker"] = s.hdrWorker
 	h["Cache-Control"] = hdrNoStore
+	h["X-Content-Type-Options"] = hdrNoSniff
 	h["Date"] = s.dateHeader(time.Now())
 	if status == http.StatusServiceUnavailable {
 		h["Retry-After"] = hdrRetryAfter

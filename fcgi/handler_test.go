@@ -775,3 +775,33 @@ func TestAccessLog(t *testing.T) {
 		}
 	}
 }
+
+// Issue 31: every answer of the API, errors and streamed batches
+// included, carries X-Content-Type-Options: nosniff.
+func TestHandlerNoSniff(t *testing.T) {
+	s := newTestService(t, cfg())
+	for _, tt := range []struct {
+		method, target, body string
+		status               int
+	}{
+		{"GET", "/sudoku?puzzle=" + easy, "", 200},
+		{"GET", "/sudoku?puzzle=" + easy + "&format=text", "", 200},
+		{"HEAD", "/sudoku?puzzle=" + easy, "", 200},
+		{"GET", "/sudoku?puzzle=1", "", 400},
+		{"GET", "/sudoku?puzzle=" + dead, "", 422},
+		{"POST", "/sudoku", easy + "\n", 200},
+		{"POST", "/sudoku", "", 400},
+		{"DELETE", "/sudoku", "", 405},
+		{"GET", "/sudoku/stats", "", 200},
+		{"GET", "/nope", "", 404},
+	} {
+		w := serve(s, tt.method, tt.target, strings.NewReader(tt.body))
+		if w.Code != tt.status || w.Header().Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s %s = %d, X-Content-Type-Options %q; want %d, nosniff", tt.method, tt.target, w.Code, w.Header().Get("X-Content-Type-Options"), tt.status)
+		}
+	}
+	s.SetDraining(true)
+	if w := serve(s, "GET", "/sudoku?puzzle="+easy, nil); w.Code != 503 || w.Header().Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("draining GET = %d, X-Content-Type-Options %q; want 503, nosniff", w.Code, w.Header().Get("X-Content-Type-Options"))
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +25,8 @@ SIGINT.`
 // config is what the command line and the environment set.
 type config struct {
 	listen, internalListen, pprofListen string
+	socketGroup                         string
+	socketGID                           int // -1: the worker's own group
 	svc                                 fcgi.Config
 	serve                               fcgiserver.Options
 	gcPercent                           int
@@ -59,6 +63,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs := cli.NewFlagSet("sudoku-fcgi", summary, out)
 	fs.StringVar(&c.listen, "listen", c.listen, "FastCGI `address`: host:port (loopback by default; the image listens on :9000), a unix socket path (contains a /), or a directory ending in / for a socket named <id>.sock in it (replicas sharing the directory get a file each)")
 	fs.StringVar(&c.internalListen, "internal-listen", c.internalListen, "internal HTTP `address` for /metrics, /healthz, /readyz (loopback by default; the image listens on :9001)")
+	fs.StringVar(&c.socketGroup, "socket-group", c.socketGroup, "`group` (name or id) of the unix socket, which is read-write for its owner and group only: one nginx's user belongs to (empty: the worker's own group; ignored for TCP)")
 	fs.StringVar(&c.svc.WorkerID, "id", c.svc.WorkerID, "worker id sent as X-Sudoku-Worker")
 	fs.IntVar(&c.svc.PoolSize, "pool", c.svc.PoolSize, "solver slots (0: GOMAXPROCS)")
 	fs.IntVar(&c.svc.QueueSize, "queue", c.svc.QueueSize, "puzzles that may wait for a solver slot (0: none)")
@@ -103,6 +108,22 @@ func (c *config) check() error {
 	}
 	if strings.HasPrefix(c.pprofListen, ":") {
 		c.pprofListen = "127.0.0.1" + c.pprofListen
+	}
+	c.socketGID = -1
+	// A TCP -listen ignores it: one environment serves both transports.
+	if c.socketGroup != "" && strings.Contains(c.listen, "/") {
+		gid, err := strconv.Atoi(c.socketGroup)
+		if err != nil {
+			g, lerr := user.LookupGroup(c.socketGroup)
+			if lerr != nil {
+				return fmt.Errorf("-socket-group: %w", lerr)
+			}
+			gid, _ = strconv.Atoi(g.Gid)
+		}
+		if gid < 0 {
+			return fmt.Errorf("-socket-group %q: want a group name or id >= 0", c.socketGroup)
+		}
+		c.socketGID = gid
 	}
 	if dir, ok := strings.CutSuffix(c.listen, "/"); ok {
 		if !socketName(c.svc.WorkerID) {

@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	ln, err := listen(c.listen)
+	ln, err := listen(c.listen, c.socketGID)
 	if err != nil {
 		return err
 	}

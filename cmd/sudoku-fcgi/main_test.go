@@ -11,7 +11,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -327,14 +329,14 @@ func TestRunUnixSocketDirectory(t *testing.T) {
 // socket of a live worker that shares the directory.
 func TestListenUnixSocketInUse(t *testing.T) {
 	sock := t.TempDir() + "/w.sock"
-	ln, err := listen(sock)
+	ln, err := listen(sock, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o666 {
-		t.Errorf("socket mode: %v, %v; want 0666 for nginx's user", fi, err)
+	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o660 {
+		t.Errorf("socket mode: %v, %v; want 0660 (owner and group only)", fi, err)
 	}
-	if second, err := listen(sock); err == nil || !strings.Contains(err.Error(), "in use") {
+	if second, err := listen(sock, -1); err == nil || !strings.Contains(err.Error(), "in use") {
 		t.Errorf("listen on a live worker's socket = %v, %v; want an error saying it is in use", second, err)
 		if second != nil {
 			second.Close()
@@ -342,9 +344,47 @@ func TestListenUnixSocketInUse(t *testing.T) {
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	ln.Close() // stale now: the file stays and refuses
-	again, err := listen(sock)
+	again, err := listen(sock, -1)
 	if err != nil {
 		t.Fatalf("listen on a stale socket = %v, want it replaced", err)
 	}
 	again.Close()
+}
+
+// Issue 31: the socket is for its owner and one group (nginx's), not
+// 0666 for every user of the host or the volume.
+func TestListenUnixSocketGroup(t *testing.T) {
+	gid := os.Getgid()
+	if os.Getuid() == 0 {
+		gid = 4242 // root may give it any group
+	} else if gs, _ := os.Getgroups(); len(gs) > 0 {
+		gid = gs[len(gs)-1]
+	}
+	sock := t.TempDir() + "/w.sock"
+	c, err := parseConfig([]string{"-listen", sock, "-socket-group", strconv.Itoa(gid)}, env(), io.Discard)
+	if err != nil || c.socketGID != gid {
+		t.Fatalf("parseConfig(-socket-group %d) = gid %d, %v", gid, c.socketGID, err)
+	}
+	ln, err := listen(c.listen, c.socketGID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	fi, err := os.Stat(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		t.Skip("no Stat_t on this system")
+	}
+	if int(st.Gid) != gid || fi.Mode().Perm() != 0o660 {
+		t.Errorf("socket group %d, mode %v; want group %d, 0660", st.Gid, fi.Mode().Perm(), gid)
+	}
+	if c, err := parseConfig([]string{"-listen", ":9000", "-socket-group", "1"}, env(), io.Discard); err != nil || c.socketGID != -1 {
+		t.Errorf("-socket-group with a TCP -listen = gid %d, %v; want it ignored", c.socketGID, err)
+	}
+	if _, err := parseConfig([]string{"-listen", sock, "-socket-group", "no-such-group-x"}, env(), io.Discard); err == nil {
+		t.Error("-socket-group naming no group accepted, want an error")
+	}
 }

@@ -34,11 +34,15 @@ func newRegistry(svc, conns prometheus.Collector) (*prometheus.Registry, error) 
 	return reg, nil
 }
 
+// socketMode lets the worker's user and the socket's group connect, and no
+// one else: connecting to a unix socket needs write permission on it.
+const socketMode = 0o660
+
 // listen opens a TCP address, or a unix socket when addr contains a '/'
 // (a stale socket file, one that refuses, is removed; one that accepts
-// belongs to a live worker and is an error; the socket is made writable
-// for nginx's user).
-func listen(addr string) (net.Listener, error) {
+// belongs to a live worker and is an error). The socket gets socketMode
+// and, when gid >= 0, that group (one nginx's user belongs to).
+func listen(addr string, gid int) (net.Listener, error) {
 	if !strings.Contains(addr, "/") {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -57,9 +61,17 @@ func listen(addr string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fastcgi listener: %w", err)
 	}
-	if err := os.Chmod(addr, 0o666); err != nil {
+	// Until these take effect the socket has the umask's mode, which
+	// gives others no write permission either (umask 022: 0755).
+	if err := os.Chmod(addr, socketMode); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("fastcgi listener: %w", err)
+	}
+	if gid >= 0 {
+		if err := os.Chown(addr, -1, gid); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("fastcgi listener: -socket-group: %w", err)
+		}
 	}
 	return ln, nil
 }
