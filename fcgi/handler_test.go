@@ -102,6 +102,8 @@ func TestHandlerGET(t *testing.T) {
 		{"bad char", "/sudoku?puzzle=x" + easy[1:], nil, 400, "", "unexpected 'x'"},
 		{"conflict", "/sudoku?puzzle=11" + easy[2:], nil, 400, "", "row 1 has two 1s"},
 		{"bad escape", "/sudoku?puzzle=%zz", nil, 400, "", "invalid %-escape"},
+		{"bad escape elsewhere", "/sudoku?puzzle=" + easy + "&x=%zz", nil, 400, "", "invalid %-escape"},
+		{"semicolon", "/sudoku?puzzle=" + easy + ";x=1", nil, 400, "", "separate parameters with '&'"},
 		{"bad unique", "/sudoku?puzzle=" + easy + "&unique=maybe", nil, 400, "", "unique must be"},
 		{"bad format", "/sudoku?puzzle=" + easy + "&format=xml", nil, 400, "", "format must be"},
 		{"long id", "/sudoku?puzzle=" + easy + "&id=" + strings.Repeat("i", 65), nil, 400, "", "longer than 64"},

@@ -2,6 +2,7 @@ package fcgi
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,55 +18,22 @@ type query struct {
 	hasPuzzle                  bool
 }
 
-var errEscape = badRequest("query string has an invalid %-escape")
+var (
+	errEscape    = badRequest("query string has an invalid %-escape")
+	errSemicolon = badRequest("query string has a ';': separate parameters with '&'")
+)
 
-// parseQuery reads a raw query string without building a url.Values map:
-// values that need no unescaping are substrings of raw, so the common case
-// allocates nothing. The first occurrence of a key wins.
+// parseQuery reads a raw query string; the first occurrence of a key wins.
 func parseQuery(raw string) (query, error) {
-	var q query
-	var seen uint8
-	for raw != "" {
-		var kv string
-		kv, raw, _ = strings.Cut(raw, "&")
-		if kv == "" {
-			continue
+	v, err := url.ParseQuery(raw)
+	if err != nil {
+		if errors.As(err, new(url.EscapeError)) {
+			return query{}, errEscape
 		}
-		k, v, _ := strings.Cut(kv, "=")
-		if strings.ContainsAny(k, "%+") {
-			var err error
-			if k, err = url.QueryUnescape(k); err != nil {
-				return q, errEscape
-			}
-		}
-		var dst *string
-		var bit uint8
-		switch k {
-		case "puzzle":
-			dst, bit = &q.puzzle, 1
-		case "id":
-			dst, bit = &q.id, 2
-		case "unique":
-			dst, bit = &q.unique, 4
-		case "format":
-			dst, bit = &q.format, 8
-		default:
-			continue
-		}
-		if seen&bit != 0 {
-			continue
-		}
-		seen |= bit
-		if strings.ContainsAny(v, "%+") {
-			var err error
-			if v, err = url.QueryUnescape(v); err != nil {
-				return q, errEscape
-			}
-		}
-		*dst = v
+		return query{}, errSemicolon
 	}
-	q.hasPuzzle = seen&1 != 0
-	return q, nil
+	_, has := v["puzzle"]
+	return query{puzzle: v.Get("puzzle"), id: v.Get("id"), unique: v.Get("unique"), format: v.Get("format"), hasPuzzle: has}, nil
 }
 
 const maxIDLen = 64
