@@ -347,7 +347,7 @@ func appendUniqueWord(b []byte, asked bool, count int) []byte {
 // never cancels a request, so for a GET the deadline is the only bound).
 // parent bounds the wait and the solve too: a batch passes its own context,
 // which ends at the batch deadline or when its client is gone; a GET passes
-// context.Background() and gets a pooled, allocation-free deadline.
+// context.Background().
 // A puzzle without a solution is errNoSolution; any error after parent
 // ended wraps errBatchEnded.
 func (s *Service) solveOne(parent context.Context, g solver.Grid, limit int) (res solver.Result, wait, took time.Duration, err error) {
@@ -369,15 +369,9 @@ func (s *Service) solveSlot(parent context.Context, g solver.Grid, limit int) (r
 	}
 	defer s.pool.release()
 	t0 := time.Now()
-	if parent.Done() == nil {
-		ctx := newDeadlineCtx(t0.Add(s.cfg.SolveTimeout))
-		res, err = s.solve(ctx, g, limit)
-		releaseDeadlineCtx(ctx)
-	} else {
-		ctx, cancel := context.WithDeadline(parent, t0.Add(s.cfg.SolveTimeout))
-		res, err = s.solve(ctx, g, limit)
-		cancel()
-	}
+	ctx, cancel := context.WithDeadline(parent, t0.Add(s.cfg.SolveTimeout))
+	res, err = s.solve(ctx, g, limit)
+	cancel()
 	took = time.Since(t0)
 	s.m.solveSeconds.Observe(took.Seconds())
 	return res, wait, took, err

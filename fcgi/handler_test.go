@@ -705,32 +705,6 @@ func TestInternalHandler(t *testing.T) {
 
 var nopLog = zerolog.Nop()
 
-func TestDeadlineCtx(t *testing.T) {
-	c := newDeadlineCtx(time.Now().Add(30 * time.Millisecond))
-	if c.Err() != nil {
-		t.Fatal("Err before the deadline")
-	}
-	select {
-	case <-c.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("Done not closed after the deadline")
-	}
-	if !errors.Is(c.Err(), context.DeadlineExceeded) {
-		t.Errorf("Err = %v, want DeadlineExceeded", c.Err())
-	}
-	releaseDeadlineCtx(c) // fired: must not go back to the pool
-	for range 10 {
-		d := newDeadlineCtx(time.Now().Add(time.Hour))
-		if d == c {
-			t.Fatal("a context whose deadline passed was reused")
-		}
-		if d.Err() != nil {
-			t.Fatal("fresh context already ended")
-		}
-		releaseDeadlineCtx(d)
-	}
-}
-
 // A batch shares the pool fairly: a single request queued behind it gets
 // the next free slot, not the end of the batch.
 func TestBatchDoesNotStarveSingles(t *testing.T) {
