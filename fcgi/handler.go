@@ -315,10 +315,7 @@ func (s *Service) write(w http.ResponseWriter, st *reqState, status int, ctype [
 func (s *Service) fail(w http.ResponseWriter, st *reqState, err error, id string) {
 	o, msg := s.classify(err)
 	st.outcome, st.errMsg = o, msg
-	bp := s.getBuf()
-	*bp = appendError(*bp, msg, id)
-	s.write(w, st, outcomeStatus[o], hdrJSON, *bp)
-	s.putBuf(bp)
+	s.write(w, st, outcomeStatus[o], hdrJSON, encodeError(msg, id))
 }
 
 // wantsText reports whether a GET is answered in text: format=text, or no
@@ -406,8 +403,7 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request, st *reqState) {
 		*bp = append(b, '\n')
 		s.write(w, st, http.StatusOK, hdrText, *bp)
 	} else {
-		*bp = appendSolution(*bp, req.id, &req.grid, &res.Solution, res.Count == 1, req.unique)
-		s.write(w, st, http.StatusOK, hdrJSON, *bp)
+		s.write(w, st, http.StatusOK, hdrJSON, encodeSolution(req.id, &req.grid, &res.Solution, res.Count == 1, req.unique))
 	}
 	s.putBuf(bp)
 }
