@@ -44,12 +44,9 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 	}
 
 	h := w.Header()
-	h["Content-Type"] = hdrText
-	h["X-Sudoku-Worker"] = s.hdrWorker
-	h["Cache-Control"] = hdrNoStore
-	h["X-Content-Type-Options"] = hdrNoSniff
-	h["X-Accel-Buffering"] = hdrNo // nginx passes lines on as they come
-	h["Date"] = s.dateHeader(time.Now())
+	h.Set("Content-Type", typeText)
+	s.setCommon(h)
+	h.Set("X-Accel-Buffering", "no") // nginx passes lines on as they come
 	st.status, st.wrote, st.outcome = http.StatusOK, true, outcomeBatch
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
@@ -89,8 +86,7 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 	}
 	go func() { wg.Wait(); close(results) }()
 
-	bp := s.getBuf()
-	out := *bp
+	var out []byte
 	var werr error
 	for line := range results {
 		if werr != nil {
@@ -112,8 +108,6 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 	if len(out) > 0 && werr == nil {
 		w.Write(out)
 	}
-	*bp = out
-	s.putBuf(bp)
 	st.queueWait = time.Duration(run.waited.Load())
 }
 

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -78,15 +77,6 @@ type Service struct {
 
 	draining atomic.Bool
 	counts   counts
-
-	hdrWorker []string
-	date      atomic.Pointer[dateValue]
-	bufs      sync.Pool
-}
-
-type dateValue struct {
-	unix int64
-	v    []string
 }
 
 // New builds a Service; start cfg from DefaultConfig.
@@ -94,15 +84,13 @@ func New(cfg Config, log zerolog.Logger) *Service {
 	cfg = cfg.resolve()
 	m := newMetrics()
 	s := &Service{
-		cfg:       cfg,
-		log:       log,
-		pool:      newPool(cfg.PoolSize, cfg.QueueSize, cfg.QueueTimeout),
-		stats:     newStats(time.Now()),
-		m:         m,
-		solve:     solver.SolveContext,
-		hdrWorker: []string{cfg.WorkerID},
+		cfg:   cfg,
+		log:   log,
+		pool:  newPool(cfg.PoolSize, cfg.QueueSize, cfg.QueueTimeout),
+		stats: newStats(time.Now()),
+		m:     m,
+		solve: solver.SolveContext,
 	}
-	s.bufs.New = func() any { b := make([]byte, 0, 512); return &b }
 	s.pc = newPoolCollector(s.pool, s.draining.Load)
 	return s
 }
@@ -131,32 +119,10 @@ func (s *Service) Collect(ch chan<- prometheus.Metric) {
 // calls it.
 func (s *Service) SetDraining(v bool) { s.draining.Store(v) }
 
-var (
-	hdrJSON        = []string{"application/json"}
-	hdrText        = []string{"text/plain; charset=utf-8"}
-	hdrNoStore     = []string{"no-store"}
-	hdrNoSniff     = []string{"nosniff"} // a browser takes the answer for its Content-Type, nothing else
-	hdrRetryAfter  = []string{"1"}
-	hdrNo          = []string{"no"}
-	hdrAllowSudoku = []string{"GET, HEAD, POST"}
-	hdrAllowStats  = []string{"GET, HEAD"}
-	smallLengths   = func() (t [1024][]string) {
-		for i := range t {
-			t[i] = []string{strconv.Itoa(i)}
-		}
-		return t
-	}()
+const (
+	typeJSON = "application/json"
+	typeText = "text/plain; charset=utf-8"
 )
-
-func (s *Service) dateHeader(now time.Time) []string {
-	unix := now.Unix()
-	if d := s.date.Load(); d != nil && d.unix == unix {
-		return d.v
-	}
-	d := &dateValue{unix: unix, v: []string{now.UTC().Format(http.TimeFormat)}}
-	s.date.Store(d)
-	return d.v
-}
 
 // reqState is what one request leaves for the access line and the stats.
 type reqState struct {
@@ -261,13 +227,13 @@ func (s *Service) route(w http.ResponseWriter, r *http.Request, st *reqState, no
 			st.route = routeBatch
 			s.batch(w, r, st)
 		default:
-			w.Header()["Allow"] = hdrAllowSudoku
+			w.Header().Set("Allow", "GET, HEAD, POST")
 			s.fail(w, st, methodNotAllowed(r.Method, "GET, HEAD or POST"), "")
 		}
 	case "/sudoku/stats":
 		st.route = routeStats
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header()["Allow"] = hdrAllowStats
+			w.Header().Set("Allow", "GET, HEAD")
 			s.fail(w, st, methodNotAllowed(r.Method, "GET or HEAD"), "")
 			return
 		}
@@ -277,31 +243,23 @@ func (s *Service) route(w http.ResponseWriter, r *http.Request, st *reqState, no
 	}
 }
 
-func (s *Service) getBuf() *[]byte { return s.bufs.Get().(*[]byte) }
-
-func (s *Service) putBuf(b *[]byte) {
-	if cap(*b) <= 64<<10 {
-		*b = (*b)[:0]
-		s.bufs.Put(b)
-	}
+// setCommon sets the header fields every public answer carries.
+// X-Content-Type-Options: nosniff keeps a browser to the Content-Type.
+func (s *Service) setCommon(h http.Header) {
+	h.Set("X-Sudoku-Worker", s.cfg.WorkerID)
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
 }
 
 // write sends a complete response with explicit Content-Type and
-// Content-Length (golang/go#40928).
-func (s *Service) write(w http.ResponseWriter, st *reqState, status int, ctype []string, body []byte) {
+// Content-Length (golang/go#40928). net/http/fcgi adds the Date.
+func (s *Service) write(w http.ResponseWriter, st *reqState, status int, ctype string, body []byte) {
 	h := w.Header()
-	h["Content-Type"] = ctype
-	if n := len(body); n < len(smallLengths) {
-		h["Content-Length"] = smallLengths[n]
-	} else {
-		h["Content-Length"] = []string{strconv.Itoa(n)}
-	}
-	h["X-Sudoku-Worker"] = s.hdrWorker
-	h["Cache-Control"] = hdrNoStore
-	h["X-Content-Type-Options"] = hdrNoSniff
-	h["Date"] = s.dateHeader(time.Now())
+	h.Set("Content-Type", ctype)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	s.setCommon(h)
 	if status == http.StatusServiceUnavailable {
-		h["Retry-After"] = hdrRetryAfter
+		h.Set("Retry-After", "1")
 	}
 	st.status, st.wrote = status, true
 	w.WriteHeader(status)
@@ -315,7 +273,7 @@ func (s *Service) write(w http.ResponseWriter, st *reqState, status int, ctype [
 func (s *Service) fail(w http.ResponseWriter, st *reqState, err error, id string) {
 	o, msg := s.classify(err)
 	st.outcome, st.errMsg = o, msg
-	s.write(w, st, outcomeStatus[o], hdrJSON, encodeError(msg, id))
+	s.write(w, st, outcomeStatus[o], typeJSON, encodeError(msg, id))
 }
 
 // wantsText reports whether a GET is answered in text: format=text, or no
@@ -391,19 +349,16 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request, st *reqState) {
 		return
 	}
 	st.outcome = outcomeSolved
-	bp := s.getBuf()
 	if wantsText(r, &req) {
-		b := *bp
+		var b []byte
 		if req.id != "" {
 			b = append(b, req.id...)
 			b = append(b, ':')
 		}
 		b = appendGrid(b, &res.Solution)
 		b = appendUniqueWord(b, req.unique, res.Count)
-		*bp = append(b, '\n')
-		s.write(w, st, http.StatusOK, hdrText, *bp)
+		s.write(w, st, http.StatusOK, typeText, append(b, '\n'))
 	} else {
-		s.write(w, st, http.StatusOK, hdrJSON, encodeSolution(req.id, &req.grid, &res.Solution, res.Count == 1, req.unique))
+		s.write(w, st, http.StatusOK, typeJSON, encodeSolution(req.id, &req.grid, &res.Solution, res.Count == 1, req.unique))
 	}
-	s.putBuf(bp)
 }
