@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -81,7 +82,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	opt := c.serve
 	opt.Log, opt.OnDrain, opt.Metrics = log, func() { svc.SetDraining(true) }, conns
 	if err := fcgiserver.Serve(ctx, ln, svc, opt); err != nil {
-		log.Error().Err(err).Msg("stopped")
+		msg := "stopped"
+		if errors.Is(err, fcgiserver.ErrDrainTimeout) {
+			msg = "stopped before the drain ended" // requests were cut off
+		}
+		log.Error().Err(err).Msg(msg)
 		return err
 	}
 	log.Info().Msg("stopped")

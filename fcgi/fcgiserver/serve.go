@@ -67,7 +67,7 @@ type Options struct {
 	Metrics *Metrics
 }
 
-// DefaultParamsBytes is the default MaxParamsBytes: what nginx with
+// defaultParamsBytes is DefaultOptions' MaxParamsBytes: what nginx with
 // large_client_header_buffers 4 8k (nginx/nginx.conf) can send. Its
 // request URI (at most 8 KiB) appears up to three times (REQUEST_URI,
 // then SCRIPT_NAME and DOCUMENT_URI for a long path, or QUERY_STRING for a
@@ -75,7 +75,7 @@ type Options struct {
 // they become params: a 3-byte line "a:\n" becomes the 8 bytes of the pair
 // HTTP_A="" (two length bytes, the HTTP_ prefix), 8/3 of its size. So 24
 // KiB + 86 KiB + the fixed params stay below 128 KiB.
-const DefaultParamsBytes = 128 << 10
+const defaultParamsBytes = 128 << 10
 
 // DefaultOptions returns the options Serve is meant to run with.
 func DefaultOptions() Options {
@@ -84,7 +84,7 @@ func DefaultOptions() Options {
 		DrainTimeout:      10 * time.Second,
 		MaxPendingPerConn: 2,
 		MaxActivePerConn:  8,
-		MaxParamsBytes:    DefaultParamsBytes,
+		MaxParamsBytes:    defaultParamsBytes,
 	}
 }
 
