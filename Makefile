@@ -41,9 +41,12 @@ version: ## print the version, revision, branch and date a build would stamp
 # `go run` of the pinned version (needs the module proxy once).
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK ?= $(or $(shell command -v staticcheck 2>/dev/null),$(wildcard $(shell $(GO) env GOPATH 2>/dev/null)/bin/staticcheck),$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION))
-SHELL_SCRIPTS = $(shell find . -name '*.sh' -not -path './.git/*' -not -path './out/*' | sort) .ci/run
-.PHONY: lint fmt-check vet staticcheck shellcheck check-rules
-lint: fmt-check vet staticcheck shellcheck check-rules ## gofmt check, go vet, staticcheck, shellcheck, promtool (part of make test)
+SHELL_SCRIPTS = $(shell find . -name '*.sh' -not -path './.git/*' -not -path './out/*' | sort) .ci/run .ci/check-files
+.PHONY: lint check-files fmt-check vet staticcheck shellcheck check-rules
+lint: check-files fmt-check vet staticcheck shellcheck check-rules ## tracked-file check, gofmt check, go vet, staticcheck, shellcheck, promtool (part of make test)
+
+check-files: ## fail on a tracked binary (ELF, or exec bits without #!) or a file over 1 MB outside testdata/
+	.ci/check-files
 
 fmt-check: ## fail if gofmt would change a file
 	@out=$$(gofmt -l .); if [[ -n $$out ]]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
