@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"sudoku-fcgi/solver"
 )
 
 // BatchConfig configures Batch.
@@ -123,19 +125,19 @@ func (c *Client) solveBatch(ctx context.Context, ps []Puzzle, rec *Recorder) {
 		if line == "" {
 			continue
 		}
-		idx, rest, ok := strings.Cut(line, ":")
-		i, err := strconv.Atoi(idx)
-		if !ok || err != nil || i < 0 || i >= len(ps) || answered[i] {
+		a, ok := solver.ParseAnswer(line)
+		i, err := strconv.Atoi(a.ID)
+		if !ok || !a.HasID || err != nil || i < 0 || i >= len(ps) || answered[i] {
 			continue // not an answer to one of our lines; the line stays unanswered
 		}
 		answered[i] = true
 		lat := time.Since(t0)
 		switch {
-		case rest == "ServerTooBusy":
+		case a.Kind == solver.AnswerBusy:
 			rec.Done(KindBusy, true, lat)
-		case rest == "NoSolution", strings.HasPrefix(rest, "error:"):
+		case a.Kind != solver.AnswerSolved:
 			rec.Done(Kind4xx, true, lat)
-		case Verify(ps[i].Grid, rest) != nil:
+		case Verify(ps[i].Grid, a.Solution) != nil:
 			rec.Done(KindWrong, true, lat)
 		default:
 			rec.Done(KindOK, true, lat)
