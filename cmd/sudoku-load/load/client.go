@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -148,27 +147,4 @@ func (c *Client) check(p Puzzle, body []byte) error {
 		return fmt.Errorf("%w: answer for id %q, want %q", ErrWrongAnswer, a.ID, p.ID)
 	}
 	return Verify(p.Grid, a.Solution)
-}
-
-// Alternate returns a RoundTripper that sends each request through the next
-// of rts in turn: e.g. half the requests over kept-alive connections and
-// half over a new connection each.
-func Alternate(rts ...http.RoundTripper) http.RoundTripper { return &alternate{rts: rts} }
-
-type alternate struct {
-	rts []http.RoundTripper
-	n   atomic.Uint64
-}
-
-func (a *alternate) RoundTrip(r *http.Request) (*http.Response, error) {
-	return a.rts[(a.n.Add(1)-1)%uint64(len(a.rts))].RoundTrip(r)
-}
-
-// CloseIdleConnections closes those of every RoundTripper that has them.
-func (a *alternate) CloseIdleConnections() {
-	for _, rt := range a.rts {
-		if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
-			c.CloseIdleConnections()
-		}
-	}
 }
