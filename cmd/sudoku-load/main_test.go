@@ -299,7 +299,7 @@ func TestHelpAndVersion(t *testing.T) {
 // Bad command lines are usage errors (exit status 2); a server that cannot
 // be reached is not.
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{nil, {"bogus"}, {"load"}, {"load", "-in", puzzleFile, "-c", "0"}, {"batch", "-in", puzzleFile, "-b", "-1"}, {"load", "-nope"}} {
+	for _, args := range [][]string{nil, {"bogus"}, {"load"}, {"load", "-in", puzzleFile, "-c", "0"}, {"batch", "-in", puzzleFile, "-b", "-1"}, {"batch", "-in", puzzleFile, "-b", "5", "-retry", "-1"}, {"load", "-nope"}} {
 		err := run(context.Background(), args, env(nil), &bytes.Buffer{})
 		if !errors.As(err, new(*cli.UsageError)) {
 			t.Errorf("run(%q) = %v, want a *cli.UsageError", args, err)
