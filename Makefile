@@ -208,8 +208,8 @@ bench-path-compose: ## bench-path against the compose stack, through its publish
 bench-accept: ## accept_mutex on/off/reuseport on host nginx with wrk (tests/bench/accept-mutex.sh)
 	tests/bench/accept-mutex.sh
 
-capacity-plan: ## capacity at p99 <= 5 ms on easy and hard puzzles on host nginx + 2 workers, with the plan for PEAK (100000) req/s (tests/bench/hoststack.sh)
-	PLAN=1 tests/bench/hoststack.sh
+capacity-plan: ## capacity at p99 <= 5 ms on easy and hard puzzles on host nginx + 2 workers, with the plan for PEAK (100000) req/s (tests/bench/capacity-plan.sh)
+	tests/bench/capacity-plan.sh
 
 herd: ## balancer simulation: the plot tests/herd/herd.svg and the full tables in out/herd/table.md (tests/herd/RESULTS.md)
 	mkdir -p out/herd
