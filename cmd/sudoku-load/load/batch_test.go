@@ -234,3 +234,28 @@ func TestBatchCleanEndUnanswered(t *testing.T) {
 		t.Errorf("Batch: ok %d errors %v; want 2 ok, 2 other, no reset", res.OK, res.Errors)
 	}
 }
+
+// GETs with format=text are read as answer lines (solver.ParseAnswer): the
+// id before the last ':' must be the puzzle's, the rest a solution.
+func TestTextAnswers(t *testing.T) {
+	ps, sols := testPuzzles(t)
+	mangle := func(p, sol string) string {
+		switch p {
+		case ps[2].Text:
+			return "NoSolution"
+		case ps[3].Text:
+			return sol + " multiple" // not a word of the API
+		}
+		return sol
+	}
+	url := newFake(t, &fake{sols: sols, mangle: mangle})
+	res, err := Batch(context.Background(), BatchConfig{
+		Client: newClient(t, url, 2, 5*time.Second, true), Puzzles: ps, Target: url, Conns: 2,
+	})
+	if err != nil {
+		t.Fatalf("Batch: %v", err)
+	}
+	if res.OK != 18 || res.Wrong != 2 {
+		t.Errorf("Batch(text) ok %d wrong %d, errors %v; want 18 ok, 2 wrong", res.OK, res.Wrong, res.Errors)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"sudoku-fcgi/solver"
 )
 
 // Client sends GET /sudoku requests and checks their answers. It is safe for
@@ -134,11 +136,13 @@ type answer struct {
 func (c *Client) check(p Puzzle, body []byte) error {
 	var a answer
 	if c.text {
-		line := strings.TrimSpace(string(body))
-		if i := strings.IndexByte(line, ':'); i >= 0 {
-			a.ID, a.Solution = line[:i], line[i+1:]
-		} else {
-			a.ID, a.Solution = p.ID, line
+		ta, ok := solver.ParseAnswer(strings.TrimSpace(string(body)))
+		if !ok || ta.Kind != solver.AnswerSolved {
+			return fmt.Errorf("%w: text answer %.100q is not a solution line", ErrWrongAnswer, body)
+		}
+		a.ID, a.Solution = ta.ID, ta.Solution
+		if !ta.HasID {
+			a.ID = p.ID
 		}
 	} else if err := json.Unmarshal(body, &a); err != nil {
 		return fmt.Errorf("%w: decoding JSON answer: %v", ErrWrongAnswer, err)
