@@ -41,9 +41,12 @@ version: ## print the version, revision, branch and date a build would stamp
 # `go run` of the pinned version (needs the module proxy once).
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK ?= $(or $(shell command -v staticcheck 2>/dev/null),$(wildcard $(shell $(GO) env GOPATH 2>/dev/null)/bin/staticcheck),$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION))
-SHELL_SCRIPTS = $(shell find . -name '*.sh' -not -path './.git/*' -not -path './out/*' | sort) .ci/run
-.PHONY: lint fmt-check vet staticcheck shellcheck check-rules
-lint: fmt-check vet staticcheck shellcheck check-rules ## gofmt check, go vet, staticcheck, shellcheck, promtool (part of make test)
+SHELL_SCRIPTS = $(shell find . -name '*.sh' -not -path './.git/*' -not -path './out/*' | sort) .ci/run .ci/check-files .ci/pin-digests
+.PHONY: lint check-files fmt-check vet staticcheck shellcheck check-rules
+lint: check-files fmt-check vet staticcheck shellcheck check-rules ## tracked-file check, gofmt check, go vet, staticcheck, shellcheck, promtool (part of make test)
+
+check-files: ## fail on a tracked binary (ELF, or exec bits without #!) or a file over 1 MB outside testdata/
+	.ci/check-files
 
 fmt-check: ## fail if gofmt would change a file
 	@out=$$(gofmt -l .); if [[ -n $$out ]]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
@@ -67,7 +70,7 @@ shellcheck: ## shellcheck on every shell script
 # PKG narrows the unit tests, e.g. make unit PKG=./fcgi/...
 PKG ?= ./...
 FUZZTIME ?= 30s
-.PHONY: test unit fuzz nginx-test integration test-browser test-tls test-scale test-swarm test-k8s herd herd-nginx test-reliability test-reliability-ci soak
+.PHONY: test unit fuzz nginx-test integration test-browser test-tls test-scale test-swarm test-k8s test-reliability test-reliability-ci soak
 test: lint unit nginx-test integration test-browser test-tls test-scale test-swarm test-reliability-ci ## everything CI runs, in this order
 
 unit: ## unit tests with the race detector, shuffled (PKG, default ./...)
@@ -108,12 +111,6 @@ test-swarm: ## Docker Swarm end to end: a single-node swarm if none, stack sudok
 test-k8s: ## the Kubernetes base (docker/k8s) rendered, decoded strictly into the API types, invariants checked; no cluster (also in make unit)
 	$(GO) test -count=1 ./tests/k8s
 
-herd: ## balancer simulation: tests/herd/table.md and the plot tests/herd/herd.svg (tests/herd/RESULTS.md)
-	$(GO) run ./tests/herd -svg tests/herd/herd.svg > tests/herd/table.md
-
-herd-nginx: ## nginx's own balancing policies on host processes (127.0.0.1:31480-31541; tests/herd/nginx.sh)
-	tests/herd/nginx.sh
-
 # RELIABILITY_FLAGS passes flags to the runner, e.g. '-run overload -keep'.
 RELIABILITY_FLAGS ?=
 test-reliability: ## every reliability scenario on a fresh stack (tests/reliability/README.md)
@@ -134,7 +131,7 @@ N ?= 2
 S ?=
 HTTP_PORT = $(lastword $(subst :, ,$(or $(SUDOKU_HTTP_PORT),8080)))
 EXAMPLE_PUZZLE := 000000010400000000020000000000050407008000300001090000300400200050100000000806000
-.PHONY: seed-images up down clean clean-stack ps logs scale sh
+.PHONY: seed-images up down clean clean-stack ps logs scale sh load-smoke
 seed-images: ## build local base images where no registry answers (docker/seed-images.sh)
 	docker/seed-images.sh
 
@@ -174,45 +171,49 @@ scale: ## run N workers (make scale N=4); sudoku-edge picks them up
 sh: ## a shell in a service's container (make sh S=nginx)
 	$(COMPOSE) exec $(or $(S),nginx) bash
 
-# ---- benchmarks (figures: tests/bench/RESULTS.md) ----
+LOAD_URL ?= http://127.0.0.1:$(HTTP_PORT)
+LOAD_IN ?= tests/integration/testdata/puzzles.txt
+# 40/s stays within nginx's per-client limit (100 r/s).
+load-smoke: ## 5 s of open-loop load on LOAD_URL (the stack of make up) at 40/s with progress
+	$(GO) run ./cmd/sudoku-load load -url $(LOAD_URL) -in $(LOAD_IN) -rate 40 -duration 5s -log-console
+
+# ---- release ----
+# PIN_IMAGES: NAME=REF words for sudoku-fcgi, sudoku-edge, sudoku-exporter, each
+# REF an image pushed to the registry the manifests pull from (or REPO@sha256:...).
+PIN_DIR ?= docker
+PIN_IMAGES ?=
+.PHONY: pin-digests
+pin-digests: ## write the pushed images' digests into docker/stack.yml and docker/k8s/kustomization.yaml (PIN_IMAGES="sudoku-fcgi=reg/sudoku-fcgi:1.2.3 ...", PIN_DIR)
+	.ci/pin-digests $(PIN_DIR) $(PIN_IMAGES)
+
+# ---- benchmarks (figures: tests/bench/RESULTS.md, solver/RESULTS.md, tests/herd/RESULTS.md) ----
+# Only what a RESULTS file or a README cites. Host benchmarks need Debian's
+# nginx; CLIENT=wrk needs wrk.
 COUNT ?= 6
-.PHONY: bench bench-accept bench-host capacity-plan bench-host-compose bench-path bench-path-compose bench-levers bench-worker bench-worker-nginx solver-bench bench-solver load-smoke
+.PHONY: bench solver-bench bench-worker bench-path bench-path-compose bench-accept capacity-plan herd herd-nginx
 bench: solver-bench bench-worker ## the Go benchmarks (no external tools)
-bench-accept: ## accept_mutex on/off/reuseport on host nginx with wrk (tests/bench/accept-mutex.sh)
-	tests/bench/accept-mutex.sh
-
-bench-host: ## sudoku-load on host nginx + workers and on plain net/http (tests/bench/hoststack.sh; OUT=/tmp/sudoku-bench)
-	tests/bench/hoststack.sh
-
-capacity-plan: ## capacity at p99 <= 5 ms on easy and hard puzzles on host nginx + 2 workers, with the plan for PEAK (100000) req/s (tests/bench/hoststack.sh)
-	PLAN=1 tests/bench/hoststack.sh
-
-bench-host-compose: ## the same runs against a compose stack (project load-bench, port 30180)
-	HOST=0 COMPOSE=1 tests/bench/hoststack.sh
-
-bench-path: ## the request path at 32 and 480 in flight on host nginx + 2 workers, unix sockets and TCP: req/s, p99, CPU per answer, connection churn (tests/bench/path.sh; CLIENT=wrk drives it with wrk)
-	tests/bench/path.sh
-
-bench-levers: ## bench-path once per nginx-config and GC lever, in turn, one table (tests/bench/levers.sh; ROUNDS, LEVERS)
-	tests/bench/levers.sh
-
-bench-path-compose: ## the same table for the compose stack, through its published port and straight to nginx (project sudoku-path, port 31780)
-	COMPOSE=1 tests/bench/path.sh
-
-bench-worker: ## handler and FastCGI round-trip benchmarks, -benchmem (COUNT)
-	$(GO) test ./fcgi -run '^$$' -bench . -benchmem -count $(COUNT)
-
-bench-worker-nginx: ## host nginx -> one worker vs plain net/http with wrk (tests/bench/worker-fcgi.sh)
-	tests/bench/worker-fcgi.sh
 
 solver-bench: ## solver: CPU time, guesses and callgrind instructions per puzzle per set at limit 1 and 2 (COUNT=10 SAMPLE=200, OUT=dir keeps raw output)
 	GO=$(GO) solver/bench.sh
 
-bench-solver: ## sudoku solve against an external reference solver, hyperfine (cmd/sudoku/bench-refsolve.sh; SHARED)
-	cmd/sudoku/bench-refsolve.sh
+bench-worker: ## handler and FastCGI round-trip benchmarks, -benchmem (COUNT)
+	$(GO) test ./fcgi -run '^$$' -bench . -benchmem -count $(COUNT)
 
-LOAD_URL ?= http://127.0.0.1:$(HTTP_PORT)
-LOAD_IN ?= tests/integration/testdata/puzzles.txt
-# 40/s stays within nginx's per-client limit (50 r/s).
-load-smoke: ## 5 s of open-loop load on LOAD_URL (the stack of make up) at 40/s with progress
-	$(GO) run ./cmd/sudoku-load load -url $(LOAD_URL) -in $(LOAD_IN) -rate 40 -duration 5s -log-console
+bench-path: ## the request path at 32 and 480 in flight on host nginx + 2 workers, unix sockets and TCP (tests/bench/path.sh; CLIENT=wrk drives it with wrk)
+	tests/bench/path.sh
+
+bench-path-compose: ## bench-path against the compose stack, through its published port and straight to nginx (project sudoku-path, port 31780)
+	COMPOSE=1 tests/bench/path.sh
+
+bench-accept: ## accept_mutex on/off/reuseport on host nginx with wrk (tests/bench/accept-mutex.sh)
+	tests/bench/accept-mutex.sh
+
+capacity-plan: ## capacity at p99 <= 5 ms on easy and hard puzzles on host nginx + 2 workers, with the plan for PEAK (100000) req/s (tests/bench/capacity-plan.sh)
+	tests/bench/capacity-plan.sh
+
+herd: ## balancer simulation: the plot tests/herd/herd.svg and the full tables in out/herd/table.md (tests/herd/RESULTS.md)
+	mkdir -p out/herd
+	$(GO) run ./tests/herd -svg tests/herd/herd.svg > out/herd/table.md
+
+herd-nginx: ## nginx's own balancing policies on host processes (127.0.0.1:31480-31541; tests/herd/nginx.sh)
+	tests/herd/nginx.sh

@@ -30,7 +30,7 @@ import (
 
 const name = "sudoku-edge"
 
-func main() { cli.MainStatus(name, run) }
+func main() { cli.Main(name, run) }
 
 // run parses the flags and env, wires the logger, the metrics registry and
 // the signals into an nginx.Supervisor and runs it until ctx ends.

@@ -18,12 +18,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 
@@ -35,26 +33,10 @@ import (
 
 const name = "sudoku-load"
 
-// exitThreshold is the exit status of a run that completed but broke a
-// threshold; cli.Main gives 1 to other failures and 2 to usage errors.
-const exitThreshold = 3
-
 const exitHelp = "Exit status: 0 success, 1 the run failed, 2 a usage error, 3 the run broke a threshold (-max-*)."
 
-func main() { cli.Main(name, thresholdExit(run, os.Stderr, os.Exit)) }
-
-// thresholdExit wraps run so that a *load.ThresholdError is printed to
-// stderr and ends the process with exitThreshold.
-func thresholdExit(run cli.Runner, stderr io.Writer, exit func(int)) cli.Runner {
-	return func(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-		err := run(ctx, args, getenv, stdout)
-		if errors.As(err, new(*load.ThresholdError)) {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			exit(exitThreshold)
-		}
-		return err
-	}
-}
+// main exits 3 on a *load.ThresholdError through its ExitCode.
+func main() { cli.Main(name, run) }
 
 // mode is one subcommand: it defines its flags on the set and returns the
 // function that runs it. help, if set, follows the summary in -help.

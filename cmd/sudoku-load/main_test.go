@@ -8,7 +8,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -300,7 +299,7 @@ func TestHelpAndVersion(t *testing.T) {
 // Bad command lines are usage errors (exit status 2); a server that cannot
 // be reached is not.
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{nil, {"bogus"}, {"load"}, {"load", "-in", puzzleFile, "-c", "0"}, {"batch", "-in", puzzleFile, "-b", "-1"}, {"load", "-nope"}} {
+	for _, args := range [][]string{nil, {"bogus"}, {"load"}, {"load", "-in", puzzleFile, "-c", "0"}, {"batch", "-in", puzzleFile, "-b", "-1"}, {"batch", "-in", puzzleFile, "-b", "5", "-retry", "-1"}, {"load", "-nope"}} {
 		err := run(context.Background(), args, env(nil), &bytes.Buffer{})
 		if !errors.As(err, new(*cli.UsageError)) {
 			t.Errorf("run(%q) = %v, want a *cli.UsageError", args, err)
@@ -394,27 +393,25 @@ func TestThresholdUsageErrors(t *testing.T) {
 	}
 }
 
-// thresholdExit exits 3 after a threshold error, and leaves every other
-// outcome to cli.Main.
-func TestThresholdExit(t *testing.T) {
+// A threshold error exits 3 through cli.Main's ExitCode, wrapped or not,
+// and every other outcome keeps its status.
+func TestThresholdExitCode(t *testing.T) {
 	breach := &load.ThresholdError{Breaches: []load.Breach{{Name: "max-p99", Measured: "7ms", Limit: "5ms"}}}
 	for _, tc := range []struct {
 		err      error
-		wantCode int // -1: no exit
+		wantCode int
 		wantErr  string
 	}{
-		{nil, -1, ""},
-		{errors.New("dial: refused"), -1, ""},
-		{&cli.UsageError{Err: errors.New("bad flag")}, -1, ""},
-		{breach, exitThreshold, "sudoku-load: threshold failed: max-p99: measured 7ms, limit 5ms\n"},
-		{fmt.Errorf("wrapped: %w", breach), exitThreshold, "sudoku-load: wrapped: threshold failed"},
+		{nil, 0, ""},
+		{errors.New("dial: refused"), 1, "sudoku-load: dial: refused\n"},
+		{&cli.UsageError{Err: errors.New("bad flag")}, 2, "sudoku-load: bad flag\n"},
+		{breach, 3, "sudoku-load: threshold failed: max-p99: measured 7ms, limit 5ms\n"},
+		{fmt.Errorf("wrapped: %w", breach), 3, "sudoku-load: wrapped: threshold failed"},
 	} {
 		var stderr bytes.Buffer
-		code := -1
-		r := thresholdExit(func(context.Context, []string, func(string) string, io.Writer) error { return tc.err }, &stderr, func(c int) { code = c })
-		err := r(context.Background(), nil, env(nil), &bytes.Buffer{})
-		if code != tc.wantCode || !errors.Is(err, tc.err) || !strings.HasPrefix(stderr.String(), tc.wantErr) || (tc.wantErr == "") != (stderr.Len() == 0) {
-			t.Errorf("thresholdExit after %v: exit %d, stderr %q, error %v; want exit %d, stderr %q", tc.err, code, stderr.String(), err, tc.wantCode, tc.wantErr)
+		code := cli.ExitCode(name, tc.err, &stderr)
+		if code != tc.wantCode || !strings.HasPrefix(stderr.String(), tc.wantErr) || (tc.wantErr == "") != (stderr.Len() == 0) {
+			t.Errorf("ExitCode(%v) = %d, stderr %q; want %d, stderr %q", tc.err, code, stderr.String(), tc.wantCode, tc.wantErr)
 		}
 	}
 }

@@ -66,10 +66,16 @@ func TestSolveLines(t *testing.T) {
 			want: "n:NoSolution\n",
 		},
 		{
-			name: "unique and multiple",
+			name: "unique and not unique, the API's words",
 			args: []string{"solve", "-unique"},
 			in:   test1 + "\ne:" + empty + "\n",
-			want: test1Sol + " unique\ne:" + solver.Solve(solver.Grid{}, 2).Solution.String() + " multiple\n",
+			want: test1Sol + " unique\ne:" + solver.Solve(solver.Grid{}, 2).Solution.String() + " not-unique\n",
+		},
+		{
+			name: "an id holding ':' ends at the last one",
+			args: []string{"solve"},
+			in:   "2026-12-01T10:00:" + test1 + "\n",
+			want: "2026-12-01T10:00:" + test1Sol + "\n",
 		},
 		{
 			name: "line too long",

@@ -20,13 +20,15 @@ import (
 const solveSummary = `sudoku solve [flags] [FILE...] solves puzzles, one per line, from each FILE
 in turn or from standard input when there is none. A line is 81 cells in
 row-major order ('1'-'9' givens, '0' or '.' blanks), optionally after an
-"id:" prefix. Blank lines and lines starting with '#' are skipped.
+"id:" prefix (the id ends at the line's last ':', so it may hold ':').
+Blank lines and lines starting with '#' are skipped.
 
 One line is written per puzzle, in input order, with the same prefix:
   [id:]<81 digits>        the (first) solution
   [id:]NoSolution         the puzzle has no solution
   [id:]error: <message>   the line is not a puzzle (the run goes on)
-With -unique a solution line ends in " unique" or " multiple".
+With -unique a solution line ends in " unique" or " not-unique"; the
+format and its words are the batch API's (POST /sudoku).
 The exit status is 0 when every line was handled, 1 on an I/O error and
 2 on a bad flag or environment variable.`
 
@@ -208,29 +210,17 @@ func (s *lineSolver) solveBatch() {
 // answer appends the output line for one input line to dst.
 func (s *lineSolver) answer(dst, line []byte) []byte {
 	if line == nil {
-		return fmt.Appendf(dst, "error: line longer than %d bytes", maxLine)
+		return solver.AppendError(dst, fmt.Sprintf("line longer than %d bytes", maxLine))
 	}
-	if i := bytes.IndexByte(line, ':'); i >= 0 {
-		dst = append(dst, bytes.TrimSpace(line[:i+1])...)
-		line = line[i+1:]
-	}
-	g, err := solver.Parse(string(line))
+	id, cells, hasID := solver.SplitLine(bytes.TrimSpace(line))
+	dst = solver.AppendID(dst, id, hasID)
+	g, err := solver.Parse(string(cells))
 	if err != nil {
-		return fmt.Appendf(dst, "error: %v", err)
+		return solver.AppendError(dst, err.Error())
 	}
 	r := solver.Solve(g, s.limit)
 	if r.Count == 0 {
-		return append(dst, "NoSolution"...)
+		return append(dst, solver.AnswerNoSolution...)
 	}
-	for _, v := range r.Solution {
-		dst = append(dst, '0'+v)
-	}
-	if s.cfg.unique {
-		if r.Count == 1 {
-			dst = append(dst, " unique"...)
-		} else {
-			dst = append(dst, " multiple"...)
-		}
-	}
-	return dst
+	return solver.AppendSolution(dst, &r.Solution, s.cfg.unique, r.Count)
 }

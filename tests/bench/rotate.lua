@@ -1,5 +1,5 @@
 -- wrk script: GET /sudoku for each puzzle of the file $SUDOKU_PUZZLES in turn
--- (lines of 81 cells), used by path.sh (CLIENT=wrk) and worker-fcgi.sh.
+-- (lines of 81 cells), used by path.sh (CLIENT=wrk).
 local puzzles = {}
 for line in io.lines(os.getenv("SUDOKU_PUZZLES")) do
   local p = line:match("^([0-9.]+)")

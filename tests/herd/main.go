@@ -5,7 +5,7 @@
 // does). Service times come from the solver's measured per-puzzle costs plus
 // a fixed per-request overhead.
 //
-//	go run ./tests/herd -svg tests/herd/herd.svg > tests/herd/table.md
+//	go run ./tests/herd -svg tests/herd/herd.svg > out/herd/table.md   (make herd)
 //
 // It prints Markdown tables (one per shape, and a staleness sweep) and writes
 // the plot as SVG. The simulation is seeded: the same flags give the same

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"sudoku-fcgi/cmd/sudoku-load/load"
+	"sudoku-fcgi/cmd/sudoku-load/load/loadtest"
 	"sudoku-fcgi/nginx/nginxtest"
 )
 
@@ -60,7 +61,7 @@ func startLoad(t *testing.T, addr string) (ws *load.Workers, stop func() load.Wo
 		return &http.Transport{DisableKeepAlives: !keepAlive, DialContext: (&net.Dialer{Timeout: 3 * time.Second}).DialContext}
 	}
 	cl, err := load.NewClient(load.ClientConfig{URL: "http://" + addr,
-		HTTPClient: &http.Client{Timeout: 10 * time.Second, Transport: load.Alternate(transport(true), transport(false))}})
+		HTTPClient: &http.Client{Timeout: 10 * time.Second, Transport: loadtest.Alternate(transport(true), transport(false))}})
 	if err != nil {
 		t.Fatal(err)
 	}

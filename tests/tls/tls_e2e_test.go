@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"sudoku-fcgi/cmd/sudoku-load/load"
+	"sudoku-fcgi/cmd/sudoku-load/load/loadtest"
 	"sudoku-fcgi/nginx/nginxtest"
 )
 
@@ -172,7 +173,7 @@ func TestCertificateAndRenewal(t *testing.T) {
 	// handshake every time.
 	keep, fresh := client(addr, roots, true), client(addr, roots, false)
 	cl, err := load.NewClient(load.ClientConfig{URL: "https://" + domain,
-		HTTPClient: &http.Client{Timeout: 10 * time.Second, Transport: load.Alternate(keep.Transport, fresh.Transport)}})
+		HTTPClient: &http.Client{Timeout: 10 * time.Second, Transport: loadtest.Alternate(keep.Transport, fresh.Transport)}})
 	if err != nil {
 		t.Fatal(err)
 	}

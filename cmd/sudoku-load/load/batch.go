@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"sudoku-fcgi/solver"
 )
 
 // BatchConfig configures Batch.
@@ -23,6 +25,12 @@ type BatchConfig struct {
 	// Size is the number of puzzles per POST /sudoku request; 0 sends one
 	// GET per puzzle instead.
 	Size int
+	// Retry is how many times a POST's lines that came back ServerTooBusy
+	// or not at all (a 503 or 5xx, a broken stream, a connection lost) are
+	// sent again, in one POST per round; 0 sends each line once. A line
+	// counts once, with its last outcome and the latency from its first
+	// send. It applies to POSTs only (Size > 0).
+	Retry int
 	// Progress, if set, is called once a second.
 	Progress func(Tick)
 }
@@ -31,8 +39,8 @@ type BatchConfig struct {
 // Size lines) and waits for every answer. Latency is per request, from its
 // send; the figure that matters is the total time (DurationS) and Throughput.
 func Batch(ctx context.Context, cfg BatchConfig) (*Result, error) {
-	if cfg.Client == nil || len(cfg.Puzzles) == 0 || cfg.Conns < 1 || cfg.Size < 0 {
-		return nil, fmt.Errorf("%w: want a client, puzzles, conns >= 1 and size >= 0", ErrConfig)
+	if cfg.Client == nil || len(cfg.Puzzles) == 0 || cfg.Conns < 1 || cfg.Size < 0 || cfg.Retry < 0 {
+		return nil, fmt.Errorf("%w: want a client, puzzles, conns >= 1, size >= 0 and retry >= 0", ErrConfig)
 	}
 	start := time.Now()
 	rec := NewRecorder(start)
@@ -66,7 +74,7 @@ func Batch(ctx context.Context, cfg BatchConfig) (*Result, error) {
 					rec.Done(out.Kind, out.Received, time.Since(t0))
 					continue
 				}
-				cfg.Client.solveBatch(ctx, ps, rec)
+				cfg.Client.solveBatch(ctx, ps, cfg.Retry, rec)
 			}
 		})
 	}
@@ -79,75 +87,126 @@ func Batch(ctx context.Context, cfg BatchConfig) (*Result, error) {
 
 // solveBatch POSTs ps as "<index>:<puzzle>" lines and checks every answer
 // line, which may come in any order: "<index>:<solution>", "NoSolution",
-// "ServerTooBusy" or "error: <msg>". Each puzzle counts as one request; its
-// latency is the whole POST's.
-func (c *Client) solveBatch(ctx context.Context, ps []Puzzle, rec *Recorder) {
-	var body bytes.Buffer
-	for i, p := range ps {
-		body.WriteString(strconv.Itoa(i))
-		body.WriteByte(':')
-		body.WriteString(p.Text)
-		body.WriteByte('\n')
-	}
+// "ServerTooBusy" or "error: <msg>" (solver.ParseAnswer). Lines answered
+// ServerTooBusy or not at all go again in a new POST, up to retry times.
+// Each puzzle counts as one request; its latency is from the first POST.
+func (c *Client) solveBatch(ctx context.Context, ps []Puzzle, retry int, rec *Recorder) {
 	for range ps {
 		rec.Due()
 		rec.Sent()
 	}
 	t0 := time.Now()
-	failAll := func(k Kind, received bool) {
-		for range ps {
-			rec.Done(k, received, time.Since(t0))
+	pending := make([]int, len(ps))
+	for i := range pending {
+		pending[i] = i
+	}
+	for round := 0; ; round++ {
+		again := c.postLines(ctx, ps, pending, rec, t0)
+		if len(again) == 0 {
+			return
 		}
+		if round == retry || ctx.Err() != nil {
+			for _, f := range again {
+				rec.Done(f.kind, f.received, time.Since(t0))
+			}
+			return
+		}
+		pending = pending[:0]
+		for _, f := range again {
+			pending = append(pending, f.index)
+		}
+		rec.Resent(len(pending))
+	}
+}
+
+// unanswered is a line to send again, with the outcome it gets if it is not.
+type unanswered struct {
+	index    int
+	kind     Kind
+	received bool
+}
+
+// postLines POSTs the lines of ps at indices idx, records every final
+// outcome, and returns the lines that came back ServerTooBusy or not at
+// all. A body that ends in an error (a broken stream: the connection cut,
+// the chunked encoding unfinished) is never a clean end: its unanswered
+// lines get the transport error's kind.
+func (c *Client) postLines(ctx context.Context, ps []Puzzle, idx []int, rec *Recorder, t0 time.Time) []unanswered {
+	var body bytes.Buffer
+	for _, i := range idx {
+		body.WriteString(strconv.Itoa(i))
+		body.WriteByte(':')
+		body.WriteString(ps[i].Text)
+		body.WriteByte('\n')
+	}
+	all := func(k Kind, received bool) []unanswered {
+		out := make([]unanswered, len(idx))
+		for j, i := range idx {
+			out[j] = unanswered{i, k, received}
+		}
+		return out
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base, &body)
 	if err != nil {
-		failAll(KindOther, false)
-		return
+		for range idx {
+			rec.Done(KindOther, false, time.Since(t0))
+		}
+		return nil
 	}
 	req.Header.Set("Content-Type", "text/plain")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		failAll(KindOfError(err), false)
-		return
+		return all(KindOfError(err), false)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		failAll(KindOfStatus(resp.StatusCode), true)
-		return
+		k := KindOfStatus(resp.StatusCode)
+		if k == Kind4xx || k == KindOther {
+			for range idx {
+				rec.Done(k, true, time.Since(t0))
+			}
+			return nil
+		}
+		return all(k, true) // 503 or another 5xx: nothing was answered
 	}
-	answered := make([]bool, len(ps))
+	want := make(map[int]bool, len(idx))
+	for _, i := range idx {
+		want[i] = true
+	}
+	var again []unanswered
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" {
 			continue
 		}
-		idx, rest, ok := strings.Cut(line, ":")
-		i, err := strconv.Atoi(idx)
-		if !ok || err != nil || i < 0 || i >= len(ps) || answered[i] {
+		a, ok := solver.ParseAnswer(line)
+		i, err := strconv.Atoi(a.ID)
+		if !ok || !a.HasID || err != nil || !want[i] {
 			continue // not an answer to one of our lines; the line stays unanswered
 		}
-		answered[i] = true
+		delete(want, i)
 		lat := time.Since(t0)
 		switch {
-		case rest == "ServerTooBusy":
-			rec.Done(KindBusy, true, lat)
-		case rest == "NoSolution", strings.HasPrefix(rest, "error:"):
+		case a.Kind == solver.AnswerBusy:
+			again = append(again, unanswered{i, KindBusy, true})
+		case a.Kind != solver.AnswerSolved:
 			rec.Done(Kind4xx, true, lat)
-		case Verify(ps[i].Grid, rest) != nil:
+		case Verify(ps[i].Grid, a.Solution) != nil:
 			rec.Done(KindWrong, true, lat)
 		default:
 			rec.Done(KindOK, true, lat)
 		}
 	}
-	missing := KindOther // the server left lines unanswered
+	missing := KindOther // the server ended the body cleanly, lines unanswered
 	if err := sc.Err(); err != nil {
 		missing = KindOfError(err)
 	}
-	for _, ok := range answered {
-		if !ok {
-			rec.Done(missing, false, time.Since(t0))
+	for _, i := range idx { // in idx order, so a retry sends them in order
+		if want[i] {
+			again = append(again, unanswered{i, missing, false})
 		}
 	}
+	return again
 }

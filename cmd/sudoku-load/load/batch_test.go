@@ -1,11 +1,17 @@
 package load
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
+
+	"sudoku-fcgi/solver"
 )
 
 func TestBatch(t *testing.T) {
@@ -123,5 +129,133 @@ func TestErrorKinds(t *testing.T) {
 				t.Errorf("errors = %v, want 4 of kind %s", res.Errors, tc.want)
 			}
 		})
+	}
+}
+
+// breakingBatch is a batch API that, the first time it sees a line, answers
+// ServerTooBusy for every third line and cuts the stream (no final chunk)
+// after the first half of a POST's lines; a line sent before gets its
+// solution.
+type breakingBatch struct {
+	sols  map[string]string
+	mu    sync.Mutex
+	tries map[string]int
+}
+
+func (b *breakingBatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var lines []string
+	sc := bufio.NewScanner(r.Body)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	// Seen counts by puzzle: ids restart at 0 in every POST.
+	first := make([]bool, len(lines))
+	b.mu.Lock()
+	for n, line := range lines {
+		_, cells, _ := solver.SplitLine(line)
+		b.tries[cells]++
+		first[n] = b.tries[cells] == 1
+	}
+	b.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain")
+	rc := http.NewResponseController(w)
+	for n, line := range lines {
+		id, cells, _ := solver.SplitLine(line)
+		switch {
+		case first[n] && n >= len(lines)/2:
+			_ = rc.Flush()
+			if conn, _, err := rc.Hijack(); err == nil {
+				conn.Close() // mid-stream: the client reads an unfinished chunked body
+			}
+			return
+		case first[n] && n%3 == 0:
+			fmt.Fprintf(w, "%s:%s\n", id, solver.AnswerTooBusy)
+		default:
+			fmt.Fprintf(w, "%s:%s\n", id, b.sols[cells])
+		}
+	}
+}
+
+// A batch whose stream breaks mid-way and whose server answers some lines
+// ServerTooBusy: without -retry the cut lines count as resets (a broken
+// stream is not a clean end) and the busy ones as 503s; with -retry 1 every
+// line is answered and checked, each counted once.
+func TestBatchRetry(t *testing.T) {
+	ps, sols := testPuzzles(t)
+	for _, tc := range []struct {
+		retry                         int
+		ok, busy, reset, resent, sent int64
+	}{
+		// 20 puzzles in POSTs of 10: lines 0-4 answered (0 and 3 busy), 5-9 cut.
+		{retry: 0, ok: 6, busy: 4, reset: 10, resent: 0, sent: 20},
+		{retry: 1, ok: 20, busy: 0, reset: 0, resent: 14, sent: 20},
+		{retry: 3, ok: 20, busy: 0, reset: 0, resent: 14, sent: 20},
+	} {
+		t.Run(fmt.Sprintf("retry %d", tc.retry), func(t *testing.T) {
+			srv := httptest.NewServer(&breakingBatch{sols: sols, tries: map[string]int{}})
+			t.Cleanup(srv.Close)
+			res, err := Batch(context.Background(), BatchConfig{
+				Client: newClient(t, srv.URL, 2, 5*time.Second, false), Puzzles: ps, Target: srv.URL,
+				Conns: 2, Size: 10, Retry: tc.retry,
+			})
+			if err != nil {
+				t.Fatalf("Batch: %v", err)
+			}
+			if res.Sent != tc.sent || res.OK != tc.ok || res.Errors["503_busy"] != tc.busy ||
+				res.Errors["reset"] != tc.reset || res.Resent != tc.resent || res.ErrorCount() != tc.busy+tc.reset {
+				t.Errorf("Batch(-retry %d): sent %d ok %d resent %d errors %v; want sent %d ok %d resent %d, %d busy, %d reset",
+					tc.retry, res.Sent, res.OK, res.Resent, res.Errors, tc.sent, tc.ok, tc.resent, tc.busy, tc.reset)
+			}
+		})
+	}
+}
+
+// A body that ends cleanly with lines unanswered is "other", not a reset:
+// the two ends are told apart.
+func TestBatchCleanEndUnanswered(t *testing.T) {
+	ps, sols := testPuzzles(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sc := bufio.NewScanner(r.Body)
+		for n := 0; sc.Scan(); n++ {
+			if n%2 == 0 {
+				id, cells, _ := solver.SplitLine(sc.Text())
+				fmt.Fprintf(w, "%s:%s\n", id, sols[cells])
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	res, err := Batch(context.Background(), BatchConfig{
+		Client: newClient(t, srv.URL, 1, 5*time.Second, false), Puzzles: ps[:4], Target: srv.URL, Conns: 1, Size: 4,
+	})
+	if err != nil {
+		t.Fatalf("Batch: %v", err)
+	}
+	if res.OK != 2 || res.Errors["other"] != 2 || res.Errors["reset"] != 0 {
+		t.Errorf("Batch: ok %d errors %v; want 2 ok, 2 other, no reset", res.OK, res.Errors)
+	}
+}
+
+// GETs with format=text are read as answer lines (solver.ParseAnswer): the
+// id before the last ':' must be the puzzle's, the rest a solution.
+func TestTextAnswers(t *testing.T) {
+	ps, sols := testPuzzles(t)
+	mangle := func(p, sol string) string {
+		switch p {
+		case ps[2].Text:
+			return "NoSolution"
+		case ps[3].Text:
+			return sol + " multiple" // not a word of the API
+		}
+		return sol
+	}
+	url := newFake(t, &fake{sols: sols, mangle: mangle})
+	res, err := Batch(context.Background(), BatchConfig{
+		Client: newClient(t, url, 2, 5*time.Second, true), Puzzles: ps, Target: url, Conns: 2,
+	})
+	if err != nil {
+		t.Fatalf("Batch: %v", err)
+	}
+	if res.OK != 18 || res.Wrong != 2 {
+		t.Errorf("Batch(text) ok %d wrong %d, errors %v; want 18 ok, 2 wrong", res.OK, res.Wrong, res.Errors)
 	}
 }

@@ -10,8 +10,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"time"
+
+	"sudoku-fcgi/solver"
 )
 
 // Client sends GET /sudoku requests and checks their answers. It is safe for
@@ -135,11 +136,13 @@ type answer struct {
 func (c *Client) check(p Puzzle, body []byte) error {
 	var a answer
 	if c.text {
-		line := strings.TrimSpace(string(body))
-		if i := strings.IndexByte(line, ':'); i >= 0 {
-			a.ID, a.Solution = line[:i], line[i+1:]
-		} else {
-			a.ID, a.Solution = p.ID, line
+		ta, ok := solver.ParseAnswer(strings.TrimSpace(string(body)))
+		if !ok || ta.Kind != solver.AnswerSolved {
+			return fmt.Errorf("%w: text answer %.100q is not a solution line", ErrWrongAnswer, body)
+		}
+		a.ID, a.Solution = ta.ID, ta.Solution
+		if !ta.HasID {
+			a.ID = p.ID
 		}
 	} else if err := json.Unmarshal(body, &a); err != nil {
 		return fmt.Errorf("%w: decoding JSON answer: %v", ErrWrongAnswer, err)
@@ -148,27 +151,4 @@ func (c *Client) check(p Puzzle, body []byte) error {
 		return fmt.Errorf("%w: answer for id %q, want %q", ErrWrongAnswer, a.ID, p.ID)
 	}
 	return Verify(p.Grid, a.Solution)
-}
-
-// Alternate returns a RoundTripper that sends each request through the next
-// of rts in turn: e.g. half the requests over kept-alive connections and
-// half over a new connection each.
-func Alternate(rts ...http.RoundTripper) http.RoundTripper { return &alternate{rts: rts} }
-
-type alternate struct {
-	rts []http.RoundTripper
-	n   atomic.Uint64
-}
-
-func (a *alternate) RoundTrip(r *http.Request) (*http.Response, error) {
-	return a.rts[(a.n.Add(1)-1)%uint64(len(a.rts))].RoundTrip(r)
-}
-
-// CloseIdleConnections closes those of every RoundTripper that has them.
-func (a *alternate) CloseIdleConnections() {
-	for _, rt := range a.rts {
-		if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
-			c.CloseIdleConnections()
-		}
-	}
 }

@@ -25,7 +25,7 @@ type Puzzle struct {
 var ErrNoPuzzles = errors.New("load: no puzzles in input")
 
 // ReadPuzzles reads one puzzle per line, "[id:]<81 cells>" with '0' or '.'
-// for blanks. Blank lines and lines starting with '#' are skipped. A malformed
+// for blanks (solver.ParseLine: the id ends at the last ':'). Blank lines and lines starting with '#' are skipped. A malformed
 // line is an error that names its line number.
 func ReadPuzzles(r io.Reader) ([]Puzzle, error) {
 	var ps []Puzzle
@@ -36,11 +36,10 @@ func ReadPuzzles(r io.Reader) ([]Puzzle, error) {
 		if line == "" || line[0] == '#' {
 			continue
 		}
-		id, text := strconv.Itoa(n), line
-		if i := strings.IndexByte(line, ':'); i >= 0 {
-			id, text = line[:i], line[i+1:]
+		id, hasID, g, err := solver.ParseLine(line)
+		if !hasID {
+			id = strconv.Itoa(n)
 		}
-		g, err := solver.Parse(text)
 		if err != nil {
 			return nil, fmt.Errorf("reading puzzles: line %d: %w", n, err)
 		}
@@ -60,29 +59,23 @@ var ErrWrongAnswer = errors.New("load: wrong answer")
 
 // Verify checks that answer is a complete valid grid (81 digits 1-9, each
 // row, column and box holding every digit once) that keeps every given of
-// puzzle. It does not solve anything.
+// puzzle. It does not solve anything: solver.Parse checks the cells and the
+// conflicts, Verify that no cell is blank and the givens stay.
 func Verify(puzzle solver.Grid, answer string) error {
 	if len(answer) != 81 {
 		return fmt.Errorf("%w: got %d cells, want 81", ErrWrongAnswer, len(answer))
 	}
-	var rows, cols, boxes [9]uint16
-	for i := 0; i < 81; i++ {
-		c := answer[i]
-		if c < '1' || c > '9' {
-			return fmt.Errorf("%w: cell %d is %q, want a digit 1-9", ErrWrongAnswer, i+1, rune(c))
+	g, err := solver.Parse(answer)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrWrongAnswer, err)
+	}
+	for i, v := range g {
+		if v == 0 {
+			return fmt.Errorf("%w: cell %d is blank", ErrWrongAnswer, i+1)
 		}
-		v := c - '0'
-		if g := puzzle[i]; g != 0 && g != v {
-			return fmt.Errorf("%w: cell %d is %d, the puzzle gives %d", ErrWrongAnswer, i+1, v, g)
+		if p := puzzle[i]; p != 0 && p != v {
+			return fmt.Errorf("%w: cell %d is %d, the puzzle gives %d", ErrWrongAnswer, i+1, v, p)
 		}
-		r, col, b := i/9, i%9, i/27*3+i%9/3
-		bit := uint16(1) << v
-		if rows[r]&bit != 0 || cols[col]&bit != 0 || boxes[b]&bit != 0 {
-			return fmt.Errorf("%w: cell %d repeats %d in its row, column or box", ErrWrongAnswer, i+1, v)
-		}
-		rows[r] |= bit
-		cols[col] |= bit
-		boxes[b] |= bit
 	}
 	return nil
 }

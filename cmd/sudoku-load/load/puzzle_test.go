@@ -11,13 +11,14 @@ import (
 func TestReadPuzzles(t *testing.T) {
 	in := "# comment\n\n" +
 		"a1:000000010400000000020000000000050407008000300001090000300400200050100000000806000\n" +
-		strings.Repeat(".", 79) + "12\n"
+		strings.Repeat(".", 79) + "12\n" +
+		"t:10:00:000000010400000000020000000000050407008000300001090000300400200050100000000806000\n"
 	ps, err := ReadPuzzles(strings.NewReader(in))
 	if err != nil {
 		t.Fatalf("ReadPuzzles: %v", err)
 	}
-	if len(ps) != 2 || ps[0].ID != "a1" || ps[1].ID != "4" {
-		t.Fatalf("ReadPuzzles ids = %+v, want a1 and 4 (the line number)", ps)
+	if len(ps) != 3 || ps[0].ID != "a1" || ps[1].ID != "4" || ps[2].ID != "t:10:00" {
+		t.Fatalf("ReadPuzzles ids = %+v, want a1, 4 (the line number) and t:10:00 (split at the last ':')", ps)
 	}
 	if !strings.HasSuffix(ps[1].Text, "00012") || strings.Contains(ps[1].Text, ".") {
 		t.Errorf("Text = %q, want blanks as 0", ps[1].Text)

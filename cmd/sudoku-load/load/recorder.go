@@ -52,6 +52,7 @@ type Recorder struct {
 	sent     atomic.Int64
 	finished atomic.Int64
 	unsent   atomic.Int64 // due but never sent: the run ended first
+	resent   atomic.Int64 // batch lines sent again (BatchConfig.Retry)
 
 	mu       sync.Mutex
 	all      *hdrhistogram.Histogram
@@ -156,11 +157,15 @@ func (r *Recorder) ticks() int {
 	return len(r.timeline)
 }
 
+// Resent notes n batch lines sent again; each still counts once as sent.
+func (r *Recorder) Resent(n int) { r.resent.Add(int64(n)) }
+
 // Fill copies the totals, latency percentiles and timeline into res.
 func (r *Recorder) Fill(res *Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res.Sent = r.sent.Load()
+	res.Resent = r.resent.Load()
 	res.Received = r.received
 	res.OK = r.kinds[KindOK]
 	res.Wrong = r.kinds[KindWrong]

@@ -21,9 +21,12 @@ type Result struct {
 	Rate        float64   `json:"rate"`       // requested rate, requests/s (0: as fast as possible)
 	DurationS   float64   `json:"duration_s"` // wall time of the run
 	Sent        int64     `json:"sent"`
-	Received    int64     `json:"received"` // answers of any status
-	OK          int64     `json:"ok"`       // verified answers
-	Wrong       int64     `json:"wrong"`    // answers that do not solve their puzzle
+	// Resent counts batch lines sent again after a busy answer or none
+	// (batch -retry); Sent counts each line once.
+	Resent   int64 `json:"resent"`
+	Received int64 `json:"received"` // answers of any status
+	OK       int64 `json:"ok"`       // verified answers
+	Wrong    int64 `json:"wrong"`    // answers that do not solve their puzzle
 	// Errors counts every error kind, wrong answers and 503s included.
 	Errors map[string]int64 `json:"errors"`
 	// Throughput is verified answers per second of DurationS.
@@ -93,6 +96,9 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\nduration  %.2fs\n", r.DurationS)
 	fmt.Fprintf(&b, "sent      %d\nreceived  %d\nok        %d\nwrong     %d\n", r.Sent, r.Received, r.OK, r.Wrong)
+	if r.Resent > 0 {
+		fmt.Fprintf(&b, "resent    %d\n", r.Resent)
+	}
 	fmt.Fprintf(&b, "rate      %.1f verified answers/s\n", r.Throughput)
 	fmt.Fprintf(&b, "errors    %d", r.ErrorCount())
 	for _, k := range ErrorKinds() {

@@ -2,7 +2,6 @@ package load
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -151,29 +150,5 @@ func TestPercentileOf(t *testing.T) {
 	// exactly that figure holds.
 	if got := PercentileOf([]time.Duration{50 * time.Millisecond}, 99); got > 50*time.Millisecond || got < 50*time.Millisecond-50*time.Microsecond {
 		t.Errorf("PercentileOf([50ms], 99) = %v, want 50ms to 0.1%%, not above", got)
-	}
-}
-
-type countingRT struct{ n atomic.Int64 }
-
-func (c *countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
-	c.n.Add(1)
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-func TestAlternate(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	defer srv.Close()
-	var a, b countingRT
-	c := &http.Client{Transport: Alternate(&a, &b)}
-	for range 10 {
-		resp, err := c.Get(srv.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-	if a.n.Load() != 5 || b.n.Load() != 5 {
-		t.Errorf("Alternate sent %d and %d of 10 requests, want 5 and 5", a.n.Load(), b.n.Load())
 	}
 }

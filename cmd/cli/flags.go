@@ -1,23 +1,11 @@
-// Package cli is what every command of the project shares at its edge: flags
-// with environment twins, a -help that shows both, a -version flag, and the
-// main that turns signals into a context and errors into exit codes.
-//
-// A flag's twin is the command's name and the flag's name in upper case with
-// '-' as '_': sudoku-edge's -upstream-params is $SUDOKU_EDGE_UPSTREAM_PARAMS.
-// A flag on the command line wins over its variable; a variable's value goes
-// through the flag's own Set, so it is checked exactly as the flag would be.
 package cli
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/prometheus/common/version"
 )
@@ -125,45 +113,33 @@ func isZeroDefault(f *flag.Flag) bool {
 	return false
 }
 
-// quoteDefault quotes string defaults, as the flag package does.
+// quoteDefault quotes the defaults of flags that hold a string, as the flag
+// package does: a flag.Getter whose Get returns a string.
 func quoteDefault(f *flag.Flag) string {
-	if fmt.Sprintf("%T", f.Value) == "*flag.stringValue" {
-		return fmt.Sprintf("%q", f.DefValue)
+	if g, ok := f.Value.(flag.Getter); ok {
+		if _, ok := g.Get().(string); ok {
+			return fmt.Sprintf("%q", f.DefValue)
+		}
 	}
 	return f.DefValue
 }
 
-// Runner is what a command's main hands over to: the context ends on SIGINT
-// or SIGTERM; args are the arguments after the program's name; getenv and
-// stdout are os.Getenv and os.Stdout, so tests can call it with their own.
-type Runner func(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error
-
-// Main runs run for the command called name and exits: 0 on success or after
-// -help and -version, 2 on a usage error reported before anything ran (see
-// UsageError), 1 on any other error, which it prints to stderr first.
-func Main(name string, run Runner) {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
-	stop()
-	os.Exit(exitCode(name, err, os.Stderr))
-}
-
-func exitCode(name string, err error, stderr io.Writer) int {
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, new(*UsageError)):
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
-	default:
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
+// ParseFiles is Parse for a command that takes positional arguments after
+// its flags (sudoku solve [flags] [FILE...]): it returns them instead of
+// rejecting them. Everything else, env twins, -help and -version, is as in
+// Parse.
+func (fs *FlagSet) ParseFiles(args []string, getenv func(string) string) ([]string, error) {
+	if err := fs.FlagSet.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, &UsageError{err}
 	}
+	rest := fs.Args()
+	// The flags given in args stay set, so the environment fills in only
+	// the others.
+	if err := fs.Parse(nil, getenv); err != nil {
+		return nil, err
+	}
+	return rest, nil
 }
-
-// A UsageError is a command line or environment that the command cannot
-// run with; Main exits 2 on it.
-type UsageError struct{ Err error }
-
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }

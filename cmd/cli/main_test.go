@@ -13,7 +13,7 @@ type childExit struct{ code int }
 func (e childExit) Error() string { return fmt.Sprintf("child exited with status %d", e.code) }
 func (e childExit) ExitCode() int { return e.code }
 
-func TestStatusCode(t *testing.T) {
+func TestExitCodeOfChild(t *testing.T) {
 	tests := []struct {
 		name    string
 		err     error
@@ -30,12 +30,25 @@ func TestStatusCode(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			if got := statusCode("sudoku-edge", tt.err, &stderr); got != tt.want {
-				t.Errorf("statusCode(%v) = %d, want %d", tt.err, got, tt.want)
+			if got := ExitCode("sudoku-edge", tt.err, &stderr); got != tt.want {
+				t.Errorf("ExitCode(%v) = %d, want %d", tt.err, got, tt.want)
 			}
 			if printed := stderr.Len() > 0; printed != tt.printed {
-				t.Errorf("statusCode(%v) printed %q, want printed=%v", tt.err, stderr.String(), tt.printed)
+				t.Errorf("ExitCode(%v) printed %q, want printed=%v", tt.err, stderr.String(), tt.printed)
 			}
 		})
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := ExitCode("sudoku-fcgi", nil, &stderr); code != 0 || stderr.Len() != 0 {
+		t.Errorf("ExitCode(nil) = %d, printed %q", code, stderr.String())
+	}
+	if code := ExitCode("sudoku-fcgi", errors.New("listening: address in use"), &stderr); code != 1 {
+		t.Errorf("ExitCode(runtime error) = %d, want 1", code)
+	}
+	if got := stderr.String(); got != "sudoku-fcgi: listening: address in use\n" {
+		t.Errorf("stderr = %q", got)
 	}
 }

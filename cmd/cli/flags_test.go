@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,8 +72,8 @@ func TestParseErrorsAreUsageErrors(t *testing.T) {
 				t.Fatalf("Parse(%q) = %v, want a *UsageError containing %q", tt.args, err, tt.want)
 			}
 			var stderr bytes.Buffer
-			if code := exitCode("sudoku-load", err, &stderr); code != 2 {
-				t.Errorf("exitCode(%v) = %d, want 2", err, code)
+			if code := ExitCode("sudoku-load", err, &stderr); code != 2 {
+				t.Errorf("ExitCode(%v) = %d, want 2", err, code)
 			}
 		})
 	}
@@ -112,20 +113,89 @@ func TestVersion(t *testing.T) {
 	if !strings.HasPrefix(out.String(), "sudoku-load batch, version ") {
 		t.Errorf("-version printed %q", out.String())
 	}
-	if code := exitCode("sudoku-load", flag.ErrHelp, &out); code != 0 {
-		t.Errorf("exitCode(ErrHelp) = %d, want 0", code)
+	if code := ExitCode("sudoku-load", flag.ErrHelp, &out); code != 0 {
+		t.Errorf("ExitCode(ErrHelp) = %d, want 0", code)
 	}
 }
 
-func TestExitCode(t *testing.T) {
-	var stderr bytes.Buffer
-	if code := exitCode("sudoku-fcgi", nil, &stderr); code != 0 || stderr.Len() != 0 {
-		t.Errorf("exitCode(nil) = %d, printed %q", code, stderr.String())
+func TestParseFiles(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		env       map[string]string
+		wantFiles []string
+		wantC     int
+		wantErr   string
+	}{
+		{"no files", nil, nil, nil, 32, ""},
+		{"files after flags", []string{"-c", "8", "a.txt", "b.txt"}, nil, []string{"a.txt", "b.txt"}, 8, ""},
+		{"env fills what the flags do not", []string{"a.txt"}, map[string]string{"SUDOKU_LOAD_C": "4"}, []string{"a.txt"}, 4, ""},
+		{"flag wins over env", []string{"-c", "8", "a.txt"}, map[string]string{"SUDOKU_LOAD_C": "4"}, []string{"a.txt"}, 8, ""},
+		{"bad env value", []string{"a.txt"}, map[string]string{"SUDOKU_LOAD_C": "many"}, nil, 0, `invalid value "many" for $SUDOKU_LOAD_C`},
+		{"unknown flag", []string{"-nope", "a.txt"}, nil, nil, 0, "flag provided but not defined: -nope"},
 	}
-	if code := exitCode("sudoku-fcgi", errors.New("listening: address in use"), &stderr); code != 1 {
-		t.Errorf("exitCode(runtime error) = %d, want 1", code)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			fs, _, c, _ := newTestSet(&out)
+			files, err := fs.ParseFiles(tt.args, env(tt.env))
+			if tt.wantErr != "" {
+				var ue *UsageError
+				if !errors.As(err, &ue) || ue.Error() == "" || !bytes.Contains([]byte(err.Error()), []byte(tt.wantErr)) {
+					t.Fatalf("ParseFiles(%q) = %v, want a *UsageError containing %q", tt.args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseFiles(%q) = %v", tt.args, err)
+			}
+			if !slices.Equal(files, tt.wantFiles) || *c != tt.wantC {
+				t.Errorf("ParseFiles(%q) = %q with c %d, want %q with c %d", tt.args, files, *c, tt.wantFiles, tt.wantC)
+			}
+		})
 	}
-	if got := stderr.String(); got != "sudoku-fcgi: listening: address in use\n" {
-		t.Errorf("stderr = %q", got)
+}
+
+func TestParseFilesHelpAndVersion(t *testing.T) {
+	for _, arg := range []string{"-h", "-version"} {
+		var out bytes.Buffer
+		fs, _, _, _ := newTestSet(&out)
+		if _, err := fs.ParseFiles([]string{arg, "a.txt"}, env(nil)); !errors.Is(err, flag.ErrHelp) {
+			t.Errorf("ParseFiles(%s) = %v, want flag.ErrHelp", arg, err)
+		}
+		if out.Len() == 0 {
+			t.Errorf("ParseFiles(%s) printed nothing", arg)
+		}
+	}
+}
+
+// hostValue is a string-valued flag.Value of another type than the flag
+// package's own: its default is quoted too.
+type hostValue struct{ s string }
+
+func (h *hostValue) String() string     { return h.s }
+func (h *hostValue) Set(s string) error { h.s = s; return nil }
+func (h *hostValue) Get() any           { return h.s }
+
+// countValue is a flag.Value that is not a flag.Getter: shown as is.
+type countValue int
+
+func (c *countValue) String() string     { return "3" }
+func (c *countValue) Set(s string) error { return nil }
+
+func TestHelpQuotesStringDefaults(t *testing.T) {
+	var out bytes.Buffer
+	fs := NewFlagSet("sudoku-edge", "", &out)
+	fs.Var(&hostValue{"example.org"}, "host", "the `name` to serve")
+	fs.Var(new(countValue), "count", "how many")
+	fs.String("dir", "/run", "where")
+	if err := fs.Parse([]string{"-h"}, env(nil)); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("Parse(-h) = %v", err)
+	}
+	help := out.String()
+	for _, want := range []string{`(default "example.org")`, "(default 3)", `(default "/run")`} {
+		if !strings.Contains(help, want) {
+			t.Errorf("-help lacks %s; got:\n%s", want, help)
+		}
 	}
 }

@@ -1,0 +1,9 @@
+// Package cli is what every command of the project shares at its edge: flags
+// with environment twins, a -help that shows both, a -version flag, and the
+// main that turns signals into a context and errors into exit codes.
+//
+// A flag's twin is the command's name and the flag's name in upper case with
+// '-' as '_': sudoku-edge's -upstream-params is $SUDOKU_EDGE_UPSTREAM_PARAMS.
+// A flag on the command line wins over its variable; a variable's value goes
+// through the flag's own Set, so it is checked exactly as the flag would be.
+package cli
