@@ -40,8 +40,8 @@ go build -o "$work/" ./cmd/sudoku-fcgi ./cmd/sudoku-load
 servers=
 for i in 1 2 3 4; do
 	port=$((31500 + 10 * i))
-	"$work/sudoku-fcgi" -listen "127.0.0.1:$port" -internal-listen "127.0.0.1:$((port + 1))" -id "w$i" \
-		-pool 1 -maxprocs 1 -access-log=false 2>"$work/worker$i.log" &
+	GOMAXPROCS=1 "$work/sudoku-fcgi" -listen "127.0.0.1:$port" -internal-listen "127.0.0.1:$((port + 1))" -id "w$i" \
+		-pool 1 -access-log=false 2>"$work/worker$i.log" &
 	pids+=($!)
 	servers+="127.0.0.1:$port "
 	ready "http://127.0.0.1:$((port + 1))/readyz"

@@ -141,14 +141,17 @@ func (s *suite) runAbuser(ctx context.Context, network string, mounts []string, 
 
 // throwaway returns the `docker run` arguments for a short-lived attacker
 // on the project's network: its own address, no published port, read-only,
-// unprivileged, the given files or volumes mounted read-only
+// unprivileged (in nginx's group only), the given files or volumes mounted read-only
 // ("source:container").
 func (s *suite) throwaway(name, network string, mounts []string, cmd ...string) []string {
 	name = s.cfg.Project + "-" + name
 	exec.Command("docker", "rm", "-f", name).Run() // a leftover of an interrupted run
 	args := []string{"run", "--rm", "--name", name, "--network", network,
 		"--label", "com.docker.compose.project=" + s.cfg.Project,
-		"--read-only", "--user", "65534:65534", "--memory", "512m"}
+		"--read-only", "--user", "65534:65534", "--memory", "512m",
+		// nginx's group (www-data), which the workers' 0660 sockets admit:
+		// an attacker on the socket is one that got nginx's rights.
+		"--group-add", "33"}
 	if s.iso.stackN > 0 {
 		args = append(args, "--cpuset-cpus", loadCPU) // the load's core, not the stack's
 	}
