@@ -93,8 +93,8 @@ func transposeVec(x vec) vec {
 		Or(x.And(bc(by12)).ShiftAllLeft(12)).Or(x.ShiftRight(bc(12)).And(bc(by12)))
 }
 
-// closeAll applies band and stack closure to every digit until nothing
-// changes and leaves the patterns in s.pat. It reports false on a
+// closeAll applies band and stack closure to digits 0-7 until nothing
+// changes and leaves their patterns in s.pat. It reports false on a
 // contradiction.
 func (s *state) closeAll() bool {
 	a0 := archsimd.LoadUint32x8((*[8]uint32)(s.cand[0][:8]))
@@ -138,7 +138,7 @@ func (s *state) closeAll() bool {
 	for d := range 8 {
 		s.pat[d] = uint64(h[d]) | uint64(v[d])<<32
 	}
-	return s.closeOnly(8)
+	return true
 }
 
 // closeOnly is closeDigit's closure without the hidden singles.
@@ -190,38 +190,38 @@ func rowSinglesVec(a vec) vec {
 }
 
 // claimAll gives every unsolved cell that a digit holds alone in its row
-// to that digit, as claim does. It reports whether any digit lost a
-// candidate, and false on a contradiction (two digits alone in their rows
+// to that digit, as claim does. It returns the digits that lost
+// candidates, and false on a contradiction (two digits alone in their rows
 // in one cell).
-func (s *state) claimAll() (lost, ok bool) {
+func (s *state) claimAll() (lost uint32, ok bool) {
 	for b := range s.cand {
 		band := (*[8]uint32)(s.cand[b][:8])
 		a := archsimd.LoadUint32x8(band)
 		un := s.unsolved[b]
-		var p [8]uint32
-		rowSinglesVec(a).And(bc(un)).Store(&p)
+		pv := rowSinglesVec(a).And(bc(un))
 		p8 := rowSingles(s.cand[b][8]) & un
+		if p8 == 0 && pv.IsZero() {
+			continue
+		}
+		var p [8]uint32
+		pv.Store(&p)
 		once, twice := p8, uint32(0)
 		for _, m := range &p {
 			twice |= once & m
 			once |= m
 		}
-		if once == 0 {
-			continue
-		}
 		if twice != 0 {
 			archsimd.ClearAVXUpperBits()
-			return false, false
+			return 0, false
 		}
 		s.unsolved[b] = un &^ once
-		pv := archsimd.LoadUint32x8(&p)
 		na := a.AndNot(bc(once).AndNot(pv))
-		if !na.Xor(a).IsZero() {
-			lost = true
+		if l := na.NotEqual(a).ToBits(); l != 0 {
+			lost |= uint32(l)
 			na.Store(band)
 		}
 		if m := s.cand[b][8]; m&(once&^p8) != 0 {
-			lost = true
+			lost |= 1 << 8
 			s.cand[b][8] = m &^ (once &^ p8)
 		}
 	}
@@ -233,20 +233,20 @@ func (s *state) claimAll() (lost, ok bool) {
 func (s *state) propagateVec(changed uint32) bool {
 	t := tab
 	for {
-		if changed != 0 {
-			for {
-				if !s.closeAll() {
-					return false
-				}
-				lost, ok := s.claimAll()
-				if !ok {
-					return false
-				}
-				if !lost {
-					break
-				}
+		// Close the changed digits (all of 0-7 when one of them
+		// changed: a vector costs the same) and take their row singles,
+		// until no digit loses a candidate.
+		for changed != 0 {
+			if changed&0xFF != 0 && !s.closeAll() {
+				return false
 			}
-			changed = 0
+			if changed&(1<<8) != 0 && !s.closeOnly(8) {
+				return false
+			}
+			var ok bool
+			if changed, ok = s.claimAll(); !ok {
+				return false
+			}
 		}
 		// Naked singles, a band at a time, as in propagate.
 		for b := range s.cand {
