@@ -45,7 +45,7 @@ if ! command -v valgrind >/dev/null; then
 	echo "== callgrind: valgrind not found, skipped (apt-get install -y valgrind)"
 	exit 0
 fi
-echo "== callgrind: instructions per puzzle in solver.solve, first $sample puzzles of each set"
+echo "== callgrind: instructions per puzzle in solver.solveWith, first $sample puzzles of each set"
 "$go" build -o "$out/sudoku" ./cmd/sudoku
 printf "%-45s %14s %14s\n" "set" "limit 1" "limit 2"
 for set in "${sets[@]}"; do

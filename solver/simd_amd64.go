@@ -7,14 +7,16 @@ import (
 	"simd/archsimd"
 )
 
-// The vector engine closes all digits at once: lane d of a 256-bit vector
-// holds digit d's 27-bit word of one band, so digits 0-7 take one vector
-// per band and digit 8 goes through the scalar tables. Band and stack
+// The vector engine closes digits 0-7 at once: lane d of a 256-bit vector
+// holds digit d's 27-bit word of one band, one vector per band; digit 8
+// goes through the scalar tables. Band and stack
 // closure are the same deductions as closeDigit's, written as bit
 // operations (a triad lies on a permutation when the 2x2 minor left by its
 // row and box has one) instead of table lookups, so that they run lane by
 // lane. Propagation applies the same rules as propagate to the same
 // fixpoint, in another order, so both engines guess on the same states.
+// It runs 1.24-1.44x the scalar engine's instructions and is slower (see
+// RESULTS.md); the images and make build leave it out.
 
 // vecEngine is true when the CPU runs the vector engine (AVX2).
 var vecEngine = archsimd.X86.AVX2()
@@ -32,7 +34,9 @@ func bc(c uint32) vec { return archsimd.BroadcastUint32x8(c) }
 
 // Right shifts go through ShiftRight (VPSRLVD) with a broadcast count:
 // ShiftAllRight with a constant compiles to a count loaded by a legacy SSE
-// MOVQ, and its mix with 256-bit code costs about 20x the closure's time.
+// MOVQ, and mixing that with 256-bit code made the engine about 10x slower
+// (RESULTS.md). For the same reason left shifts keep constant counts and
+// the kernels end with ClearAVXUpperBits before scalar code runs.
 
 // rowNext and rowPrev give each 9-bit row of a 27-bit word the value of
 // the next (previous) row, cyclically.
