@@ -4,10 +4,11 @@
 #      name a directory with the full sets), COUNT rounds: per set and limit
 #      the best CPU time per puzzle, the median and the guesses per puzzle;
 #   2. instructions per puzzle under valgrind's callgrind, counted inside
-#      the solver only (solver.solve), for the first SAMPLE puzzles of each
+#      the solver only (solver.solveWith), for the first SAMPLE puzzles of each
 #      set, solved one by one by `sudoku solve -jobs 1` (limit 1) and
 #      `sudoku solve -jobs 1 -unique` (limit 2). Skipped without valgrind.
 # Usage: solver/bench.sh   (COUNT=10, SAMPLE=200; OUT=dir keeps the raw output; GO=go)
+#        GOEXPERIMENT=simd solver/bench.sh   measures the vector engine (amd64, AVX2)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -19,7 +20,7 @@ out=${OUT:-$(mktemp -d /tmp/solver-bench.XXXXXX)}
 mkdir -p "$out"
 sets=(puzzles2_17_clue puzzles3_magictour_top1465 "puzzles5_forum_hardest_1905_11+" puzzles6_forum_hardest_1106)
 
-echo "== BenchmarkSolve, $count rounds ($(date -u +%FT%TZ), $(nproc) CPUs, $("$go" env GOVERSION))"
+echo "== BenchmarkSolve, $count rounds ($(date -u +%FT%TZ), $(nproc) CPUs, $("$go" env GOVERSION), GOEXPERIMENT=${GOEXPERIMENT:-})"
 "$go" test -run '^$' -bench Solve -count "$count" ./solver >"$out/bench.txt"
 awk '
 	/^BenchmarkSolve\// {
@@ -44,7 +45,7 @@ if ! command -v valgrind >/dev/null; then
 	echo "== callgrind: valgrind not found, skipped (apt-get install -y valgrind)"
 	exit 0
 fi
-echo "== callgrind: instructions per puzzle in solver.solve, first $sample puzzles of each set"
+echo "== callgrind: instructions per puzzle in solver.solveWith, first $sample puzzles of each set"
 "$go" build -o "$out/sudoku" ./cmd/sudoku
 printf "%-45s %14s %14s\n" "set" "limit 1" "limit 2"
 for set in "${sets[@]}"; do
@@ -54,7 +55,7 @@ for set in "${sets[@]}"; do
 	for flags in "" "-unique"; do
 		# shellcheck disable=SC2086 # $flags is empty or one word
 		GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.out" \
-			--toggle-collect='sudoku-fcgi/solver.solve' \
+			--toggle-collect='sudoku-fcgi/solver.solveWith' \
 			"$out/sudoku" solve -jobs 1 $flags "$out/sample.txt" >/dev/null 2>"$out/valgrind.log"
 		ir=$(awk '/^summary:/ { print $2 }' "$out/callgrind.out")
 		row+=$(printf " %14d" $((ir / puzzles)))

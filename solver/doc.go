@@ -15,4 +15,11 @@
 // box, and guesses on where a digit goes in a band (which box for each of
 // its rows) by copying its 192-byte state. Limit 1 and limit 2 share one
 // code path; see engine.go.
+//
+// Built with GOEXPERIMENT=simd on amd64 (and without the purego tag), the
+// package also holds a vector engine (simd_amd64.go) that closes all
+// digits at once in 256-bit vectors and runs when the CPU has AVX2; it
+// finds the same solutions with the same guesses, but is slower than the
+// scalar engine (see RESULTS.md). Engine says which engine Solve runs; a
+// plain build has only the scalar one.
 package solver

@@ -373,6 +373,7 @@ type search struct {
 	count   int
 	guesses int
 	stopped bool
+	vec     bool // the vector engine (simd_amd64.go) propagates
 	sol     Grid
 }
 
@@ -391,7 +392,11 @@ func (sr *search) budgetOver() bool {
 // run propagates s, records a solution or guesses, and recurses.
 func (sr *search) run(s *state, changed uint32) {
 	for {
-		if !s.propagate(changed) {
+		if sr.vec {
+			if !s.propagateVec(changed) {
+				return
+			}
+		} else if !s.propagate(changed) {
 			return
 		}
 		if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {
@@ -581,7 +586,13 @@ func (sr *search) record(s *state) {
 }
 
 func solve(ctx context.Context, g Grid, limit int) (Result, error) {
-	sr := search{done: ctx.Done(), limit: max(limit, 1)}
+	return solveWith(ctx, g, limit, vecEngine)
+}
+
+// solveWith is solve on the vector engine when vec is true (only where it
+// is built and the CPU runs it), else on the scalar one; the tests run both.
+func solveWith(ctx context.Context, g Grid, limit int, vec bool) (Result, error) {
+	sr := search{done: ctx.Done(), limit: max(limit, 1), vec: vec}
 	sr.start(g)
 	res := Result{Count: sr.count}
 	if sr.count > 0 {

@@ -114,3 +114,8 @@ func Solve(g Grid, limit int) Result {
 func SolveContext(ctx context.Context, g Grid, limit int) (Result, error) {
 	return solve(ctx, g, limit)
 }
+
+// Engine names the engine Solve runs: "simd-avx2" where the vector engine
+// is built (GOEXPERIMENT=simd on amd64, without the purego tag) and the CPU
+// has AVX2, else "scalar".
+func Engine() string { return engineName() }

@@ -193,23 +193,26 @@ func readPuzzles(t testing.TB, path string) []puzzle {
 	return out
 }
 
-// checkPuzzle solves p at limit 1 and 2 and wants count solutions at limit 2.
+// checkPuzzle solves p at limit 1 and 2 with each engine built (see
+// engines) and wants count solutions at limit 2.
 func checkPuzzle(t *testing.T, p puzzle, count int) {
 	t.Helper()
-	r2 := Solve(p.grid, 2)
-	if r2.Count != count {
-		t.Fatalf("Solve(%s, 2).Count = %d, want %d", p.line, r2.Count, count)
-	}
-	r1 := Solve(p.grid, 1)
-	if r1.Count != min(count, 1) {
-		t.Fatalf("Solve(%s, 1).Count = %d, want %d", p.line, r1.Count, min(count, 1))
-	}
-	if count > 0 {
-		checkSolution(t, p.grid, r1.Solution)
-		checkSolution(t, p.grid, r2.Solution)
-	}
-	if count == 1 && r1.Solution != r2.Solution {
-		t.Fatalf("%s: limit 1 found %v, limit 2 found %v", p.line, r1.Solution, r2.Solution)
+	for _, vec := range engines() {
+		r2, _ := solveWith(context.Background(), p.grid, 2, vec)
+		if r2.Count != count {
+			t.Fatalf("%s engine: Solve(%s, 2).Count = %d, want %d", engineLabel(vec), p.line, r2.Count, count)
+		}
+		r1, _ := solveWith(context.Background(), p.grid, 1, vec)
+		if r1.Count != min(count, 1) {
+			t.Fatalf("%s engine: Solve(%s, 1).Count = %d, want %d", engineLabel(vec), p.line, r1.Count, min(count, 1))
+		}
+		if count > 0 {
+			checkSolution(t, p.grid, r1.Solution)
+			checkSolution(t, p.grid, r2.Solution)
+		}
+		if count == 1 && r1.Solution != r2.Solution {
+			t.Fatalf("%s engine: %s: limit 1 found %v, limit 2 found %v", engineLabel(vec), p.line, r1.Solution, r2.Solution)
+		}
 	}
 }
 

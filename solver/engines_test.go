@@ -1,0 +1,110 @@
+package solver
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// engines are the engines this test binary can run: the scalar one
+// always, the vector one where it is built and the CPU runs it.
+func engines() []bool {
+	if vecEngine {
+		return []bool{false, true}
+	}
+	return []bool{false}
+}
+
+func engineLabel(vec bool) string {
+	if vec {
+		return "vector"
+	}
+	return "scalar"
+}
+
+// outcome is what a search finds and how many guesses it takes.
+type outcome struct {
+	count   int
+	sol     Grid
+	guesses int
+}
+
+func runEngine(g Grid, limit int, vec bool) outcome {
+	sr := search{limit: limit, vec: vec}
+	sr.start(g)
+	o := outcome{count: sr.count, guesses: sr.guesses}
+	if sr.count > 0 {
+		o.sol = sr.sol
+	}
+	return o
+}
+
+// checkEnginesAgree fails unless both engines find the same solution, the
+// same count and take the same guesses at limits 1 and 2.
+func checkEnginesAgree(t *testing.T, line string, g Grid) {
+	t.Helper()
+	for _, limit := range []int{1, 2} {
+		s, v := runEngine(g, limit, false), runEngine(g, limit, true)
+		if s != v {
+			t.Fatalf("%s at limit %d: scalar engine found %d solutions in %d guesses (%v), vector engine %d in %d (%v)",
+				line, limit, s.count, s.guesses, s.sol, v.count, v.guesses, v.sol)
+		}
+	}
+}
+
+func TestEngine(t *testing.T) {
+	want := "scalar"
+	if vecEngine {
+		want = "simd-avx2"
+	}
+	if got := Engine(); got != want {
+		t.Errorf("Engine() = %q, want %q", got, want)
+	}
+}
+
+// TestEnginesAgree runs both engines on every puzzle of testdata and of
+// every set.
+func TestEnginesAgree(t *testing.T) {
+	if !vecEngine {
+		t.Skip("vector engine not built (GOEXPERIMENT=simd on amd64 with AVX2) or not run by this CPU")
+	}
+	files := []string{filepath.Join("testdata", "unique.txt"), filepath.Join("testdata", "multiple.txt"),
+		filepath.Join("testdata", "nosolution.txt")}
+	for _, f := range sets {
+		files = append(files, filepath.Join("testdata", "sets", f.name))
+	}
+	for _, f := range files {
+		puzzles := readPuzzles(t, f)
+		stride := 1
+		if raceEnabled && len(puzzles) > 500 {
+			stride = len(puzzles) / 500
+		}
+		for i := 0; i < len(puzzles); i += stride {
+			checkEnginesAgree(t, puzzles[i].line, puzzles[i].grid)
+		}
+	}
+}
+
+// FuzzEngines is the differential fuzz target: on any puzzle, both engines
+// agree (checkEnginesAgree).
+func FuzzEngines(f *testing.F) {
+	if !vecEngine {
+		f.Skip("vector engine not built (GOEXPERIMENT=simd on amd64 with AVX2) or not run by this CPU")
+	}
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		g, err := Parse(s)
+		if err != nil {
+			return
+		}
+		// A puzzle with few givens can search long: skip those the
+		// scalar engine does not finish in 2 s.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if _, err := solveWith(ctx, g, 2, false); err != nil {
+			t.Skipf("%q over budget: %v", s, err)
+		}
+		checkEnginesAgree(t, s, g)
+	})
+}
