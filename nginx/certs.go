@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/certmagic"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
 
@@ -45,19 +46,14 @@ type CertOptions struct {
 	// its own for a challenge.
 	ChallengePort int
 
-	// Apply puts changed pairs in place, checks nginx and reloads it; an
-	// *Applier's Apply.
-	Apply func(ctx context.Context, changes ...Change) (Outcome, error)
-	// Also are changes applied together with every export, e.g. tls.conf.
-	Also []Change
-	// OnLive, when set, learns each domain's certificate expiry once its
-	// pair is the one nginx reads: after Prepare and after every export
-	// that nginx accepted or that changed nothing.
-	OnLive func(domain string, notAfter time.Time)
+	// Failures, when set, counts the certificate orders and renewals that
+	// failed (certmagic's cert_failed event).
+	Failures prometheus.Counter
 }
 
 // CertManager keeps one certificate per domain with certmagic (ACME,
-// HTTP-01 only) and exports every new pair for nginx.
+// HTTP-01 only) and hands every new pair out as a Change for nginx; it
+// never checks or reloads nginx itself. Due tells when to ask for one.
 type CertManager struct {
 	opts   CertOptions
 	log    zerolog.Logger
@@ -66,7 +62,6 @@ type CertManager struct {
 	issuer *certmagic.ACMEIssuer
 
 	kick     chan struct{}
-	mu       sync.Mutex // serialises exports
 	stopOnce sync.Once
 }
 
@@ -75,13 +70,8 @@ func NewCertManager(opts CertOptions, log zerolog.Logger) (*CertManager, error) 
 	if len(opts.Domains) == 0 {
 		return nil, errors.New("nginx: no domain to manage")
 	}
-	for _, d := range opts.Domains {
-		if err := CheckDomain(d); err != nil {
-			return nil, err
-		}
-	}
-	if opts.CA == "" || opts.StoragePath == "" || opts.ExportDir == "" || opts.ChallengePort == 0 || opts.Apply == nil {
-		return nil, errors.New("nginx: CertOptions needs CA, StoragePath, ExportDir, ChallengePort and Apply")
+	if opts.CA == "" || opts.StoragePath == "" || opts.ExportDir == "" || opts.ChallengePort == 0 {
+		return nil, errors.New("nginx: CertOptions needs CA, StoragePath, ExportDir and ChallengePort")
 	}
 	m := &CertManager{opts: opts, log: log, kick: make(chan struct{}, 1)}
 	zl := newZapLogger(log.With().Str("component", "certmagic").Logger())
@@ -110,10 +100,6 @@ func NewCertManager(opts CertOptions, log zerolog.Logger) (*CertManager, error) 
 	return m, nil
 }
 
-// SetAlso sets the changes applied together with every export (tls.conf).
-// Call it before Prepare.
-func (m *CertManager) SetAlso(changes ...Change) { m.opts.Also = changes }
-
 // onEvent runs synchronously inside certmagic: it only records that an
 // export is due.
 func (m *CertManager) onEvent(ctx context.Context, event string, data map[string]any) error {
@@ -128,6 +114,9 @@ func (m *CertManager) onEvent(ctx context.Context, event string, data map[string
 	case "cert_failed":
 		m.log.Error().Str("event", event).Interface("identifier", data["identifier"]).
 			Interface("error", fmt.Sprint(data["error"])).Msg("certificate event")
+		if m.opts.Failures != nil {
+			m.opts.Failures.Inc()
+		}
 	}
 	return nil
 }
@@ -138,75 +127,51 @@ func (m *CertManager) HTTPChallengeHandler(next http.Handler) http.Handler {
 	return m.issuer.HTTPChallengeHandler(next)
 }
 
-// Sites lists the names with the files nginx should read for them.
-func (m *CertManager) Sites() []TLSSite {
-	live := filepath.Join(m.opts.ExportDir, "live")
-	var out []TLSSite
-	for _, d := range m.opts.Domains {
-		out = append(out, TLSSite{Name: d,
-			CertFile: filepath.Join(live, d+".crt"), KeyFile: filepath.Join(live, d+".key")})
-	}
-	return out
-}
+// Due receives a value when a certificate was obtained or loaded: the
+// pairs in storage may differ from the exported ones (see Pairs).
+func (m *CertManager) Due() <-chan struct{} { return m.kick }
 
 // Prepare makes sure a pair exists for every domain before nginx starts:
 // the certificate from storage when there is one, else the one exported
-// earlier, else a self-signed placeholder. It writes without checking
-// nginx, which is not running yet.
-func (m *CertManager) Prepare(ctx context.Context) error {
-	ch, err := m.pairsChange(ctx, true)
+// earlier, else a self-signed placeholder. It writes them without checking
+// nginx, which is not running yet, and returns what it wrote.
+func (m *CertManager) Prepare(ctx context.Context) (*pairsChange, error) {
+	ch, err := m.pairs(ctx, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, _, err := ch.Stage(); err != nil {
-		return err
+		return nil, err
 	}
-	for _, c := range m.opts.Also {
-		if _, _, err := c.Stage(); err != nil {
-			return err
-		}
-	}
-	m.prune(ch.current())
-	m.live(ch)
-	return nil
+	m.Exported(ch)
+	return ch, nil
 }
 
-func (m *CertManager) live(ch *pairsChange) {
-	if m.opts.OnLive == nil {
-		return
-	}
-	for _, p := range ch.pairs {
-		m.opts.OnLive(p.name, p.notAfter)
-	}
+// Pairs returns the pairs from storage as a Change that exports them for
+// nginx when they differ from the exported ones. A pair missing from
+// storage keeps what is exported (the placeholder at first). Call Exported
+// once nginx has accepted it.
+func (m *CertManager) Pairs(ctx context.Context) (*pairsChange, error) {
+	return m.pairs(ctx, false)
 }
 
-// Run manages the certificates until ctx ends: certmagic obtains and
-// renews in the background (nginx must be running, it carries HTTP-01),
-// and every cert_obtained event leads to an export.
+// Exported prunes the version directories that ch made old.
+func (m *CertManager) Exported(ch *pairsChange) { m.prune(ch.current()) }
+
+// Run starts certmagic's management of the certificates: it obtains and
+// renews in the background (nginx must be running, it carries HTTP-01)
+// until Stop, and sends on Due after each certificate it obtains.
 func (m *CertManager) Run(ctx context.Context) error {
 	if err := m.cfg.ManageAsync(ctx, m.opts.Domains); err != nil {
 		return fmt.Errorf("managing certificates: %w", err)
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-m.kick:
-		}
-		if _, err := m.Export(ctx); err != nil && ctx.Err() == nil {
-			m.log.Error().Err(err).Msg("exporting certificates for nginx")
-		}
-	}
+	return nil
 }
 
-// Renew renews name now, even when it is not due (force), and exports the
-// result. Tests use it: Pebble's certificates last five years.
+// Renew renews name now, even when it is not due (force). Tests use it:
+// Pebble's certificates last five years.
 func (m *CertManager) Renew(ctx context.Context, name string, force bool) error {
-	if err := m.cfg.RenewCertSync(ctx, name, force); err != nil {
-		return err
-	}
-	_, err := m.Export(ctx)
-	return err
+	return m.cfg.RenewCertSync(ctx, name, force)
 }
 
 // Stop stops certmagic's maintenance goroutines and removes its locks.
@@ -220,41 +185,23 @@ func (m *CertManager) Stop() {
 	})
 }
 
-// Export writes the pairs from storage for nginx when they differ from the
-// exported ones and applies them (nginx -t, reload). A pair missing from
-// storage keeps what is exported (the placeholder at first).
-func (m *CertManager) Export(ctx context.Context) (Outcome, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ch, err := m.pairsChange(ctx, false)
-	if err != nil {
-		return Failed, err
-	}
-	outcome, err := m.opts.Apply(ctx, append(slices.Clone(m.opts.Also), ch)...)
-	if err == nil {
-		m.prune(ch.current())
-		m.live(ch)
-	}
-	if outcome == Reloaded {
-		for _, p := range ch.pairs {
-			m.log.Info().Str("domain", p.name).Str("source", p.source).Str("serial", p.serial).
-				Time("not_after", p.notAfter).Msg("certificate exported to nginx")
-		}
-	}
-	return outcome, err
-}
-
 type pair struct {
 	name      string
 	cert, key []byte
 	source    string // storage, exported, placeholder
 	serial    string
 	notAfter  time.Time
+	// placeholder marks the self-signed pair from selfSigned, also when it
+	// is read back from the export directory after a restart.
+	placeholder bool
 }
+
+// placeholderOrg is the Organization of the self-signed placeholder.
+const placeholderOrg = "sudoku-edge placeholder"
 
 // pairsChange gathers the pair for each domain. With placeholder set, a
 // domain with neither a stored nor an exported pair gets a self-signed one.
-func (m *CertManager) pairsChange(ctx context.Context, placeholder bool) (*pairsChange, error) {
+func (m *CertManager) pairs(ctx context.Context, placeholder bool) (*pairsChange, error) {
 	ch := &pairsChange{dir: m.opts.ExportDir}
 	for _, d := range m.opts.Domains {
 		p, err := m.storedPair(ctx, d)
@@ -323,12 +270,17 @@ func newPair(name string, cert, key []byte, source string) (*pair, error) {
 		return nil, fmt.Errorf("certificate for %s: %w", name, err)
 	}
 	return &pair{name: name, cert: cert, key: key, source: source,
-		serial: leaf.SerialNumber.Text(16), notAfter: leaf.NotAfter}, nil
+		serial: leaf.SerialNumber.Text(16), notAfter: leaf.NotAfter,
+		placeholder: bytes.Equal(leaf.RawIssuer, leaf.RawSubject) && slices.Contains(leaf.Subject.Organization, placeholderOrg)}, nil
 }
 
 // selfSigned makes a placeholder pair so that nginx can start before the
 // first certificate is issued. Clients will not trust it.
-func selfSigned(name string) (*pair, error) {
+func selfSigned(name string) (*pair, error) { return selfSignedBy(name, placeholderOrg) }
+
+// selfSignedBy makes a self-signed pair for name whose subject's
+// Organization is org.
+func selfSignedBy(name, org string) (*pair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -340,7 +292,7 @@ func selfSigned(name string) (*pair, error) {
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: name, Organization: []string{"sudoku-edge placeholder"}},
+		Subject:      pkix.Name{CommonName: name, Organization: []string{org}},
 		DNSNames:     []string{name},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(90 * 24 * time.Hour),
@@ -357,7 +309,11 @@ func selfSigned(name string) (*pair, error) {
 	}
 	cert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
-	return newPair(name, cert, keyPEM, "placeholder")
+	source := "placeholder"
+	if org != placeholderOrg {
+		source = "self-signed"
+	}
+	return newPair(name, cert, keyPEM, source)
 }
 
 // pairsChange is a Change that writes all pairs into a new version

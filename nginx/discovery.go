@@ -79,7 +79,7 @@ var _ Resolver = (*net.Resolver)(nil)
 // Discovery finds the addresses behind a list of targets: host:port, whose
 // name is resolved, or unix:<glob>, whose matching socket files are listed.
 type Discovery struct {
-	Targets  []string // "sudoku:9000", "127.0.0.1:19000", "unix:/run/sudoku-fcgi/*.sock", ...
+	Targets  []Target // from ParseTargets
 	Resolver Resolver // nil means net.DefaultResolver
 	Timeout  time.Duration
 	// DropRefusing leaves out the addresses that refuse a connection:
@@ -107,10 +107,26 @@ const probeTimeout = 300 * time.Millisecond
 // unixPrefix starts a target that lists socket files.
 const unixPrefix = "unix:"
 
+// Target is one parsed worker target: a host name or IP address with a
+// port, to resolve, or an absolute glob of unix sockets, to list.
+type Target struct {
+	host    string
+	port    uint16
+	pattern string // unix:<pattern>; empty for host:port
+}
+
+// String is the target as it was written: "sudoku:9000" or "unix:/run/x/*.sock".
+func (t Target) String() string {
+	if t.pattern != "" {
+		return unixPrefix + t.pattern
+	}
+	return net.JoinHostPort(t.host, strconv.Itoa(int(t.port)))
+}
+
 // ParseTargets splits a comma-separated list of targets, host:port or
 // unix:<glob> (an absolute filepath.Match pattern), and checks each one.
-func ParseTargets(s string) ([]string, error) {
-	var out []string
+func ParseTargets(s string) ([]Target, error) {
+	var out []Target
 	for _, t := range strings.Split(s, ",") {
 		t = strings.TrimSpace(t)
 		if t == "" {
@@ -120,7 +136,7 @@ func ParseTargets(s string) ([]string, error) {
 			if err := checkSocketPattern(pattern); err != nil {
 				return nil, fmt.Errorf("worker target %q: %w", t, err)
 			}
-			out = append(out, t)
+			out = append(out, Target{pattern: pattern})
 			continue
 		}
 		host, port, err := net.SplitHostPort(t)
@@ -130,15 +146,25 @@ func ParseTargets(s string) ([]string, error) {
 		if host == "" {
 			return nil, fmt.Errorf("worker target %q: empty host", t)
 		}
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
 			return nil, fmt.Errorf("worker target %q: port must be 1-65535", t)
 		}
-		out = append(out, t)
+		out = append(out, Target{host: host, port: uint16(n)})
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no worker target given")
 	}
 	return out, nil
+}
+
+// joinTargets writes targets back as the comma-separated list they came from.
+func joinTargets(targets []Target) string {
+	s := make([]string, len(targets))
+	for i, t := range targets {
+		s[i] = t.String()
+	}
+	return strings.Join(s, ",")
 }
 
 // checkSocketPattern accepts an absolute glob whose matches nginx can take
@@ -200,24 +226,17 @@ func (d *Discovery) Resolve(ctx context.Context) ([]Addr, error) {
 	}
 	var out []Addr
 	for _, t := range d.Targets {
-		if pattern, ok := strings.CutPrefix(t, unixPrefix); ok {
-			socks, err := listSockets(pattern)
+		if t.pattern != "" {
+			socks, err := listSockets(t.pattern)
 			if err != nil {
 				return nil, fmt.Errorf("worker target %q: %w", t, err)
 			}
 			out = append(out, socks...)
 			continue
 		}
-		host, portStr, err := net.SplitHostPort(t)
-		if err != nil {
-			return nil, fmt.Errorf("worker target %q: %w", t, err)
-		}
-		port, err := strconv.ParseUint(portStr, 10, 16)
-		if err != nil {
-			return nil, fmt.Errorf("worker target %q: %w", t, err)
-		}
+		host, port := t.host, t.port
 		if ip, err := netip.ParseAddr(host); err == nil {
-			out = append(out, TCPAddr(netip.AddrPortFrom(ip.Unmap(), uint16(port))))
+			out = append(out, TCPAddr(netip.AddrPortFrom(ip.Unmap(), port)))
 			continue
 		}
 		hosts, err := r.LookupHost(ctx, host)
@@ -232,7 +251,7 @@ func (d *Discovery) Resolve(ctx context.Context) ([]Addr, error) {
 			if err != nil {
 				return nil, fmt.Errorf("resolving %s: bad address %q", host, h)
 			}
-			out = append(out, TCPAddr(netip.AddrPortFrom(ip.Unmap(), uint16(port))))
+			out = append(out, TCPAddr(netip.AddrPortFrom(ip.Unmap(), port)))
 		}
 	}
 	slices.SortFunc(out, Addr.Compare)
@@ -313,24 +332,4 @@ func Diff(prev, next []Addr) (added, removed []Addr) {
 		}
 	}
 	return added, removed
-}
-
-// Watch resolves every interval until ctx ends and calls onChange with the
-// new set whenever it differs from the last one passed (the first call
-// compares against last). Lookup errors go to onError and keep the set.
-func (d *Discovery) Watch(ctx context.Context, interval time.Duration, last []Addr,
-	onChange func(ctx context.Context, addrs []Addr), onError func(error)) {
-	every(ctx, interval, func() {
-		addrs, err := d.Resolve(ctx)
-		if err != nil {
-			if ctx.Err() == nil && onError != nil {
-				onError(err)
-			}
-			return
-		}
-		if !slices.Equal(addrs, last) {
-			onChange(ctx, addrs)
-			last = addrs
-		}
-	})
 }

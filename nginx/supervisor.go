@@ -29,7 +29,7 @@ type Supervisor struct {
 	// admission.conf, tls.conf, trusted-clients.conf, and certs/ with TLS.
 	RunDir string
 
-	Workers         string        // comma-separated host:port and unix:<glob> targets (ParseTargets)
+	Workers         []Target      // at least one (ParseTargets)
 	Resolver        Resolver      // nil means net.DefaultResolver
 	ResolveInterval time.Duration // how often the workers are resolved again; > 0
 	BudgetHold      time.Duration // Budget.Hold
@@ -86,9 +86,8 @@ func (s *Supervisor) path(name string) string { return filepath.Join(s.RunDir, n
 // exits otherwise (on its own or at the stop), and any other error when
 // nginx could not be started.
 func (s *Supervisor) Run(ctx context.Context) error {
-	targets, err := ParseTargets(s.Workers)
-	if err != nil {
-		return err
+	if len(s.Workers) == 0 {
+		return errors.New("nginx: Supervisor needs a worker target")
 	}
 	if s.ResolveInterval <= 0 {
 		return errors.New("nginx: Supervisor needs a positive ResolveInterval")
@@ -103,7 +102,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if err := os.MkdirAll(s.RunDir, 0o755); err != nil {
 		return fmt.Errorf("creating run directory: %w", err)
 	}
-	s.disc = &Discovery{Targets: targets, Resolver: s.Resolver, Timeout: s.ResolveInterval, DropRefusing: true}
+	s.disc = &Discovery{Targets: s.Workers, Resolver: s.Resolver, Timeout: s.ResolveInterval, DropRefusing: true}
 	// nginx's error log (its stderr) goes through a relay that holds back
 	// floods; its access log (stdout) is buffered by nginx itself.
 	errR, errW, err := os.Pipe()
@@ -118,7 +117,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if err := s.writeStartFiles(ctx); err != nil {
 		return err
 	}
-	if s.tls, err = newEdgeTLS(s); err != nil {
+	if s.tls, err = newEdgeTLS(s.TLS, s.RunDir, s.ChallengeListen, s.applier, s.Metrics, s.Log); err != nil {
 		return err
 	}
 	defer s.tls.stop() // stops certmagic's goroutines on every way out; safe twice
@@ -273,7 +272,7 @@ func (s *Supervisor) applyWorkers(ctx context.Context, next []Addr, msg string) 
 		s.Log.Error().Err(err).Msg("rendering the upstream files")
 		return
 	}
-	outcome, err := s.apply(ctx, upstream...)
+	outcome, err := applyCounted(ctx, s.applier, s.Metrics, upstream...)
 	ev := s.Log.Info()
 	if err != nil {
 		ev = s.Log.Error().Err(err)
@@ -284,17 +283,17 @@ func (s *Supervisor) applyWorkers(ctx context.Context, next []Addr, msg string) 
 	s.Metrics.workersNow(len(next), n)
 }
 
-// apply is the Applier's Apply, counted.
-func (s *Supervisor) apply(ctx context.Context, changes ...Change) (Outcome, error) {
-	outcome, err := s.applier.Apply(ctx, changes...)
-	s.Metrics.applied(outcome)
+// applyCounted is a's Apply, counted in m.
+func applyCounted(ctx context.Context, a *Applier, m *Metrics, changes ...Change) (Outcome, error) {
+	outcome, err := a.Apply(ctx, changes...)
+	m.applied(outcome)
 	return outcome, err
 }
 
 // upstreamFiles renders servers.conf and admission.conf for addrs and the
 // budget of workers (RenderUpstream). They always change together.
 func (s *Supervisor) upstreamFiles(addrs []Addr, budget int) ([]Change, error) {
-	servers, admission, err := RenderUpstream(s.Workers, addrs, budget, s.UpstreamParams)
+	servers, admission, err := RenderUpstream(joinTargets(s.Workers), addrs, budget, s.UpstreamParams)
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,8 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	c := &config{}
 	s := &c.sup
 	fs := cli.NewFlagSet(name, summary, stdout)
-	fs.StringVar(&s.Workers, "workers", "sudoku:9000", "worker `targets`, comma-separated: host:port to resolve, or unix:<glob> to list the unix sockets that match, e.g. unix:/run/sudoku-fcgi/*.sock")
+	s.Workers, _ = nginx.ParseTargets("sudoku:9000") // a valid constant
+	fs.Var(targetsFlag{&s.Workers}, "workers", "worker `targets`, comma-separated: host:port to resolve, or unix:<glob> to list the unix sockets that match, e.g. unix:/run/sudoku-fcgi/*.sock")
 	s.ResolveInterval, s.BudgetHold = 2*time.Second, time.Minute
 	fs.Var(positiveDuration{&s.ResolveInterval}, "resolve-interval", "`duration` between two lookups of the workers")
 	fs.Var(positiveDuration{&s.BudgetHold}, "budget-hold", "`duration` for which the workers left take a missing worker's share of the requests in flight before it counts as gone (a restart or crash is shorter, a scale-down longer)")
@@ -81,9 +82,6 @@ func (c *config) check() error {
 	if err := nginx.CheckParams(c.sup.UpstreamParams); err != nil {
 		return err
 	}
-	if _, err := nginx.ParseTargets(c.sup.Workers); err != nil {
-		return err
-	}
 	if _, _, err := net.SplitHostPort(c.sup.ChallengeListen); err != nil {
 		return fmt.Errorf("-challenge-listen: %w", err)
 	}
@@ -94,6 +92,30 @@ func (c *config) check() error {
 		return fmt.Errorf("-log-level: %w", err)
 	}
 	return c.tls.validate()
+}
+
+// targetsFlag is a flag.Value that parses worker targets once, at the
+// command line.
+type targetsFlag struct{ t *[]nginx.Target }
+
+func (f targetsFlag) String() string {
+	if f.t == nil {
+		return ""
+	}
+	s := make([]string, len(*f.t))
+	for i, t := range *f.t {
+		s[i] = t.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func (f targetsFlag) Set(s string) error {
+	t, err := nginx.ParseTargets(s)
+	if err != nil {
+		return err
+	}
+	*f.t = t
+	return nil
 }
 
 // positiveDuration is a flag.Value that accepts durations > 0 only.

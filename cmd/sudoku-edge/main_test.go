@@ -29,14 +29,14 @@ func TestParseConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := c.sup
-		if s.Workers != "sudoku:9000" || s.ResolveInterval != 2*time.Second || s.BudgetHold != time.Minute || s.RunDir != "/run/sudoku-edge" ||
+		if (targetsFlag{&s.Workers}).String() != "sudoku:9000" || s.ResolveInterval != 2*time.Second || s.BudgetHold != time.Minute || s.RunDir != "/run/sudoku-edge" ||
 			s.Bin != "nginx" || s.Conf != "/etc/nginx/nginx.conf" || s.ChallengeListen != "127.0.0.1:8081" || s.MetricsListen != ":9145" {
 			t.Errorf("parseConfig(nil) = %+v, want the documented defaults", s)
 		}
 	})
 	t.Run("unix socket targets", func(t *testing.T) {
 		c, err := parseConfig(nil, env{"SUDOKU_EDGE_WORKERS": "unix:/run/sudoku-fcgi/*.sock,other:9000"}.get, io.Discard)
-		if err != nil || c.sup.Workers != "unix:/run/sudoku-fcgi/*.sock,other:9000" {
+		if err != nil || (targetsFlag{&c.sup.Workers}).String() != "unix:/run/sudoku-fcgi/*.sock,other:9000" {
 			t.Errorf("parseConfig(SUDOKU_EDGE_WORKERS=unix:...) = %+v, %v", c, err)
 		}
 	})
@@ -52,7 +52,7 @@ func TestParseConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := c.sup
-		if s.Workers != "w:1" || s.ResolveInterval != 500*time.Millisecond || s.UpstreamParams != "max_fails=0" || s.BudgetHold != 5*time.Minute ||
+		if (targetsFlag{&s.Workers}).String() != "w:1" || s.ResolveInterval != 500*time.Millisecond || s.UpstreamParams != "max_fails=0" || s.BudgetHold != 5*time.Minute ||
 			s.MetricsListen != "127.0.0.1:19145" {
 			t.Errorf("parseConfig = %+v", s)
 		}
@@ -98,7 +98,7 @@ func TestHelp(t *testing.T) {
 	help := out.String()
 	for _, want := range []string{
 		"Usage: sudoku-edge [flags]",
-		"-workers targets\n", "unix:<glob>", "$SUDOKU_EDGE_WORKERS", `(default "sudoku:9000")`, "-resolve-interval duration\n", "-budget-hold duration\n", "(default 2s)",
+		"-workers targets\n", "unix:<glob>", "$SUDOKU_EDGE_WORKERS", "(default sudoku:9000)", "-resolve-interval duration\n", "-budget-hold duration\n", "(default 2s)",
 		"-upstream-params parameters\n", "nginx parameters after each upstream server address, e.g. max_fails=0 ($SUDOKU_EDGE_UPSTREAM_PARAMS)\n",
 		"-metrics-listen address\n", `(default ":9145") ($SUDOKU_EDGE_METRICS_LISTEN)`,
 		"-tls-domains names\n", "-tls-hsts-max-age seconds\n", "(default 63072000) ($SUDOKU_EDGE_TLS_HSTS_MAX_AGE)",
