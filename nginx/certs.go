@@ -28,8 +28,8 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// CertOptions configures a CertManager.
-type CertOptions struct {
+// certOptions configures a CertManager.
+type certOptions struct {
 	Domains      []string       // one certificate per name
 	Email        string         // ACME account contact; may be empty
 	CA           string         // ACME directory URL
@@ -51,11 +51,11 @@ type CertOptions struct {
 	Failures prometheus.Counter
 }
 
-// CertManager keeps one certificate per domain with certmagic (ACME,
+// certManager keeps one certificate per domain with certmagic (ACME,
 // HTTP-01 only) and hands every new pair out as a Change for nginx; it
 // never checks or reloads nginx itself. Due tells when to ask for one.
-type CertManager struct {
-	opts   CertOptions
+type certManager struct {
+	opts   certOptions
 	log    zerolog.Logger
 	cache  *certmagic.Cache
 	cfg    *certmagic.Config
@@ -65,15 +65,15 @@ type CertManager struct {
 	stopOnce sync.Once
 }
 
-// NewCertManager configures certmagic. It does not touch the network.
-func NewCertManager(opts CertOptions, log zerolog.Logger) (*CertManager, error) {
+// newCertManager configures certmagic. It does not touch the network.
+func newCertManager(opts certOptions, log zerolog.Logger) (*certManager, error) {
 	if len(opts.Domains) == 0 {
 		return nil, errors.New("nginx: no domain to manage")
 	}
 	if opts.CA == "" || opts.StoragePath == "" || opts.ExportDir == "" || opts.ChallengePort == 0 {
 		return nil, errors.New("nginx: CertOptions needs CA, StoragePath, ExportDir and ChallengePort")
 	}
-	m := &CertManager{opts: opts, log: log, kick: make(chan struct{}, 1)}
+	m := &certManager{opts: opts, log: log, kick: make(chan struct{}, 1)}
 	zl := newZapLogger(log.With().Str("component", "certmagic").Logger())
 	m.cache = certmagic.NewCache(certmagic.CacheOptions{
 		GetConfigForCert: func(certmagic.Certificate) (*certmagic.Config, error) { return m.cfg, nil },
@@ -102,7 +102,7 @@ func NewCertManager(opts CertOptions, log zerolog.Logger) (*CertManager, error) 
 
 // onEvent runs synchronously inside certmagic: it only records that an
 // export is due.
-func (m *CertManager) onEvent(ctx context.Context, event string, data map[string]any) error {
+func (m *certManager) onEvent(ctx context.Context, event string, data map[string]any) error {
 	switch event {
 	case "cert_obtained", "cached_managed_cert":
 		m.log.Info().Str("event", event).Interface("identifier", data["identifier"]).
@@ -123,19 +123,19 @@ func (m *CertManager) onEvent(ctx context.Context, event string, data map[string
 
 // HTTPChallengeHandler answers ACME HTTP-01 challenges and passes every
 // other request to next.
-func (m *CertManager) HTTPChallengeHandler(next http.Handler) http.Handler {
+func (m *certManager) HTTPChallengeHandler(next http.Handler) http.Handler {
 	return m.issuer.HTTPChallengeHandler(next)
 }
 
 // Due receives a value when a certificate was obtained or loaded: the
 // pairs in storage may differ from the exported ones (see Pairs).
-func (m *CertManager) Due() <-chan struct{} { return m.kick }
+func (m *certManager) Due() <-chan struct{} { return m.kick }
 
 // Prepare makes sure a pair exists for every domain before nginx starts:
 // the certificate from storage when there is one, else the one exported
 // earlier, else a self-signed placeholder. It writes them without checking
 // nginx, which is not running yet, and returns what it wrote.
-func (m *CertManager) Prepare(ctx context.Context) (*pairsChange, error) {
+func (m *certManager) Prepare(ctx context.Context) (*pairsChange, error) {
 	ch, err := m.pairs(ctx, true)
 	if err != nil {
 		return nil, err
@@ -151,17 +151,17 @@ func (m *CertManager) Prepare(ctx context.Context) (*pairsChange, error) {
 // nginx when they differ from the exported ones. A pair missing from
 // storage keeps what is exported (the placeholder at first). Call Exported
 // once nginx has accepted it.
-func (m *CertManager) Pairs(ctx context.Context) (*pairsChange, error) {
+func (m *certManager) Pairs(ctx context.Context) (*pairsChange, error) {
 	return m.pairs(ctx, false)
 }
 
 // Exported prunes the version directories that ch made old.
-func (m *CertManager) Exported(ch *pairsChange) { m.prune(ch.current()) }
+func (m *certManager) Exported(ch *pairsChange) { m.prune(ch.current()) }
 
 // Run starts certmagic's management of the certificates: it obtains and
 // renews in the background (nginx must be running, it carries HTTP-01)
 // until Stop, and sends on Due after each certificate it obtains.
-func (m *CertManager) Run(ctx context.Context) error {
+func (m *certManager) Run(ctx context.Context) error {
 	if err := m.cfg.ManageAsync(ctx, m.opts.Domains); err != nil {
 		return fmt.Errorf("managing certificates: %w", err)
 	}
@@ -170,13 +170,13 @@ func (m *CertManager) Run(ctx context.Context) error {
 
 // Renew renews name now, even when it is not due (force). Tests use it:
 // Pebble's certificates last five years.
-func (m *CertManager) Renew(ctx context.Context, name string, force bool) error {
+func (m *certManager) Renew(ctx context.Context, name string, force bool) error {
 	return m.cfg.RenewCertSync(ctx, name, force)
 }
 
 // Stop stops certmagic's maintenance goroutines and removes its locks.
 // It is safe to call more than once.
-func (m *CertManager) Stop() {
+func (m *certManager) Stop() {
 	m.stopOnce.Do(func() {
 		m.cache.Stop()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -201,7 +201,7 @@ const placeholderOrg = "sudoku-edge placeholder"
 
 // pairsChange gathers the pair for each domain. With placeholder set, a
 // domain with neither a stored nor an exported pair gets a self-signed one.
-func (m *CertManager) pairs(ctx context.Context, placeholder bool) (*pairsChange, error) {
+func (m *certManager) pairs(ctx context.Context, placeholder bool) (*pairsChange, error) {
 	ch := &pairsChange{dir: m.opts.ExportDir}
 	for _, d := range m.opts.Domains {
 		p, err := m.storedPair(ctx, d)
@@ -225,7 +225,7 @@ func (m *CertManager) pairs(ctx context.Context, placeholder bool) (*pairsChange
 	return ch, nil
 }
 
-func (m *CertManager) storedPair(ctx context.Context, d string) (*pair, error) {
+func (m *certManager) storedPair(ctx context.Context, d string) (*pair, error) {
 	ik := m.issuer.IssuerKey()
 	cert, err := m.cfg.Storage.Load(ctx, certmagic.StorageKeys.SiteCert(ik, d))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -241,7 +241,7 @@ func (m *CertManager) storedPair(ctx context.Context, d string) (*pair, error) {
 	return newPair(d, cert, key, "storage")
 }
 
-func (m *CertManager) exportedPair(d string) *pair {
+func (m *certManager) exportedPair(d string) *pair {
 	live := filepath.Join(m.opts.ExportDir, "live")
 	cert, err1 := os.ReadFile(filepath.Join(live, d+".crt"))
 	key, err2 := os.ReadFile(filepath.Join(live, d+".key"))
@@ -361,10 +361,10 @@ func (c *pairsChange) Stage() (func() error, bool, error) {
 		return nil, false, err
 	}
 	for _, p := range c.pairs {
-		if err := WriteFileAtomic(filepath.Join(vdir, p.name+".crt"), p.cert, 0o644); err != nil {
+		if err := writeFileAtomic(filepath.Join(vdir, p.name+".crt"), p.cert, 0o644); err != nil {
 			return nil, false, err
 		}
-		if err := WriteFileAtomic(filepath.Join(vdir, p.name+".key"), p.key, 0o600); err != nil {
+		if err := writeFileAtomic(filepath.Join(vdir, p.name+".key"), p.key, 0o600); err != nil {
 			return nil, false, err
 		}
 	}
@@ -407,7 +407,7 @@ func swapSymlink(link, target string) error {
 
 // prune removes version directories other than keep and the newest other
 // one (a reload still in progress may read it).
-func (m *CertManager) prune(keep string) {
+func (m *certManager) prune(keep string) {
 	entries, err := os.ReadDir(m.opts.ExportDir)
 	if err != nil {
 		return

@@ -64,12 +64,12 @@ func TestCertManagerPebble(t *testing.T) {
 	logger := nginxtest.Logger(t)
 
 	back := backend(t, "hello")
-	servers, _ := RenderServers("test", aps(back.String()), "")
-	if err := WriteFileAtomic(filepath.Join(dir, "servers.conf"), servers, 0o644); err != nil {
+	servers, _ := renderServers("test", aps(back.String()), "")
+	if err := writeFileAtomic(filepath.Join(dir, "servers.conf"), servers, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	proc := &Process{Bin: bin, Prefix: dir, Conf: conf, Stdout: os.Stderr, Stderr: os.Stderr}
-	applier := &Applier{Checker: proc, Reloader: proc, Log: logger}
+	proc := &nginxProcess{Bin: bin, Prefix: dir, Conf: conf, Stdout: os.Stderr, Stderr: os.Stderr}
+	applier := &configApplier{Checker: proc, Reloader: proc, Log: logger}
 
 	opts := &TLSOptions{
 		Domains: []string{testDomain}, Email: "ops@sudoku.test", CA: pebble.URL, TrustedRoots: pebble.Trust,

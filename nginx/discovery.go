@@ -17,21 +17,21 @@ import (
 	"time"
 )
 
-// Addr is a worker's address: an IP address and port, or the path of a
+// workerAddr is a worker's address: an IP address and port, or the path of a
 // unix socket. It is comparable, so it keys maps and compares with ==.
-type Addr struct {
+type workerAddr struct {
 	ip   netip.AddrPort
 	path string // unix socket; empty for TCP
 }
 
-// TCPAddr is the worker address ap.
-func TCPAddr(ap netip.AddrPort) Addr { return Addr{ip: ap} }
+// tcpAddr is the worker address ap.
+func tcpAddr(ap netip.AddrPort) workerAddr { return workerAddr{ip: ap} }
 
-// UnixAddr is the worker address of the unix socket at path.
-func UnixAddr(path string) Addr { return Addr{path: path} }
+// unixAddr is the worker address of the unix socket at path.
+func unixAddr(path string) workerAddr { return workerAddr{path: path} }
 
 // Network is "unix" for a socket path, "tcp" otherwise, as net.Dial takes it.
-func (a Addr) Network() string {
+func (a workerAddr) Network() string {
 	if a.path != "" {
 		return "unix"
 	}
@@ -40,7 +40,7 @@ func (a Addr) Network() string {
 
 // String is the address as nginx's server directive takes it:
 // "172.18.0.3:9000", "[fd00::1]:9000" or "unix:/run/sudoku-fcgi/a.sock".
-func (a Addr) String() string {
+func (a workerAddr) String() string {
 	if a.path != "" {
 		return "unix:" + a.path
 	}
@@ -48,7 +48,7 @@ func (a Addr) String() string {
 }
 
 // dialAddress is the address as net.Dial takes it with Network.
-func (a Addr) dialAddress() string {
+func (a workerAddr) dialAddress() string {
 	if a.path != "" {
 		return a.path
 	}
@@ -57,7 +57,7 @@ func (a Addr) dialAddress() string {
 
 // Compare orders TCP addresses first, as netip.AddrPort.Compare does, then
 // socket paths by name.
-func (a Addr) Compare(b Addr) int {
+func (a workerAddr) Compare(b workerAddr) int {
 	switch {
 	case a.path == "" && b.path == "":
 		return a.ip.Compare(b.ip)
@@ -69,18 +69,18 @@ func (a Addr) Compare(b Addr) int {
 	return strings.Compare(a.path, b.path)
 }
 
-// Resolver looks a host name up, as *net.Resolver does. It MUST honour ctx.
-type Resolver interface {
+// resolver looks a host name up, as *net.resolver does. It MUST honour ctx.
+type resolver interface {
 	LookupHost(ctx context.Context, host string) ([]string, error)
 }
 
-var _ Resolver = (*net.Resolver)(nil)
+var _ resolver = (*net.Resolver)(nil)
 
-// Discovery finds the addresses behind a list of targets: host:port, whose
+// workerDiscovery finds the addresses behind a list of targets: host:port, whose
 // name is resolved, or unix:<glob>, whose matching socket files are listed.
-type Discovery struct {
+type workerDiscovery struct {
 	Targets  []Target // from ParseTargets
-	Resolver Resolver // nil means net.DefaultResolver
+	Resolver resolver // nil means net.DefaultResolver
 	Timeout  time.Duration
 	// DropRefusing leaves out the addresses that refuse a connection:
 	// a worker that drains closes its listener at once, but its name
@@ -97,8 +97,8 @@ type Discovery struct {
 
 	// refused holds the addresses dropped for refusing and not accepted
 	// since; probe replaces the connect in tests.
-	refused map[Addr]bool
-	probe   func(ctx context.Context, a Addr) error
+	refused map[workerAddr]bool
+	probe   func(ctx context.Context, a workerAddr) error
 }
 
 // probeTimeout bounds one DropRefusing connect.
@@ -192,18 +192,18 @@ func safeSocketPath(path string) bool {
 // listSockets returns the unix sockets among the files matching pattern.
 // Other files, and names nginx would misread (see safeSocketPath), are
 // left out; a missing directory matches nothing.
-func listSockets(pattern string) ([]Addr, error) {
+func listSockets(pattern string) ([]workerAddr, error) {
 	paths, err := filepath.Glob(pattern)
 	if err != nil {
 		return nil, err
 	}
-	var out []Addr
+	var out []workerAddr
 	for _, p := range paths {
 		fi, err := os.Lstat(p)
 		if err != nil || fi.Mode().Type() != fs.ModeSocket || !safeSocketPath(p) {
 			continue // gone since the listing, not a socket, or unfit for nginx
 		}
-		out = append(out, UnixAddr(p))
+		out = append(out, unixAddr(p))
 	}
 	return out, nil
 }
@@ -214,7 +214,7 @@ func listSockets(pattern string) ([]Addr, error) {
 // empties the upstream: callers keep the previous set. A unix:<glob>
 // target contributes the socket files it matches now. With DropRefusing it
 // then probes each address, and is not safe for concurrent use.
-func (d *Discovery) Resolve(ctx context.Context) ([]Addr, error) {
+func (d *workerDiscovery) Resolve(ctx context.Context) ([]workerAddr, error) {
 	r := d.Resolver
 	if r == nil {
 		r = net.DefaultResolver
@@ -224,7 +224,7 @@ func (d *Discovery) Resolve(ctx context.Context) ([]Addr, error) {
 		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
 		defer cancel()
 	}
-	var out []Addr
+	var out []workerAddr
 	for _, t := range d.Targets {
 		if t.pattern != "" {
 			socks, err := listSockets(t.pattern)
@@ -236,7 +236,7 @@ func (d *Discovery) Resolve(ctx context.Context) ([]Addr, error) {
 		}
 		host, port := t.host, t.port
 		if ip, err := netip.ParseAddr(host); err == nil {
-			out = append(out, TCPAddr(netip.AddrPortFrom(ip.Unmap(), port)))
+			out = append(out, tcpAddr(netip.AddrPortFrom(ip.Unmap(), port)))
 			continue
 		}
 		hosts, err := r.LookupHost(ctx, host)
@@ -251,10 +251,10 @@ func (d *Discovery) Resolve(ctx context.Context) ([]Addr, error) {
 			if err != nil {
 				return nil, fmt.Errorf("resolving %s: bad address %q", host, h)
 			}
-			out = append(out, TCPAddr(netip.AddrPortFrom(ip.Unmap(), port)))
+			out = append(out, tcpAddr(netip.AddrPortFrom(ip.Unmap(), port)))
 		}
 	}
-	slices.SortFunc(out, Addr.Compare)
+	slices.SortFunc(out, workerAddr.Compare)
 	out = slices.Compact(out)
 	if d.DropRefusing {
 		out = d.dropRefusing(ctx, out)
@@ -265,7 +265,7 @@ func (d *Discovery) Resolve(ctx context.Context) ([]Addr, error) {
 // dropRefusing connects to every address at once and returns those that
 // accepted, and those that timed out without having refused before. It is
 // not safe for concurrent use.
-func (d *Discovery) dropRefusing(ctx context.Context, addrs []Addr) []Addr {
+func (d *workerDiscovery) dropRefusing(ctx context.Context, addrs []workerAddr) []workerAddr {
 	type outcome int
 	const (
 		accepted outcome = iota
@@ -292,7 +292,7 @@ func (d *Discovery) dropRefusing(ctx context.Context, addrs []Addr) []Addr {
 		})
 	}
 	wg.Wait()
-	next := map[Addr]bool{}
+	next := map[workerAddr]bool{}
 	kept := addrs[:0]
 	for i, a := range addrs {
 		switch {
@@ -307,7 +307,7 @@ func (d *Discovery) dropRefusing(ctx context.Context, addrs []Addr) []Addr {
 }
 
 // connect opens a connection to a and closes it.
-func connect(ctx context.Context, a Addr) error {
+func connect(ctx context.Context, a workerAddr) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var dialer net.Dialer
@@ -318,16 +318,16 @@ func connect(ctx context.Context, a Addr) error {
 	return err
 }
 
-// Diff returns the addresses only in next (added) and only in prev
+// diffAddrs returns the addresses only in next (added) and only in prev
 // (removed). Both inputs must be sorted.
-func Diff(prev, next []Addr) (added, removed []Addr) {
+func diffAddrs(prev, next []workerAddr) (added, removed []workerAddr) {
 	for _, a := range next {
-		if _, found := slices.BinarySearchFunc(prev, a, Addr.Compare); !found {
+		if _, found := slices.BinarySearchFunc(prev, a, workerAddr.Compare); !found {
 			added = append(added, a)
 		}
 	}
 	for _, a := range prev {
-		if _, found := slices.BinarySearchFunc(next, a, Addr.Compare); !found {
+		if _, found := slices.BinarySearchFunc(next, a, workerAddr.Compare); !found {
 			removed = append(removed, a)
 		}
 	}

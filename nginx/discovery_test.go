@@ -47,13 +47,13 @@ func (f *fakeResolver) set(host string, addrs ...string) {
 }
 
 // aps parses worker addresses: ip:port, or unix:<path>.
-func aps(ss ...string) []Addr {
-	var out []Addr
+func aps(ss ...string) []workerAddr {
+	var out []workerAddr
 	for _, s := range ss {
 		if path, ok := strings.CutPrefix(s, "unix:"); ok {
-			out = append(out, UnixAddr(path))
+			out = append(out, unixAddr(path))
 		} else {
-			out = append(out, TCPAddr(netip.MustParseAddrPort(s)))
+			out = append(out, tcpAddr(netip.MustParseAddrPort(s)))
 		}
 	}
 	return out
@@ -66,7 +66,7 @@ func TestResolve(t *testing.T) {
 		targets []string
 		answers map[string][]string
 		err     error
-		want    []Addr
+		want    []workerAddr
 		wantErr bool
 	}{
 		{name: "two replicas, sorted",
@@ -93,7 +93,7 @@ func TestResolve(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &fakeResolver{answers: tt.answers, err: tt.err}
-			d := &Discovery{Targets: targets(t, tt.targets...), Resolver: r}
+			d := &workerDiscovery{Targets: targets(t, tt.targets...), Resolver: r}
 			got, err := d.Resolve(context.Background())
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Resolve(%v) error = %v, wantErr %v", tt.targets, err, tt.wantErr)
@@ -132,14 +132,14 @@ func TestParseTargets(t *testing.T) {
 }
 
 func TestDiff(t *testing.T) {
-	added, removed := Diff(aps("10.0.0.1:1", "10.0.0.2:1"), aps("10.0.0.2:1", "10.0.0.3:1"))
+	added, removed := diffAddrs(aps("10.0.0.1:1", "10.0.0.2:1"), aps("10.0.0.2:1", "10.0.0.3:1"))
 	if !slices.Equal(added, aps("10.0.0.3:1")) || !slices.Equal(removed, aps("10.0.0.1:1")) {
 		t.Errorf("Diff = +%v -%v, want +[10.0.0.3:1] -[10.0.0.1:1]", added, removed)
 	}
 }
 
 func TestResolveHonoursTimeout(t *testing.T) {
-	d := &Discovery{Targets: targets(t, "sudoku:9000"), Resolver: blockingResolver{}, Timeout: 20 * time.Millisecond}
+	d := &workerDiscovery{Targets: targets(t, "sudoku:9000"), Resolver: blockingResolver{}, Timeout: 20 * time.Millisecond}
 	_, err := d.Resolve(context.Background())
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Resolve with a hanging resolver: error = %v, want DeadlineExceeded", err)
@@ -170,7 +170,7 @@ func TestResolveDropsRefusing(t *testing.T) {
 	openAddr := open.Addr().String()
 
 	for _, drop := range []bool{false, true} {
-		d := &Discovery{Targets: targets(t, openAddr, closedAddr), DropRefusing: drop}
+		d := &workerDiscovery{Targets: targets(t, openAddr, closedAddr), DropRefusing: drop}
 		got, err := d.Resolve(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -200,9 +200,9 @@ func TestResolveRefusedStaysOutUntilAccepted(t *testing.T) {
 		{map[string]error{w1: nil, w2: nil}, []string{w1, w2}},
 		{map[string]error{w1: context.DeadlineExceeded, w2: nil}, []string{w1, w2}},
 	}
-	d := &Discovery{Targets: targets(t, w1, w2), DropRefusing: true}
+	d := &workerDiscovery{Targets: targets(t, w1, w2), DropRefusing: true}
 	for i, st := range steps {
-		d.probe = func(_ context.Context, a Addr) error { return st.probe[a.String()] }
+		d.probe = func(_ context.Context, a workerAddr) error { return st.probe[a.String()] }
 		got, err := d.Resolve(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -244,7 +244,7 @@ func TestResolveUnixGlob(t *testing.T) {
 		t.Fatal(err)
 	}
 	list := []string{"unix:" + dir + "/*.sock", "127.0.0.1:19000", "unix:" + dir + "/missing/*.sock"}
-	d := &Discovery{Targets: targets(t, list...), DropRefusing: false}
+	d := &workerDiscovery{Targets: targets(t, list...), DropRefusing: false}
 	got, err := d.Resolve(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +265,7 @@ func TestResolveDropsStaleSocket(t *testing.T) {
 	dir := t.TempDir()
 	listenUnix(t, dir+"/live.sock", false)
 	listenUnix(t, dir+"/stale.sock", true)
-	d := &Discovery{Targets: targets(t, "unix:"+dir+"/*.sock"), DropRefusing: true}
+	d := &workerDiscovery{Targets: targets(t, "unix:"+dir+"/*.sock"), DropRefusing: true}
 	got, err := d.Resolve(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -289,18 +289,18 @@ func TestResolveDropsStaleSocket(t *testing.T) {
 // refusing, and the probe dials it over unix.
 func TestConnectUnix(t *testing.T) {
 	dir := t.TempDir()
-	if err := connect(context.Background(), UnixAddr(dir+"/gone.sock")); !errors.Is(err, syscall.ENOENT) {
+	if err := connect(context.Background(), unixAddr(dir+"/gone.sock")); !errors.Is(err, syscall.ENOENT) {
 		t.Errorf("connect to a missing socket = %v, want ENOENT", err)
 	}
 	listenUnix(t, dir+"/stale.sock", true)
-	if err := connect(context.Background(), UnixAddr(dir+"/stale.sock")); !errors.Is(err, syscall.ECONNREFUSED) {
+	if err := connect(context.Background(), unixAddr(dir+"/stale.sock")); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("connect to a stale socket = %v, want ECONNREFUSED", err)
 	}
 	listenUnix(t, dir+"/live.sock", false)
-	if err := connect(context.Background(), UnixAddr(dir+"/live.sock")); err != nil {
+	if err := connect(context.Background(), unixAddr(dir+"/live.sock")); err != nil {
 		t.Errorf("connect to a live socket = %v, want nil", err)
 	}
-	d := &Discovery{DropRefusing: true, probe: func(context.Context, Addr) error { return syscall.ENOENT }}
+	d := &workerDiscovery{DropRefusing: true, probe: func(context.Context, workerAddr) error { return syscall.ENOENT }}
 	if got := d.dropRefusing(context.Background(), aps("unix:/run/w.sock")); len(got) != 0 {
 		t.Errorf("dropRefusing with ENOENT kept %v", got)
 	}
@@ -310,7 +310,7 @@ func TestConnectUnix(t *testing.T) {
 // rendered servers.conf stays as before), then socket paths.
 func TestAddrCompare(t *testing.T) {
 	in := aps("unix:/b.sock", "10.0.0.10:9000", "unix:/a.sock", "10.0.0.9:9000", "[::1]:1")
-	slices.SortFunc(in, Addr.Compare)
+	slices.SortFunc(in, workerAddr.Compare)
 	want := aps("10.0.0.9:9000", "10.0.0.10:9000", "[::1]:1", "unix:/a.sock", "unix:/b.sock")
 	if !slices.Equal(in, want) {
 		t.Errorf("sorted = %v, want %v", in, want)

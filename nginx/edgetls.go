@@ -39,11 +39,11 @@ type TLSOptions struct {
 
 // tlsSites lists the domains with the files nginx reads for them, in
 // certDir/live (see pairsChange).
-func tlsSites(domains []string, certDir string) []TLSSite {
+func tlsSites(domains []string, certDir string) []tlsSite {
 	live := filepath.Join(certDir, "live")
-	var out []TLSSite
+	var out []tlsSite
 	for _, d := range domains {
-		out = append(out, TLSSite{Name: d,
+		out = append(out, tlsSite{Name: d,
 			CertFile: filepath.Join(live, d+".crt"), KeyFile: filepath.Join(live, d+".key")})
 	}
 	return out
@@ -53,9 +53,9 @@ func tlsSites(domains []string, certDir string) []TLSSite {
 // the options.
 func renderTLSConf(o *TLSOptions, certDir, challengeListen string) ([]byte, error) {
 	if o == nil {
-		return RenderTLS(TLSServer{})
+		return renderTLS(tlsServer{})
 	}
-	return RenderTLS(TLSServer{
+	return renderTLS(tlsServer{
 		Sites: tlsSites(o.Domains, certDir), CA: o.CA, HTTPSListen: o.HTTPSListen, Locations: o.Locations,
 		HSTS: o.HSTS, HSTSMaxAge: o.HSTSMaxAge,
 		Redirect: o.Redirect, HTTPListen: o.HTTPListen, ChallengeAddr: challengeListen, RedirectPort: o.RedirectPort,
@@ -65,11 +65,11 @@ func renderTLSConf(o *TLSOptions, certDir, challengeListen string) ([]byte, erro
 // edgeTLS is the TLS side of a Supervisor: tls.conf, and with TLS on the
 // CertManager whose pairs it applies together with tls.conf.
 type edgeTLS struct {
-	certs    *CertManager // nil with TLS off
-	tlsFile  FileChange
+	certs    *certManager // nil with TLS off
+	tlsFile  fileChange
 	domains  []string
 	httpAddr string // where nginx's plain HTTP server can be dialled
-	applier  *Applier
+	applier  *configApplier
 	metrics  *Metrics
 	log      zerolog.Logger
 
@@ -77,7 +77,7 @@ type edgeTLS struct {
 }
 
 // newEdgeTLS renders tls.conf and, with o set, configures the certificates.
-func newEdgeTLS(o *TLSOptions, runDir, challengeListen string, applier *Applier, metrics *Metrics, log zerolog.Logger) (*edgeTLS, error) {
+func newEdgeTLS(o *TLSOptions, runDir, challengeListen string, applier *configApplier, metrics *Metrics, log zerolog.Logger) (*edgeTLS, error) {
 	m := &edgeTLS{applier: applier, metrics: metrics, log: log}
 	certDir := filepath.Join(runDir, "certs")
 	if o != nil && o.CertDir != "" {
@@ -87,7 +87,7 @@ func newEdgeTLS(o *TLSOptions, runDir, challengeListen string, applier *Applier,
 	if err != nil {
 		return nil, err
 	}
-	m.tlsFile = FileChange{Path: filepath.Join(runDir, "tls.conf"), Data: conf}
+	m.tlsFile = fileChange{Path: filepath.Join(runDir, "tls.conf"), Data: conf}
 	if o == nil {
 		return m, nil
 	}
@@ -98,7 +98,7 @@ func newEdgeTLS(o *TLSOptions, runDir, challengeListen string, applier *Applier,
 	if err != nil || chPort == 0 {
 		return nil, fmt.Errorf("challenge listener: TLS needs a fixed port, got %q", challengeListen)
 	}
-	m.certs, err = NewCertManager(CertOptions{
+	m.certs, err = newCertManager(certOptions{
 		Domains: o.Domains, Email: o.Email, CA: o.CA, TrustedRoots: o.TrustedRoots,
 		StoragePath: o.StoragePath, ExportDir: certDir, ChallengePort: chPort,
 		Failures: metrics.certFailuresCounter(),
@@ -130,12 +130,12 @@ func (m *edgeTLS) prepare(ctx context.Context) error {
 
 // export applies the pairs in storage together with tls.conf (nginx -t,
 // reload) and, once nginx reads them, reports them in the metrics.
-func (m *edgeTLS) export(ctx context.Context) (Outcome, error) {
+func (m *edgeTLS) export(ctx context.Context) (applyOutcome, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ch, err := m.certs.Pairs(ctx)
 	if err != nil {
-		return Failed, err
+		return failed, err
 	}
 	outcome, err := applyCounted(ctx, m.applier, m.metrics, m.tlsFile, ch)
 	if err != nil {
@@ -143,7 +143,7 @@ func (m *edgeTLS) export(ctx context.Context) (Outcome, error) {
 	}
 	m.certs.Exported(ch)
 	m.live(ch)
-	if outcome == Reloaded {
+	if outcome == reloaded {
 		for _, p := range ch.pairs {
 			m.log.Info().Str("domain", p.name).Str("source", p.source).Str("serial", p.serial).
 				Time("not_after", p.notAfter).Msg("certificate exported to nginx")

@@ -25,7 +25,7 @@ func TestExportRevertsRejectedPair(t *testing.T) {
 		return testutil.ToFloat64(metrics.certPlaceholder.WithLabelValues("a.example.com"))
 	}
 	fake := &fakeNginx{}
-	applier := &Applier{Checker: fake, Reloader: fake, Log: zerolog.Nop()}
+	applier := &configApplier{Checker: fake, Reloader: fake, Log: zerolog.Nop()}
 	et, err := newEdgeTLS(&TLSOptions{
 		Domains: []string{"a.example.com"}, CA: "https://127.0.0.1:1/dir", // never contacted: run is not called
 		StoragePath: filepath.Join(dir, "acme"), HTTPSListen: "8443", Locations: "/etc/nginx/sudoku-locations.conf",
@@ -51,7 +51,7 @@ func TestExportRevertsRejectedPair(t *testing.T) {
 	}
 
 	// Nothing new in storage: nothing to do, no check.
-	if got, err := et.export(ctx); got != Unchanged || err != nil || fake.checks != 0 {
+	if got, err := et.export(ctx); got != unchanged || err != nil || fake.checks != 0 {
 		t.Fatalf("Export with nothing new = %v, %v (%d checks); want unchanged, no check", got, err, fake.checks)
 	}
 
@@ -73,7 +73,7 @@ func TestExportRevertsRejectedPair(t *testing.T) {
 	store()
 	applier.Checker = rejecter{}
 	got, err := et.export(ctx)
-	if got != Rejected || !errors.Is(err, ErrRejected) {
+	if got != rejected || !errors.Is(err, errRejected) {
 		t.Fatalf("Export with a pair nginx rejects = %v, %v; want rejected", got, err)
 	}
 	if now, _ := os.Readlink(live); now != first {
@@ -96,7 +96,7 @@ func TestExportRevertsRejectedPair(t *testing.T) {
 	var last *pair
 	for range 3 {
 		last = store()
-		if got, err := et.export(ctx); got != Reloaded || err != nil {
+		if got, err := et.export(ctx); got != reloaded || err != nil {
 			t.Fatalf("Export with an accepted pair = %v, %v; want reloaded", got, err)
 		}
 	}

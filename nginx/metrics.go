@@ -43,7 +43,7 @@ func NewMetrics() *Metrics {
 		certFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: name("certificate_failures_total"),
 			Help: "Certificate orders and renewals that failed (certmagic retries them)."}),
 	}
-	for _, o := range []Outcome{Reloaded, Rejected, Failed} {
+	for _, o := range []applyOutcome{reloaded, rejected, failed} {
 		m.configApplies.WithLabelValues(o.String())
 	}
 	return m
@@ -76,8 +76,8 @@ func (m *Metrics) workersNow(workers, budget int) {
 	m.budget.Set(float64(budget))
 }
 
-func (m *Metrics) applied(o Outcome) {
-	if m == nil || o == Unchanged {
+func (m *Metrics) applied(o applyOutcome) {
+	if m == nil || o == unchanged {
 		return
 	}
 	m.configApplies.WithLabelValues(o.String()).Inc()

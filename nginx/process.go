@@ -11,9 +11,9 @@ import (
 	"syscall"
 )
 
-// Process runs one nginx master in the foreground and talks to it with
+// nginxProcess runs one nginx master in the foreground and talks to it with
 // signals. The zero value is not usable: set at least Bin and Conf.
-type Process struct {
+type nginxProcess struct {
 	Bin    string // nginx binary
 	Prefix string // -p; empty keeps nginx's compiled-in prefix
 	Conf   string // -c
@@ -27,14 +27,14 @@ type Process struct {
 }
 
 var (
-	_ Checker  = (*Process)(nil)
-	_ Reloader = (*Process)(nil)
+	_ configChecker = (*nginxProcess)(nil)
+	_ reloader      = (*nginxProcess)(nil)
 )
 
-// ErrNotRunning is returned by signals sent before Start or after exit.
-var ErrNotRunning = errors.New("nginx: master process is not running")
+// errNotRunning is returned by signals sent before Start or after exit.
+var errNotRunning = errors.New("nginx: master process is not running")
 
-func (p *Process) args(extra ...string) []string {
+func (p *nginxProcess) args(extra ...string) []string {
 	var args []string
 	if p.Prefix != "" {
 		args = append(args, "-p", p.Prefix)
@@ -45,7 +45,7 @@ func (p *Process) args(extra ...string) []string {
 
 // Check runs `nginx -t` on the configuration files as they are now. The
 // error carries nginx's own explanation.
-func (p *Process) Check(ctx context.Context) error {
+func (p *nginxProcess) Check(ctx context.Context) error {
 	out, err := exec.CommandContext(ctx, p.Bin, p.args("-t", "-q")...).CombinedOutput()
 	if err != nil {
 		msg := strings.TrimSpace(string(out))
@@ -60,7 +60,7 @@ func (p *Process) Check(ctx context.Context) error {
 // Start starts the master with `-g 'daemon off;'` in its own process group,
 // so that a terminal's Ctrl-C reaches only the supervisor, which then stops
 // nginx gracefully.
-func (p *Process) Start() error {
+func (p *nginxProcess) Start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil {
@@ -85,7 +85,7 @@ func (p *Process) Start() error {
 }
 
 // Done is closed when the master has exited. It is nil before Start.
-func (p *Process) Done() <-chan struct{} {
+func (p *nginxProcess) Done() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.done
@@ -93,10 +93,10 @@ func (p *Process) Done() <-chan struct{} {
 
 // Wait waits for the master to exit and returns its error (an
 // *exec.ExitError for a non-zero status).
-func (p *Process) Wait() error {
+func (p *nginxProcess) Wait() error {
 	done := p.Done()
 	if done == nil {
-		return ErrNotRunning
+		return errNotRunning
 	}
 	<-done
 	p.mu.Lock()
@@ -105,7 +105,7 @@ func (p *Process) Wait() error {
 }
 
 // Pid is the master's process id, or 0 before Start.
-func (p *Process) Pid() int {
+func (p *nginxProcess) Pid() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil {
@@ -116,24 +116,24 @@ func (p *Process) Pid() int {
 
 // Reload asks the master to re-read its configuration (SIGHUP): new workers
 // start with it and old ones finish their requests before they exit.
-func (p *Process) Reload() error { return p.signal(syscall.SIGHUP) }
+func (p *nginxProcess) Reload() error { return p.signal(syscall.SIGHUP) }
 
 // Quit asks the master for a graceful stop (SIGQUIT): it stops accepting
 // and exits after in-flight requests are done.
-func (p *Process) Quit() error { return p.signal(syscall.SIGQUIT) }
+func (p *nginxProcess) Quit() error { return p.signal(syscall.SIGQUIT) }
 
 // Terminate asks for a fast stop (SIGTERM).
-func (p *Process) Terminate() error { return p.signal(syscall.SIGTERM) }
+func (p *nginxProcess) Terminate() error { return p.signal(syscall.SIGTERM) }
 
-func (p *Process) signal(sig syscall.Signal) error {
+func (p *nginxProcess) signal(sig syscall.Signal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil {
-		return ErrNotRunning
+		return errNotRunning
 	}
 	select {
 	case <-p.done:
-		return ErrNotRunning
+		return errNotRunning
 	default:
 	}
 	if err := p.cmd.Process.Signal(sig); err != nil {
@@ -142,9 +142,9 @@ func (p *Process) signal(sig syscall.Signal) error {
 	return nil
 }
 
-// ExitCode maps Wait's error to a process exit status: 0 for nil, nginx's
+// exitCode maps Wait's error to a process exit status: 0 for nil, nginx's
 // status for a normal exit, 128+signal when a signal killed it, 1 otherwise.
-func ExitCode(err error) int {
+func exitCode(err error) int {
 	if err == nil {
 		return 0
 	}

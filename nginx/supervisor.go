@@ -30,7 +30,7 @@ type Supervisor struct {
 	RunDir string
 
 	Workers         []Target      // at least one (ParseTargets)
-	Resolver        Resolver      // nil means net.DefaultResolver
+	resolver        resolver      // nil means net.DefaultResolver
 	ResolveInterval time.Duration // how often the workers are resolved again; > 0
 	BudgetHold      time.Duration // Budget.Hold
 	UpstreamParams  string        // nginx parameters after each server address (RenderUpstream)
@@ -62,12 +62,12 @@ type Supervisor struct {
 	Stderr io.Writer // where nginx's error log is relayed; nil means os.Stderr
 	Log    zerolog.Logger
 
-	proc    *Process
-	applier *Applier
-	disc    *Discovery
+	proc    *nginxProcess
+	applier *configApplier
+	disc    *workerDiscovery
 	tls     *edgeTLS
-	addrs   []Addr // the workers in servers.conf
-	budget  Budget
+	addrs   []workerAddr // the workers in servers.conf
+	budget  workerBudget
 }
 
 // ExitError is nginx's exit with an error; ExitCode is the status to exit
@@ -76,7 +76,7 @@ type ExitError struct{ Err error }
 
 func (e *ExitError) Error() string { return "nginx exited: " + e.Err.Error() }
 func (e *ExitError) Unwrap() error { return e.Err }
-func (e *ExitError) ExitCode() int { return ExitCode(e.Err) }
+func (e *ExitError) ExitCode() int { return exitCode(e.Err) }
 
 func (s *Supervisor) path(name string) string { return filepath.Join(s.RunDir, name) }
 
@@ -102,7 +102,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if err := os.MkdirAll(s.RunDir, 0o755); err != nil {
 		return fmt.Errorf("creating run directory: %w", err)
 	}
-	s.disc = &Discovery{Targets: s.Workers, Resolver: s.Resolver, Timeout: s.ResolveInterval, DropRefusing: true}
+	s.disc = &workerDiscovery{Targets: s.Workers, Resolver: s.resolver, Timeout: s.ResolveInterval, DropRefusing: true}
 	// nginx's error log (its stderr) goes through a relay that holds back
 	// floods; its access log (stdout) is buffered by nginx itself.
 	errR, errW, err := os.Pipe()
@@ -111,8 +111,8 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	}
 	defer errR.Close()
 	defer errW.Close() // when nginx never started
-	s.proc = &Process{Bin: s.Bin, Prefix: s.Prefix, Conf: s.Conf, Stdout: stdout, Stderr: errW}
-	s.applier = &Applier{Checker: s.proc, Reloader: s.proc, Log: s.Log}
+	s.proc = &nginxProcess{Bin: s.Bin, Prefix: s.Prefix, Conf: s.Conf, Stdout: stdout, Stderr: errW}
+	s.applier = &configApplier{Checker: s.proc, Reloader: s.proc, Log: s.Log}
 
 	if err := s.writeStartFiles(ctx); err != nil {
 		return err
@@ -138,7 +138,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	relayed := make(chan struct{})
 	go func() {
 		defer close(relayed)
-		errLog := &ErrorLog{Out: stderr, Log: s.Log}
+		errLog := &errorLogRelay{Out: stderr, Log: s.Log}
 		if err := errLog.Relay(errR); err != nil {
 			// Keep reading: a full pipe would stall nginx.
 			s.Log.Error().Err(err).Msg("relaying nginx's error log; dropping it from now on")
@@ -163,7 +163,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	select {
 	case <-s.proc.Done():
 		err := s.proc.Wait()
-		s.Log.Error().Err(err).Int("exit_code", ExitCode(err)).Msg("nginx exited on its own")
+		s.Log.Error().Err(err).Int("exit_code", exitCode(err)).Msg("nginx exited on its own")
 		if err != nil {
 			return &ExitError{err}
 		}
@@ -198,7 +198,7 @@ func (s *Supervisor) stop() error {
 		}
 	}
 	err := s.proc.Wait()
-	s.Log.Info().Err(err).Int("exit_code", ExitCode(err)).Msg("nginx stopped")
+	s.Log.Info().Err(err).Int("exit_code", exitCode(err)).Msg("nginx stopped")
 	if err != nil {
 		return &ExitError{err}
 	}
@@ -216,7 +216,7 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 	// The budget is the most workers seen: while fewer answer, those take
 	// the missing ones' share of the requests in flight (RenderUpstream),
 	// for BudgetHold at most.
-	s.budget = Budget{Hold: s.BudgetHold}
+	s.budget = workerBudget{Hold: s.BudgetHold}
 	n := s.budget.Update(len(addrs), time.Now())
 	upstream, err := s.upstreamFiles(addrs, n)
 	if err != nil {
@@ -230,11 +230,11 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 	s.addrs = addrs
 	s.Metrics.workersNow(len(addrs), n)
 	s.Log.Info().Strs("workers", addrStrings(addrs)).Str("file", s.path("servers.conf")).Msg("upstream servers written")
-	trusted, err := RenderTrustedClients(s.TrustedClients)
+	trusted, err := renderTrustedClients(s.TrustedClients)
 	if err != nil {
 		return err
 	}
-	if err := WriteFileAtomic(s.path("trusted-clients.conf"), trusted, 0o644); err != nil {
+	if err := writeFileAtomic(s.path("trusted-clients.conf"), trusted, 0o644); err != nil {
 		return fmt.Errorf("writing trusted-clients.conf: %w", err)
 	}
 	s.Log.Info().Int("prefixes", len(s.TrustedClients)).Str("file", s.path("trusted-clients.conf")).Msg("trusted clients written")
@@ -264,8 +264,8 @@ func (s *Supervisor) round(ctx context.Context) {
 }
 
 // applyWorkers renders and loads the upstream files for next.
-func (s *Supervisor) applyWorkers(ctx context.Context, next []Addr, msg string) {
-	added, removed := Diff(s.addrs, next)
+func (s *Supervisor) applyWorkers(ctx context.Context, next []workerAddr, msg string) {
+	added, removed := diffAddrs(s.addrs, next)
 	n := s.budget.Update(len(next), time.Now())
 	upstream, err := s.upstreamFiles(next, n)
 	if err != nil {
@@ -284,7 +284,7 @@ func (s *Supervisor) applyWorkers(ctx context.Context, next []Addr, msg string) 
 }
 
 // applyCounted is a's Apply, counted in m.
-func applyCounted(ctx context.Context, a *Applier, m *Metrics, changes ...Change) (Outcome, error) {
+func applyCounted(ctx context.Context, a *configApplier, m *Metrics, changes ...configChange) (applyOutcome, error) {
 	outcome, err := a.Apply(ctx, changes...)
 	m.applied(outcome)
 	return outcome, err
@@ -292,14 +292,14 @@ func applyCounted(ctx context.Context, a *Applier, m *Metrics, changes ...Change
 
 // upstreamFiles renders servers.conf and admission.conf for addrs and the
 // budget of workers (RenderUpstream). They always change together.
-func (s *Supervisor) upstreamFiles(addrs []Addr, budget int) ([]Change, error) {
-	servers, admission, err := RenderUpstream(joinTargets(s.Workers), addrs, budget, s.UpstreamParams)
+func (s *Supervisor) upstreamFiles(addrs []workerAddr, budget int) ([]configChange, error) {
+	servers, admission, err := renderUpstream(joinTargets(s.Workers), addrs, budget, s.UpstreamParams)
 	if err != nil {
 		return nil, err
 	}
-	return []Change{
-		FileChange{Path: s.path("servers.conf"), Data: servers},
-		FileChange{Path: s.path("admission.conf"), Data: admission},
+	return []configChange{
+		fileChange{Path: s.path("servers.conf"), Data: servers},
+		fileChange{Path: s.path("admission.conf"), Data: admission},
 	}, nil
 }
 
@@ -316,7 +316,7 @@ func every(ctx context.Context, interval time.Duration, f func()) {
 	}
 }
 
-func addrStrings(addrs []Addr) []string {
+func addrStrings(addrs []workerAddr) []string {
 	out := make([]string, len(addrs))
 	for i, a := range addrs {
 		out[i] = a.String()
