@@ -17,6 +17,7 @@ type Metrics struct {
 	certExpiry      *prometheus.GaugeVec
 	certPlaceholder *prometheus.GaugeVec
 	certFailures    prometheus.Counter
+	restarts        prometheus.Counter
 }
 
 // NewMetrics returns unregistered metrics in the sudoku_edge namespace.
@@ -40,6 +41,8 @@ func NewMetrics() *Metrics {
 		certPlaceholder: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name("certificate_placeholder"),
 			Help: "1 while nginx serves the self-signed placeholder for a TLS domain (no certificate issued yet), else 0."},
 			[]string{"domain"}),
+		restarts: prometheus.NewCounter(prometheus.CounterOpts{Name: name("nginx_restarts_total"),
+			Help: "nginx masters that exited on their own and were started again (the listening sockets stayed open)."}),
 		certFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: name("certificate_failures_total"),
 			Help: "Certificate orders and renewals that failed (certmagic retries them)."}),
 	}
@@ -52,7 +55,7 @@ func NewMetrics() *Metrics {
 // Register registers every metric with r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
 	var errs []error
-	for _, c := range []prometheus.Collector{m.rounds, m.lookupErrors, m.workers, m.budget, m.configApplies, m.certExpiry, m.certPlaceholder, m.certFailures} {
+	for _, c := range []prometheus.Collector{m.rounds, m.lookupErrors, m.workers, m.budget, m.configApplies, m.certExpiry, m.certPlaceholder, m.certFailures, m.restarts} {
 		errs = append(errs, r.Register(c))
 	}
 	return errors.Join(errs...)
@@ -105,4 +108,11 @@ func (m *Metrics) certFailuresCounter() prometheus.Counter {
 		return nil
 	}
 	return m.certFailures
+}
+
+func (m *Metrics) restarted() {
+	if m == nil {
+		return
+	}
+	m.restarts.Inc()
 }

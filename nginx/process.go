@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -19,6 +20,10 @@ type nginxProcess struct {
 	Conf   string // -c
 	Stdout io.Writer
 	Stderr io.Writer
+	// Listeners are handed to nginx as inherited sockets (see
+	// openListeners); its listen directives for the same addresses use
+	// them instead of binding their own.
+	Listeners []*os.File
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -68,6 +73,10 @@ func (p *nginxProcess) Start() error {
 	}
 	cmd := exec.Command(p.Bin, p.args()...)
 	cmd.Stdout, cmd.Stderr = p.Stdout, p.Stderr
+	if len(p.Listeners) > 0 {
+		cmd.ExtraFiles = p.Listeners
+		cmd.Env = append(os.Environ(), inheritEnv(len(p.Listeners)))
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting nginx: %w", err)

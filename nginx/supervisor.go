@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -28,6 +30,14 @@ type Supervisor struct {
 	// RunDir receives the files nginx.conf includes: servers.conf,
 	// admission.conf, tls.conf, trusted-clients.conf, and certs/ with TLS.
 	RunDir string
+
+	// Listen lists the addresses of nginx's listen directives (ParseListen).
+	// The supervisor opens them itself and hands them to every nginx master
+	// it starts (the NGINX environment variable, as in nginx's binary
+	// upgrade), so that a master that dies is restarted without refusing a
+	// connection. A listen directive for another address binds its own
+	// socket, which is closed while no master runs.
+	Listen []netip.AddrPort
 
 	Workers         []Target      // at least one (ParseTargets)
 	resolver        resolver      // nil means net.DefaultResolver
@@ -58,16 +68,23 @@ type Supervisor struct {
 	MetricsHandler http.Handler
 	Metrics        *Metrics // nil counts nothing
 
+	// Extra, when set, renders includes of its own through the same
+	// check-and-reload path (the admission controller); see Extension.
+	Extra Extension
+
 	Stdout io.Writer // nginx's stdout (the access log); nil means os.Stdout
 	Stderr io.Writer // where nginx's error log is relayed; nil means os.Stderr
 	Log    zerolog.Logger
 
-	proc    *nginxProcess
-	applier *configApplier
-	disc    *workerDiscovery
-	tls     *edgeTLS
-	addrs   []workerAddr // the workers in servers.conf
-	budget  workerBudget
+	masters    *masters
+	newProcess func() *nginxProcess
+	listeners  []*os.File // the Listen sockets, handed to every master
+	applier    *configApplier
+	disc       *workerDiscovery
+	tls        *edgeTLS
+	addrsMu    sync.Mutex   // guards addrs for Edge.Workers; round writes them
+	addrs      []workerAddr // the workers in servers.conf
+	budget     workerBudget
 }
 
 // ExitError is nginx's exit with an error; ExitCode is the status to exit
@@ -111,8 +128,26 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	}
 	defer errR.Close()
 	defer errW.Close() // when nginx never started
-	s.proc = &nginxProcess{Bin: s.Bin, Prefix: s.Prefix, Conf: s.Conf, Stdout: stdout, Stderr: errW}
-	s.applier = &configApplier{Checker: s.proc, Reloader: s.proc, Log: s.Log}
+	// nginx gets files, not pipes that os/exec copies: exec.Cmd.Wait waits
+	// for such a copy to end, which a dead master's orphaned workers would
+	// hold up while they finish.
+	outFile, ok := stdout.(*os.File)
+	if !ok {
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			return fmt.Errorf("access log pipe: %w", err)
+		}
+		copied := make(chan struct{})
+		go func() { defer close(copied); io.Copy(stdout, outR) }()
+		defer func() { outW.Close(); <-copied; outR.Close() }()
+		outFile = outW
+	}
+	s.masters = &masters{}
+	s.applier = &configApplier{Checker: s.masters, Reloader: s.masters, Log: s.Log}
+	s.newProcess = func() *nginxProcess {
+		return &nginxProcess{Bin: s.Bin, Prefix: s.Prefix, Conf: s.Conf, Stdout: outFile, Stderr: errW, Listeners: s.listeners}
+	}
+	s.masters.set(s.newProcess())
 
 	if err := s.writeStartFiles(ctx); err != nil {
 		return err
@@ -124,15 +159,28 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if err := s.tls.prepare(ctx); err != nil {
 		return err
 	}
+	if s.Extra != nil {
+		if err := s.Extra.Start(ctx, s.edge()); err != nil {
+			return fmt.Errorf("writing the extra includes: %w", err)
+		}
+	}
+	// A configuration nginx refuses ends Run with nginx's status: a restart
+	// would only fail again.
+	if err := s.masters.Check(ctx); err != nil {
+		return &ExitError{err}
+	}
 	stopListeners, err := s.listen()
 	if err != nil {
 		return err
 	}
 	defer stopListeners()
+	if s.listeners, err = openListeners(s.Listen); err != nil {
+		return err
+	}
+	defer closeAll(s.listeners)
+	s.masters.set(s.newProcess())
 
-	err = s.proc.Start()
-	errW.Close() // nginx and its workers hold the write end now
-	if err != nil {
+	if err := s.masters.get().Start(); err != nil {
 		return err
 	}
 	relayed := make(chan struct{})
@@ -146,40 +194,141 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		}
 	}()
 	// The last lines nginx wrote before it exited (EOF comes once every
-	// process holding the pipe is gone).
+	// process holding the pipe is gone; the supervisor holds it until the
+	// end, for the masters it may start again).
 	defer func() {
+		errW.Close()
 		select {
 		case <-relayed:
 		case <-time.After(2 * time.Second):
 		}
 	}()
-	s.Log.Info().Int("pid", s.proc.Pid()).Str("conf", s.Conf).Msg("nginx started")
+	s.Log.Info().Int("pid", s.masters.get().Pid()).Str("conf", s.Conf).Int("inherited_sockets", len(s.listeners)).Msg("nginx started")
 
 	bg, cancelBg := context.WithCancel(context.Background())
 	defer cancelBg()
 	go every(bg, s.ResolveInterval, func() { s.round(bg) })
 	go s.tls.run(bg, s.Renew)
+	if s.Extra != nil {
+		go s.Extra.Run(bg, s.edge())
+	}
 
-	select {
-	case <-s.proc.Done():
-		err := s.proc.Wait()
-		s.Log.Error().Err(err).Int("exit_code", exitCode(err)).Msg("nginx exited on its own")
-		if err != nil {
-			return &ExitError{err}
-		}
-		return nil
-	case <-ctx.Done():
+	if !s.keepRunning(ctx) {
+		return nil // ctx ended while no master ran
 	}
 	cancelBg()
 	s.tls.stop()
 	return s.stop()
 }
 
+// Restart backoff: the first restart comes at once, each further one
+// within restartReset of the last waits twice as long, up to
+// restartMaxBackoff.
+const (
+	restartMinBackoff = 100 * time.Millisecond
+	restartMaxBackoff = 10 * time.Second
+	restartReset      = 30 * time.Second
+)
+
+// keepRunning restarts the nginx master whenever it exits on its own,
+// until ctx ends. The listening sockets stay open in the supervisor, so
+// the kernel queues new connections in their backlog meanwhile and the
+// new master takes them over; the dead master's workers, orphaned, get
+// SIGQUIT: they finish what they hold and exit. It reports whether a
+// master is running when ctx ends.
+func (s *Supervisor) keepRunning(ctx context.Context) bool {
+	var backoff time.Duration
+	lastStart := time.Now()
+	for {
+		p := s.masters.get()
+		select {
+		case <-ctx.Done():
+			return true
+		case <-p.Done():
+		}
+		err := p.Wait()
+		s.Log.Error().Err(err).Int("exit_code", exitCode(err)).Int("pid", p.Pid()).Msg("nginx master exited on its own; restarting it")
+		quitOrphans(p.Pid(), s.Log)
+		if time.Since(lastStart) > restartReset {
+			backoff = 0
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return false
+			case <-time.After(backoff):
+			}
+			backoff = min(max(2*backoff, restartMinBackoff), restartMaxBackoff)
+			next := s.newProcess()
+			lastStart = time.Now()
+			if err := next.Start(); err != nil {
+				s.Log.Error().Err(err).Dur("retry_in", backoff).Msg("restarting nginx failed")
+				continue
+			}
+			s.masters.set(next)
+			s.Metrics.restarted()
+			s.Log.Warn().Int("pid", next.Pid()).Msg("nginx restarted")
+			break
+		}
+	}
+}
+
+// quitOrphans asks the workers of the dead master pid, its process group
+// (Start puts each master in its own), to stop gracefully, and reaps them
+// when they come back to this process (PID 1 in a container, or a
+// subreaper).
+func quitOrphans(pid int, log zerolog.Logger) {
+	if pid <= 0 {
+		return
+	}
+	if err := syscall.Kill(-pid, syscall.SIGQUIT); err != nil && !errors.Is(err, syscall.ESRCH) {
+		log.Warn().Err(err).Int("pgid", pid).Msg("asking the dead master's workers to quit")
+	}
+	go func() {
+		for {
+			var ws syscall.WaitStatus
+			if _, err := syscall.Wait4(-pid, &ws, 0, nil); errors.Is(err, syscall.EINTR) {
+				continue
+			} else if err != nil {
+				return // ECHILD: none left that is ours to reap
+			}
+		}
+	}()
+}
+
+// masters holds the nginx master running now; the Applier checks and
+// reloads through it.
+type masters struct {
+	mu sync.Mutex
+	p  *nginxProcess
+}
+
+var (
+	_ configChecker = (*masters)(nil)
+	_ reloader      = (*masters)(nil)
+)
+
+func (m *masters) get() *nginxProcess {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.p
+}
+
+func (m *masters) set(p *nginxProcess) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.p = p
+}
+
+func (m *masters) Check(ctx context.Context) error { return m.get().Check(ctx) }
+func (m *masters) Reload() error                   { return m.get().Reload() }
+
 // stop stops nginx gracefully, or fast on one of the FastStop signals, and
 // waits for it.
 func (s *Supervisor) stop() error {
 	s.Log.Info().Msg("stopping nginx gracefully")
-	if err := s.proc.Quit(); err != nil {
+	proc := s.masters.get()
+	if err := proc.Quit(); err != nil {
 		s.Log.Warn().Err(err).Msg("sending SIGQUIT to nginx")
 	}
 	var again chan os.Signal
@@ -192,12 +341,12 @@ func (s *Supervisor) stop() error {
 		select {
 		case <-again:
 			s.Log.Warn().Msg("second stop signal: fast nginx stop")
-			_ = s.proc.Terminate()
-		case <-s.proc.Done():
+			_ = proc.Terminate()
+		case <-proc.Done():
 			done = true
 		}
 	}
-	err := s.proc.Wait()
+	err := proc.Wait()
 	s.Log.Info().Err(err).Int("exit_code", exitCode(err)).Msg("nginx stopped")
 	if err != nil {
 		return &ExitError{err}
@@ -227,7 +376,7 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 			return fmt.Errorf("writing %s: %w", f, err)
 		}
 	}
-	s.addrs = addrs
+	s.setAddrs(addrs)
 	s.Metrics.workersNow(len(addrs), n)
 	s.Log.Info().Strs("workers", addrStrings(addrs)).Str("file", s.path("servers.conf")).Msg("upstream servers written")
 	trusted, err := renderTrustedClients(s.TrustedClients)
@@ -279,7 +428,7 @@ func (s *Supervisor) applyWorkers(ctx context.Context, next []workerAddr, msg st
 	}
 	ev.Strs("added", addrStrings(added)).Strs("removed", addrStrings(removed)).
 		Strs("workers", addrStrings(next)).Int("budget", n).Stringer("outcome", outcome).Msg(msg)
-	s.addrs = next
+	s.setAddrs(next)
 	s.Metrics.workersNow(len(next), n)
 }
 
@@ -301,6 +450,12 @@ func (s *Supervisor) upstreamFiles(addrs []workerAddr, budget int) ([]configChan
 		fileChange{Path: s.path("servers.conf"), Data: servers},
 		fileChange{Path: s.path("admission.conf"), Data: admission},
 	}, nil
+}
+
+func (s *Supervisor) setAddrs(addrs []workerAddr) {
+	s.addrsMu.Lock()
+	defer s.addrsMu.Unlock()
+	s.addrs = addrs
 }
 
 // every calls f every interval until ctx ends.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,7 +38,8 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	fs.Var(positiveDuration{&s.ResolveInterval}, "resolve-interval", "`duration` between two lookups of the workers")
 	fs.Var(positiveDuration{&s.BudgetHold}, "budget-hold", "`duration` for which the workers left take a missing worker's share of the requests in flight before it counts as gone (a restart or crash is shorter, a scale-down longer)")
 	fs.StringVar(&s.UpstreamParams, "upstream-params", "", "nginx `parameters` after each upstream server address, e.g. max_fails=0")
-	var trusted string
+	var trusted, listen string
+	fs.StringVar(&listen, "listen", "8080,8082", "nginx listen `addresses` (as nginx.conf's listen directives name them) that sudoku-edge opens and hands to nginx, so that a restarted nginx refuses no connection; the -tls-listen address is added with TLS on")
 	fs.StringVar(&trusted, "trusted-clients", "", "comma-separated client `addresses or prefixes` exempt from the per-client limits (a load balancer in front, a load-test host)")
 	fs.StringVar(&s.RunDir, "run-dir", "/run/sudoku-edge", "`directory` for servers.conf, admission.conf, tls.conf, trusted-clients.conf and exported certificates")
 	fs.StringVar(&s.Bin, "nginx", "nginx", "nginx `binary`")
@@ -71,6 +74,9 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	if err == nil {
 		c.sup.TLS, err = c.tls.options()
 	}
+	if err == nil {
+		c.sup.Listen, err = listenAddrs(listen, c.sup.TLS)
+	}
 	if err != nil {
 		return nil, &cli.UsageError{Err: err}
 	}
@@ -92,6 +98,18 @@ func (c *config) check() error {
 		return fmt.Errorf("-log-level: %w", err)
 	}
 	return c.tls.validate()
+}
+
+// listenAddrs parses -listen and adds the HTTPS listen address with TLS on.
+func listenAddrs(list string, o *nginx.TLSOptions) ([]netip.AddrPort, error) {
+	if o != nil {
+		list += "," + o.HTTPSListen
+	}
+	addrs, err := nginx.ParseListen(list)
+	if err != nil {
+		return nil, fmt.Errorf("-listen: %w", err)
+	}
+	return slices.Compact(slices.SortedFunc(slices.Values(addrs), netip.AddrPort.Compare)), nil
 }
 
 // targetsFlag is a flag.Value that parses worker targets once, at the

@@ -28,7 +28,7 @@ func TestParseConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := c.sup
+		s := &c.sup
 		if (targetsFlag{&s.Workers}).String() != "sudoku:9000" || s.ResolveInterval != 2*time.Second || s.BudgetHold != time.Minute || s.RunDir != "/run/sudoku-edge" ||
 			s.Bin != "nginx" || s.Conf != "/etc/nginx/nginx.conf" || s.ChallengeListen != "127.0.0.1:8081" || s.MetricsListen != ":9145" {
 			t.Errorf("parseConfig(nil) = %+v, want the documented defaults", s)
@@ -51,7 +51,7 @@ func TestParseConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := c.sup
+		s := &c.sup
 		if (targetsFlag{&s.Workers}).String() != "w:1" || s.ResolveInterval != 500*time.Millisecond || s.UpstreamParams != "max_fails=0" || s.BudgetHold != 5*time.Minute ||
 			s.MetricsListen != "127.0.0.1:19145" {
 			t.Errorf("parseConfig = %+v", s)
@@ -138,6 +138,7 @@ func TestRunServesMetricsAndStops(t *testing.T) {
 	done := nginxtest.Background(func() error {
 		return run(ctx, []string{
 			"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", filepath.Join(dir, "run"),
+			"-listen", fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", httpPort, statusPort),
 			"-workers", fcgiWorker(t, "w1"), "-upstream-params", "max_fails=0",
 			"-challenge-listen", fmt.Sprintf("127.0.0.1:%d", acmePort), "-resolve-interval", "100ms",
 		}, env{
@@ -192,7 +193,7 @@ func TestRunExitsWithNginxStatus(t *testing.T) {
 	conf := nginxtest.WriteConf(t, dir, 1, 16, "\n    no_such_directive;\n")
 	err := run(context.Background(), []string{
 		"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", filepath.Join(dir, "run"),
-		"-workers", "127.0.0.1:1", "-challenge-listen", fmt.Sprintf("127.0.0.1:%d", nginxtest.FreePort(t)), "-metrics-listen", "",
+		"-listen", "", "-workers", "127.0.0.1:1", "-challenge-listen", fmt.Sprintf("127.0.0.1:%d", nginxtest.FreePort(t)), "-metrics-listen", "",
 	}, env{}.get, io.Discard)
 	ee, ok := errors.AsType[*nginx.ExitError](err)
 	if !ok || ee.ExitCode() != 1 {
