@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +21,9 @@ type nginxProcess struct {
 	Conf   string // -c
 	Stdout io.Writer
 	Stderr io.Writer
+	// WorkerProcesses, when > 0, sets worker_processes on the command line
+	// (nginx.conf then has none).
+	WorkerProcesses int
 	// Listeners are handed to nginx as inherited sockets (see
 	// openListeners); its listen directives for the same addresses use
 	// them instead of binding their own.
@@ -44,7 +48,11 @@ func (p *nginxProcess) args(extra ...string) []string {
 	if p.Prefix != "" {
 		args = append(args, "-p", p.Prefix)
 	}
-	args = append(args, "-c", p.Conf, "-g", "daemon off;")
+	global := "daemon off;"
+	if p.WorkerProcesses > 0 {
+		global += " worker_processes " + strconv.Itoa(p.WorkerProcesses) + ";"
+	}
+	args = append(args, "-c", p.Conf, "-g", global)
 	return append(args, extra...)
 }
 

@@ -22,7 +22,14 @@ import (
 // http and server are further directives for the http and server blocks.
 func testNginx(t *testing.T, dir, runDir string, port int, http, server string) string {
 	t.Helper()
-	return nginxtest.WriteConf(t, dir, 2, 256, fmt.Sprintf(`
+	return testNginxWorkers(t, 2, dir, runDir, port, http, server)
+}
+
+// testNginxWorkers is testNginx with workers worker processes; 0 leaves
+// them to the supervisor.
+func testNginxWorkers(t *testing.T, workers int, dir, runDir string, port int, http, server string) string {
+	t.Helper()
+	return nginxtest.WriteConf(t, dir, workers, 256, fmt.Sprintf(`
     upstream backends {
         zone backends 64k;
         random two least_conn;

@@ -8,7 +8,10 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -33,9 +36,9 @@ func TestSupervisorRestartsKilledMaster(t *testing.T) {
 	back := backend(t, "a")
 	metrics := NewMetrics()
 	sup := &Supervisor{
-		Bin: bin, Prefix: dir, Conf: supervisorConf(t, dir, runDir, port, chPort), RunDir: runDir,
+		Bin: bin, Prefix: dir, Conf: testNginxWorkers(t, 0, dir, runDir, port, "\n    include "+runDir+"/tls.conf;", ""), RunDir: runDir,
 		Listen:  []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))},
-		Workers: targets(t, back.String()), UpstreamParams: "max_fails=0",
+		Workers: targets(t, back.String()), UpstreamParams: "max_fails=0", WorkerProcesses: 3,
 		ResolveInterval: time.Second, BudgetHold: time.Minute,
 		ChallengeListen: fmt.Sprintf("127.0.0.1:%d", chPort), Metrics: metrics,
 		Stdout: io.Discard, Stderr: io.Discard, Log: nginxtest.Logger(t),
@@ -52,6 +55,11 @@ func TestSupervisorRestartsKilledMaster(t *testing.T) {
 		}
 		return err
 	})
+
+	// worker_processes comes from the supervisor (-g); nginx.conf has none.
+	if n := children(t, sup.masters.get().Pid()); n != 3 {
+		t.Errorf("nginx master has %d worker processes, want WorkerProcesses=3", n)
+	}
 
 	// The steady client: one request at a time, a new connection each.
 	type tally struct {
@@ -136,4 +144,23 @@ func TestSupervisorRestartsKilledMaster(t *testing.T) {
 		c.Close()
 		t.Error("the listening socket is still open after Run returned")
 	}
+}
+
+// children counts the processes whose parent is pid.
+func children(t *testing.T, pid int) int {
+	t.Helper()
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	n := 0
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // gone since the listing
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
+		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+		if fields := strings.Fields(rest); len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			n++
+		}
+	}
+	return n
 }

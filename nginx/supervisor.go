@@ -27,6 +27,11 @@ type Supervisor struct {
 	Bin    string // nginx binary
 	Prefix string // nginx -p; empty keeps nginx's compiled-in prefix
 	Conf   string // nginx -c
+	// WorkerProcesses, when > 0, is nginx's worker_processes, passed with
+	// -g: nginx's own "auto" counts the host's CPUs, not the container's
+	// quota (the command passes the CPUs it may use, runtime.GOMAXPROCS).
+	// nginx.conf must not set it then.
+	WorkerProcesses int
 	// RunDir receives the files nginx.conf includes: servers.conf,
 	// admission.conf, tls.conf, trusted-clients.conf, and certs/ with TLS.
 	RunDir string
@@ -145,7 +150,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	s.masters = &masters{}
 	s.applier = &configApplier{Checker: s.masters, Reloader: s.masters, Log: s.Log}
 	s.newProcess = func() *nginxProcess {
-		return &nginxProcess{Bin: s.Bin, Prefix: s.Prefix, Conf: s.Conf, Stdout: outFile, Stderr: errW, Listeners: s.listeners}
+		return &nginxProcess{Bin: s.Bin, Prefix: s.Prefix, Conf: s.Conf, WorkerProcesses: s.WorkerProcesses, Stdout: outFile, Stderr: errW, Listeners: s.listeners}
 	}
 	s.masters.set(s.newProcess())
 

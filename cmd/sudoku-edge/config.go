@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -44,6 +45,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	fs.StringVar(&s.RunDir, "run-dir", "/run/sudoku-edge", "`directory` for servers.conf, admission.conf, tls.conf, trusted-clients.conf and exported certificates")
 	fs.StringVar(&s.Bin, "nginx", "nginx", "nginx `binary`")
 	fs.StringVar(&s.Conf, "nginx-conf", "/etc/nginx/nginx.conf", "nginx configuration `file` (-c)")
+	fs.IntVar(&s.WorkerProcesses, "worker-processes", runtime.GOMAXPROCS(0), "nginx worker_processes `count`: the default is the CPUs this process may use (its cgroup CPU quota and affinity, as GOMAXPROCS); 0 leaves it to nginx.conf")
 	fs.StringVar(&s.Prefix, "nginx-prefix", "", "nginx prefix `directory` (-p); empty keeps nginx's default")
 	fs.StringVar(&s.ChallengeListen, "challenge-listen", "127.0.0.1:8081", "`address` of the ACME HTTP-01 challenge responder (nginx proxies /.well-known/acme-challenge/ here)")
 	fs.StringVar(&s.MetricsListen, "metrics-listen", ":9145", "internal `address` serving /metrics (build info, discovery, reloads); empty turns it off")
@@ -87,6 +89,9 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 func (c *config) check() error {
 	if err := nginx.CheckParams(c.sup.UpstreamParams); err != nil {
 		return err
+	}
+	if c.sup.WorkerProcesses < 0 {
+		return fmt.Errorf("-worker-processes: %d is negative", c.sup.WorkerProcesses)
 	}
 	if _, _, err := net.SplitHostPort(c.sup.ChallengeListen); err != nil {
 		return fmt.Errorf("-challenge-listen: %w", err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,9 @@ func TestParseConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := &c.sup
+		if s.WorkerProcesses != runtime.GOMAXPROCS(0) {
+			t.Errorf("default -worker-processes = %d, want GOMAXPROCS %d (the CPUs the container may use)", s.WorkerProcesses, runtime.GOMAXPROCS(0))
+		}
 		if (targetsFlag{&s.Workers}).String() != "sudoku:9000" || s.ResolveInterval != 2*time.Second || s.BudgetHold != time.Minute || s.RunDir != "/run/sudoku-edge" ||
 			s.Bin != "nginx" || s.Conf != "/etc/nginx/nginx.conf" || s.ChallengeListen != "127.0.0.1:8081" || s.MetricsListen != ":9145" {
 			t.Errorf("parseConfig(nil) = %+v, want the documented defaults", s)
@@ -47,13 +51,14 @@ func TestParseConfig(t *testing.T) {
 			"SUDOKU_EDGE_UPSTREAM_PARAMS":  "max_fails=0",
 			"SUDOKU_EDGE_BUDGET_HOLD":      "5m",
 			"SUDOKU_EDGE_METRICS_LISTEN":   "127.0.0.1:19145",
+			"SUDOKU_EDGE_WORKER_PROCESSES": "3",
 		}.get, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := &c.sup
 		if (targetsFlag{&s.Workers}).String() != "w:1" || s.ResolveInterval != 500*time.Millisecond || s.UpstreamParams != "max_fails=0" || s.BudgetHold != 5*time.Minute ||
-			s.MetricsListen != "127.0.0.1:19145" {
+			s.MetricsListen != "127.0.0.1:19145" || s.WorkerProcesses != 3 {
 			t.Errorf("parseConfig = %+v", s)
 		}
 	})
@@ -69,6 +74,8 @@ func TestParseConfig(t *testing.T) {
 		{[]string{"-workers", "sudoku"}, nil, "missing port"},
 		{[]string{"-workers", "unix:run/*.sock"}, nil, "absolute"},
 		{[]string{"-log-level", "loud"}, nil, "log-level"},
+		{[]string{"-worker-processes", "-1"}, nil, "worker-processes"},
+		{[]string{"-listen", "localhost:8080"}, nil, "-listen"},
 		{[]string{"-metrics-listen", "9145"}, nil, "metrics-listen"},
 		{[]string{"-trusted-clients", "10.0.0.0/33"}, nil, "trusted-clients"},
 		{[]string{"extra"}, nil, "unexpected argument"},
