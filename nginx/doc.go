@@ -25,6 +25,6 @@
 // servers.conf inside `upstream sudoku_workers { ... }` and tls.conf at http
 // level, admission.conf inside the /sudoku location and trusted-clients.conf
 // in a geo block. The package never reads environment variables or flags;
-// cmd/sudoku-edge parses them ([ParseTargets], [ParseTrustedClients],
+// cmd/sudoku-edge parses them ([ParseTargets], [ParsePrefixes],
 // [CheckParams], [CheckDomain]) and wires a Supervisor.
 package nginx

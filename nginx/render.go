@@ -138,10 +138,10 @@ func shareMaxConns(params string, maxConns, workers, budget int) string {
 	return strings.Join(fields, " ")
 }
 
-// ParseTrustedClients parses a comma-separated list of client addresses
+// ParsePrefixes parses a comma-separated list of client addresses
 // and prefixes ("203.0.113.7, 10.0.0.0/8, fd00::/8"); a bare address is a
 // prefix of its full length. An empty list is valid and trusts nobody.
-func ParseTrustedClients(list string) ([]netip.Prefix, error) {
+func ParsePrefixes(list string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, f := range strings.Split(list, ",") {
 		f = strings.TrimSpace(f)
@@ -159,7 +159,7 @@ func ParseTrustedClients(list string) ([]netip.Prefix, error) {
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("trusted client %q: want an IP address or a CIDR prefix", f)
+			return nil, fmt.Errorf("%q: want an IP address or a CIDR prefix", f)
 		}
 		out = append(out, p.Masked())
 	}
@@ -174,6 +174,16 @@ func renderTrustedClients(prefixes []netip.Prefix) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := templates.ExecuteTemplate(&buf, "trusted-clients.conf.tmpl", prefixes); err != nil {
 		return nil, fmt.Errorf("rendering trusted-clients.conf: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// renderRealIP renders real-ip.conf, included at http level: the
+// balancers whose X-Forwarded-For nginx believes (ngx_http_realip_module).
+func renderRealIP(from []netip.Prefix) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, "real-ip.conf.tmpl", from); err != nil {
+		return nil, fmt.Errorf("rendering real-ip.conf: %w", err)
 	}
 	return buf.Bytes(), nil
 }

@@ -138,6 +138,22 @@ func TestCheckDomain(t *testing.T) {
 	}
 }
 
+func TestRenderRealIP(t *testing.T) {
+	for name, list := range map[string]string{"realip_none.conf": "", "realip_some.conf": "10.0.0.0/8, 172.18.0.1,fd00::/8"} {
+		t.Run(name, func(t *testing.T) {
+			ps, err := ParsePrefixes(list)
+			if err != nil {
+				t.Fatalf("ParsePrefixes(%q) error: %v", list, err)
+			}
+			got, err := renderRealIP(ps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, name, got)
+		})
+	}
+}
+
 func TestRenderTrustedClients(t *testing.T) {
 	tests := []struct{ name, list string }{
 		{"trusted_none.conf", ""},
@@ -145,9 +161,9 @@ func TestRenderTrustedClients(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ps, err := ParseTrustedClients(tt.list)
+			ps, err := ParsePrefixes(tt.list)
 			if err != nil {
-				t.Fatalf("ParseTrustedClients(%q) error: %v", tt.list, err)
+				t.Fatalf("ParsePrefixes(%q) error: %v", tt.list, err)
 			}
 			got, err := renderTrustedClients(ps)
 			if err != nil {
@@ -160,7 +176,7 @@ func TestRenderTrustedClients(t *testing.T) {
 
 func TestParseTrustedClientsRejects(t *testing.T) {
 	for _, list := range []string{"10.0.0.0/33", "example.com", "10.0.0.1 1; 0.0.0.0/0", "1.2.3.4/8;", "*"} {
-		if ps, err := ParseTrustedClients(list); err == nil {
+		if ps, err := ParsePrefixes(list); err == nil {
 			t.Errorf("ParseTrustedClients(%q) = %v, want an error", list, ps)
 		}
 	}

@@ -50,6 +50,10 @@ type Supervisor struct {
 	BudgetHold      time.Duration // Budget.Hold
 	UpstreamParams  string        // nginx parameters after each server address (RenderUpstream)
 	TrustedClients  []netip.Prefix
+	// RealIPFrom lists the load balancers in front of nginx whose
+	// X-Forwarded-For names the client (real-ip.conf); empty believes no
+	// header.
+	RealIPFrom []netip.Prefix
 
 	// ChallengeListen is the address of the ACME HTTP-01 responder that
 	// nginx proxies /.well-known/acme-challenge/ to. It runs with TLS off
@@ -392,6 +396,14 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 		return fmt.Errorf("writing trusted-clients.conf: %w", err)
 	}
 	s.Log.Info().Int("prefixes", len(s.TrustedClients)).Str("file", s.path("trusted-clients.conf")).Msg("trusted clients written")
+	realIP, err := renderRealIP(s.RealIPFrom)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(s.path("real-ip.conf"), realIP, 0o644); err != nil {
+		return fmt.Errorf("writing real-ip.conf: %w", err)
+	}
+	s.Log.Info().Int("prefixes", len(s.RealIPFrom)).Str("file", s.path("real-ip.conf")).Msg("trusted balancers written")
 	return nil
 }
 

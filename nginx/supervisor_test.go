@@ -64,7 +64,7 @@ func TestSupervisorServesAndStopsGracefully(t *testing.T) {
 		backendAddrs = append(backendAddrs, strings.TrimPrefix(s.URL, "http://"))
 		backends = append(backends, s)
 	}
-	trusted, err := ParseTrustedClients("127.0.0.1, 192.0.2.0/24")
+	trusted, err := ParsePrefixes("127.0.0.1, 192.0.2.0/24")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,8 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	fs.Var(positiveDuration{&s.ResolveInterval}, "resolve-interval", "`duration` between two lookups of the workers")
 	fs.Var(positiveDuration{&s.BudgetHold}, "budget-hold", "`duration` for which the workers left take a missing worker's share of the requests in flight before it counts as gone (a restart or crash is shorter, a scale-down longer)")
 	fs.StringVar(&s.UpstreamParams, "upstream-params", "", "nginx `parameters` after each upstream server address, e.g. max_fails=0")
-	var trusted, listen string
+	var trusted, listen, realIP string
+	fs.StringVar(&realIP, "real-ip-from", "", "comma-separated `addresses or prefixes` of the load balancers in front of nginx: from them, X-Forwarded-For names the client that the per-client limits count (the last address not of a balancer); from anyone else the header is ignored")
 	fs.StringVar(&listen, "listen", "8080,8082", "nginx listen `addresses` (as nginx.conf's listen directives name them) that sudoku-edge opens and hands to nginx, so that a restarted nginx refuses no connection; the -tls-listen address is added with TLS on")
 	fs.StringVar(&trusted, "trusted-clients", "", "comma-separated client `addresses or prefixes` exempt from the per-client limits (a load balancer in front, a load-test host)")
 	fs.StringVar(&s.RunDir, "run-dir", "/run/sudoku-edge", "`directory` for servers.conf, admission.conf, tls.conf, trusted-clients.conf and exported certificates")
@@ -68,8 +69,10 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 		return nil, err
 	}
 	var err error
-	if c.sup.TrustedClients, err = nginx.ParseTrustedClients(trusted); err != nil {
+	if c.sup.TrustedClients, err = nginx.ParsePrefixes(trusted); err != nil {
 		err = fmt.Errorf("-trusted-clients: %w", err)
+	} else if c.sup.RealIPFrom, err = nginx.ParsePrefixes(realIP); err != nil {
+		err = fmt.Errorf("-real-ip-from: %w", err)
 	} else {
 		err = c.check()
 	}

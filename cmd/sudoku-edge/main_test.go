@@ -78,6 +78,7 @@ func TestParseConfig(t *testing.T) {
 		{[]string{"-listen", "localhost:8080"}, nil, "-listen"},
 		{[]string{"-metrics-listen", "9145"}, nil, "metrics-listen"},
 		{[]string{"-trusted-clients", "10.0.0.0/33"}, nil, "trusted-clients"},
+		{[]string{"-real-ip-from", "10.0.0.0/33"}, nil, "real-ip-from"},
 		{[]string{"extra"}, nil, "unexpected argument"},
 	}
 	for _, tt := range bad {
