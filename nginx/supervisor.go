@@ -332,6 +332,38 @@ func (m *masters) set(p *nginxProcess) {
 func (m *masters) Check(ctx context.Context) error { return m.get().Check(ctx) }
 func (m *masters) Reload() error                   { return m.get().Reload() }
 
+// Render writes the files nginx.conf includes into RunDir, as Run does
+// before it starts nginx (servers.conf, admission.conf, tls.conf and the
+// placeholder certificates, trusted-clients.conf, real-ip.conf), and
+// returns: the host stack (nginx/render-host.sh) starts nginx on them
+// itself. The workers are listed as the targets name them, without
+// probing, since they may not run yet.
+func (s *Supervisor) Render(ctx context.Context) error {
+	if len(s.Workers) == 0 {
+		return errors.New("nginx: Supervisor needs a worker target")
+	}
+	if err := os.MkdirAll(s.RunDir, 0o755); err != nil {
+		return fmt.Errorf("creating run directory: %w", err)
+	}
+	s.disc = &workerDiscovery{Targets: s.Workers, Resolver: s.resolver, Timeout: s.ResolveInterval}
+	s.masters = &masters{p: &nginxProcess{}}
+	if err := s.writeStartFiles(ctx); err != nil {
+		return err
+	}
+	tls, err := newEdgeTLS(s.TLS, s.RunDir, s.ChallengeListen, nil, s.Metrics, s.Log)
+	if err != nil {
+		return err
+	}
+	defer tls.stop()
+	if err := tls.prepare(ctx); err != nil {
+		return err
+	}
+	if s.Extra != nil {
+		return s.Extra.Start(ctx, s.edge())
+	}
+	return nil
+}
+
 // stop stops nginx gracefully, or fast on one of the FastStop signals, and
 // waits for it.
 func (s *Supervisor) stop() error {

@@ -24,9 +24,10 @@ serves its own metrics on -metrics-listen, which nginx never exposes.`
 // config is the command line: the supervisor's fields, set by the flags,
 // and what run wires around it.
 type config struct {
-	sup      nginx.Supervisor
-	logLevel string
-	tls      tlsFlags
+	sup        nginx.Supervisor
+	renderOnly string // a directory: write the includes there and exit
+	logLevel   string
+	tls        tlsFlags
 }
 
 func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*config, error) {
@@ -43,6 +44,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	fs.StringVar(&realIP, "real-ip-from", "", "comma-separated `addresses or prefixes` of the load balancers in front of nginx: from them, X-Forwarded-For names the client that the per-client limits count (the last address not of a balancer); from anyone else the header is ignored")
 	fs.StringVar(&listen, "listen", "8080,8082", "nginx listen `addresses` (as nginx.conf's listen directives name them) that sudoku-edge opens and hands to nginx, so that a restarted nginx refuses no connection; the -tls-listen address is added with TLS on")
 	fs.StringVar(&trusted, "trusted-clients", "", "comma-separated client `addresses or prefixes` exempt from the per-client limits (a load balancer in front, a load-test host)")
+	fs.StringVar(&c.renderOnly, "render-only", "", "write the files nginx.conf includes into `directory` (servers.conf from the -workers targets as given, admission.conf, tls.conf, trusted-clients.conf, real-ip.conf), as at start, and exit without starting nginx: the host stack (nginx/render-host.sh)")
 	fs.StringVar(&s.RunDir, "run-dir", "/run/sudoku-edge", "`directory` for servers.conf, admission.conf, tls.conf, trusted-clients.conf and exported certificates")
 	fs.StringVar(&s.Bin, "nginx", "nginx", "nginx `binary`")
 	fs.StringVar(&s.Conf, "nginx-conf", "/etc/nginx/nginx.conf", "nginx configuration `file` (-c)")
@@ -81,6 +83,9 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	}
 	if err == nil {
 		c.sup.Listen, err = listenAddrs(listen, c.sup.TLS)
+	}
+	if c.renderOnly != "" {
+		c.sup.RunDir = c.renderOnly
 	}
 	if err != nil {
 		return nil, &cli.UsageError{Err: err}

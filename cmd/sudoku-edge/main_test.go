@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -206,5 +207,31 @@ func TestRunExitsWithNginxStatus(t *testing.T) {
 	ee, ok := errors.AsType[*nginx.ExitError](err)
 	if !ok || ee.ExitCode() != 1 {
 		t.Errorf("run with a broken nginx.conf: %v, want nginx's exit status 1 as an *nginx.ExitError", err)
+	}
+}
+
+// TestRenderOnly: -render-only writes every file nginx.conf includes, with
+// the same code as a run, and returns without starting nginx (the -nginx
+// binary does not exist).
+func TestRenderOnly(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	err := run(context.Background(), []string{
+		"-render-only", dir, "-nginx", "/nonexistent/nginx", "-workers", "127.0.0.1:9000, 127.0.0.1:9002",
+		"-upstream-params", "max_fails=0", "-real-ip-from", "10.0.0.0/8", "-log-level", "warn",
+	}, env{}.get, io.Discard)
+	if err != nil {
+		t.Fatalf("run(-render-only) = %v", err)
+	}
+	for name, want := range map[string]string{
+		"servers.conf":         "server 127.0.0.1:9000 max_fails=0;\nserver 127.0.0.1:9002 max_fails=0;\n",
+		"real-ip.conf":         "set_real_ip_from 10.0.0.0/8;\n",
+		"tls.conf":             "map $https $sudoku_hsts {",
+		"admission.conf":       "# Written by sudoku-edge",
+		"trusted-clients.conf": "# Written by sudoku-edge",
+	} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("-render-only wrote %s = %q, %v; want it to contain %q", name, b, err, want)
+		}
 	}
 }
