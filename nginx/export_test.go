@@ -121,3 +121,30 @@ type rejecter struct{}
 func (rejecter) Check(context.Context) error {
 	return errors.New(`nginx: [emerg] SSL_CTX_use_PrivateKey failed (key values mismatch)`)
 }
+
+// TestCertFailuresCounted: certmagic's cert_failed event, only logged
+// before, counts in sudoku_edge_certificate_failures_total.
+func TestCertFailuresCounted(t *testing.T) {
+	dir := t.TempDir()
+	metrics := NewMetrics()
+	et, err := newEdgeTLS(&TLSOptions{
+		Domains: []string{"a.example.com"}, CA: "https://127.0.0.1:1/dir",
+		StoragePath: filepath.Join(dir, "acme"), HTTPSListen: "8443", Locations: "/etc/nginx/sudoku-locations.conf",
+	}, dir, "127.0.0.1:1", nil, metrics, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer et.stop()
+	ctx := context.Background()
+	for range 2 {
+		if err := et.certs.onEvent(ctx, "cert_failed", map[string]any{"identifier": "a.example.com", "error": "urn:ietf:params:acme:error:connection"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := et.certs.onEvent(ctx, "cert_obtained", map[string]any{"identifier": "a.example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(metrics.certFailures); got != 2 {
+		t.Errorf("sudoku_edge_certificate_failures_total = %v after two cert_failed events, want 2", got)
+	}
+}

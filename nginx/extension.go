@@ -43,7 +43,7 @@ func (e *Edge) Apply(ctx context.Context, name string, data []byte) (bool, error
 		return false, fmt.Errorf("nginx: include name %q: a plain file name in the run directory", name)
 	}
 	f := fileChange{Path: e.s.path(name), Data: data}
-	if e.s.masters.get().Pid() == 0 { // before nginx starts: nothing to check or reload yet
+	if !e.s.started.Load() { // before nginx starts: nothing to check or reload yet
 		_, _, err := f.Stage()
 		return false, err
 	}

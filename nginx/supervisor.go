@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -87,7 +88,8 @@ type Supervisor struct {
 
 	masters    *masters
 	newProcess func() *nginxProcess
-	listeners  []*os.File // the Listen sockets, handed to every master
+	listeners  []*os.File  // the Listen sockets, handed to every master
+	started    atomic.Bool // a master runs: changes are checked and reloaded
 	applier    *configApplier
 	disc       *workerDiscovery
 	tls        *edgeTLS
@@ -192,6 +194,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if err := s.masters.get().Start(); err != nil {
 		return err
 	}
+	s.started.Store(true)
 	relayed := make(chan struct{})
 	go func() {
 		defer close(relayed)
