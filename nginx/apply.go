@@ -74,7 +74,7 @@ type configApplier struct {
 // Apply stages changes; if any of them changed something it checks the
 // whole configuration and then reloads nginx. When the check fails it
 // reverts every staged change, newest first, and returns an error wrapping
-// ErrRejected and the check's output: nginx keeps running on the old files.
+// errRejected and the check's output: nginx keeps running on the old files.
 func (a *configApplier) Apply(ctx context.Context, changes ...configChange) (applyOutcome, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -3,7 +3,7 @@ package nginx
 import "time"
 
 // workerBudget is how many workers' share of requests nginx admits at once (see
-// RenderUpstream). It is the most workers seen, so that while some are
+// renderUpstream). It is the most workers seen, so that while some are
 // missing (a restart, a crash) the others take their share. Once fewer have
 // answered for Hold, the missing ones count as gone (a scale-down, a worker
 // that never came back) and the budget falls to the workers there are.

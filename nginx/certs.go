@@ -28,7 +28,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// certOptions configures a CertManager.
+// certOptions configures a certManager.
 type certOptions struct {
 	Domains      []string       // one certificate per name
 	Email        string         // ACME account contact; may be empty
@@ -52,7 +52,7 @@ type certOptions struct {
 }
 
 // certManager keeps one certificate per domain with certmagic (ACME,
-// HTTP-01 only) and hands every new pair out as a Change for nginx; it
+// HTTP-01 only) and hands every new pair out as a configChange for nginx; it
 // never checks or reloads nginx itself. Due tells when to ask for one.
 type certManager struct {
 	opts   certOptions
@@ -147,7 +147,7 @@ func (m *certManager) Prepare(ctx context.Context) (*pairsChange, error) {
 	return ch, nil
 }
 
-// Pairs returns the pairs from storage as a Change that exports them for
+// Pairs returns the pairs from storage as a configChange that exports them for
 // nginx when they differ from the exported ones. A pair missing from
 // storage keeps what is exported (the placeholder at first). Call Exported
 // once nginx has accepted it.
@@ -316,7 +316,7 @@ func selfSignedBy(name, org string) (*pair, error) {
 	return newPair(name, cert, keyPEM, source)
 }
 
-// pairsChange is a Change that writes all pairs into a new version
+// pairsChange is a configChange that writes all pairs into a new version
 // directory and swaps the live symlink to it, so nginx never sees a
 // certificate with the wrong key.
 type pairsChange struct {

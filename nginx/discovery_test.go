@@ -310,7 +310,7 @@ func TestConnectUnix(t *testing.T) {
 	}
 }
 
-// Addr orders TCP addresses as netip.AddrPort does (numerically, so the
+// workerAddr orders TCP addresses as netip.AddrPort does (numerically, so the
 // rendered servers.conf stays as before), then socket paths.
 func TestAddrCompare(t *testing.T) {
 	in := aps("unix:/b.sock", "10.0.0.10:9000", "unix:/a.sock", "10.0.0.9:9000", "[::1]:1")

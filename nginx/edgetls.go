@@ -17,8 +17,8 @@ import (
 )
 
 // TLSOptions turns HTTPS on for a Supervisor: one ACME certificate per
-// domain (HTTP-01 through nginx's plain HTTP server, see CertManager) and
-// the HTTPS server in tls.conf (see RenderTLS). The domains are checked
+// domain (HTTP-01 through nginx's plain HTTP server, see certManager) and
+// the HTTPS server in tls.conf (see renderTLS). The domains are checked
 // by the caller (CheckDomain).
 type TLSOptions struct {
 	Domains      []string       // at least one
@@ -63,7 +63,7 @@ func renderTLSConf(o *TLSOptions, certDir, challengeListen string) ([]byte, erro
 }
 
 // edgeTLS is the TLS side of a Supervisor: tls.conf, and with TLS on the
-// CertManager whose pairs it applies together with tls.conf.
+// certManager whose pairs it applies together with tls.conf.
 type edgeTLS struct {
 	certs    *certManager // nil with TLS off
 	tlsFile  fileChange

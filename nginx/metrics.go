@@ -101,7 +101,7 @@ func (m *Metrics) certLive(domain string, notAfter time.Time, placeholder bool) 
 	m.certPlaceholder.WithLabelValues(domain).Set(isPlaceholder)
 }
 
-// certFailuresCounter is the counter for CertOptions.Failures; nil
+// certFailuresCounter is the counter for certOptions.Failures; nil
 // without metrics.
 func (m *Metrics) certFailuresCounter() prometheus.Counter {
 	if m == nil {

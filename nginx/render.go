@@ -61,9 +61,9 @@ func renderServers(source string, addrs []workerAddr, params string) ([]byte, er
 }
 
 // renderUpstream renders the two files that follow the set of workers:
-// servers.conf (RenderServers) and admission.conf, the `limit_conn` line
+// servers.conf (renderServers) and admission.conf, the `limit_conn` line
 // of the /sudoku location. budget is how many workers' share nginx admits
-// (see Budget): while fewer answer, each one's max_conns is raised so that
+// (see workerBudget): while fewer answer, each one's max_conns is raised so that
 // together they take what budget workers take, and the admission limit
 // stays budget x max_conns (none without workers: nginx answers "no live
 // upstreams" at once).
@@ -195,7 +195,7 @@ type tlsSite struct {
 	KeyFile  string // private key, PEM
 }
 
-// tlsServer describes the HTTPS servers that RenderTLS writes. With no
+// tlsServer describes the HTTPS servers that renderTLS writes. With no
 // Sites, TLS is off and the rendered file has comments only.
 type tlsServer struct {
 	Sites []tlsSite // the first one is the default server for clients without SNI

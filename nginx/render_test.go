@@ -124,7 +124,7 @@ func TestRenderTLSRejectsUnsafe(t *testing.T) {
 }
 
 // TestCheckDomain: the names the command accepts for -tls-domains (the
-// one check; RenderTLS only refuses what would break the configuration).
+// one check; renderTLS only refuses what would break the configuration).
 func TestCheckDomain(t *testing.T) {
 	for _, d := range []string{"a.example.com", "sudoku.test", "x-1.example.org"} {
 		if err := CheckDomain(d); err != nil {
@@ -244,7 +244,7 @@ func TestShareMaxConns(t *testing.T) {
 	}
 }
 
-// RenderUpstream: the worker left of a budget of two takes both shares,
+// renderUpstream: the worker left of a budget of two takes both shares,
 // and the admission limit stays; with no worker there is no limit.
 func TestRenderUpstream(t *testing.T) {
 	one := aps("10.0.0.2:9000")

@@ -20,8 +20,8 @@ import (
 )
 
 // Supervisor runs nginx in the foreground and keeps what it reads in step
-// with the world: the upstream with the workers that Discovery finds (and
-// the Budget), the trusted clients and, with TLS, the certificates. It also
+// with the world: the upstream with the workers it finds (and their
+// budget), the trusted clients and, with TLS, the certificates. It also
 // serves the ACME challenge responder and, when asked, the metrics
 // listener. Set the fields, then call Run once.
 type Supervisor struct {
@@ -48,8 +48,8 @@ type Supervisor struct {
 	Workers         []Target      // at least one (ParseTargets)
 	resolver        resolver      // nil means net.DefaultResolver
 	ResolveInterval time.Duration // how often the workers are resolved again; > 0
-	BudgetHold      time.Duration // Budget.Hold
-	UpstreamParams  string        // nginx parameters after each server address (RenderUpstream)
+	BudgetHold      time.Duration // how long the workers left take a missing one's share before it counts as gone
+	UpstreamParams  string        // nginx parameters after each server address, e.g. max_fails=0 (CheckParams)
 	TrustedClients  []netip.Prefix
 	// RealIPFrom lists the load balancers in front of nginx whose
 	// X-Forwarded-For names the client (real-ip.conf); empty believes no
@@ -150,7 +150,14 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		}
 		copied := make(chan struct{})
 		go func() { defer close(copied); io.Copy(stdout, outR) }()
-		defer func() { outW.Close(); <-copied; outR.Close() }()
+		defer func() {
+			outW.Close()
+			select { // EOF once every nginx process is gone
+			case <-copied:
+			case <-time.After(2 * time.Second):
+			}
+			outR.Close()
+		}()
 		outFile = outW
 	}
 	s.masters = &masters{}
@@ -308,7 +315,7 @@ func quitOrphans(pid int, log zerolog.Logger) {
 	}()
 }
 
-// masters holds the nginx master running now; the Applier checks and
+// masters holds the nginx master running now; the configApplier checks and
 // reloads through it.
 type masters struct {
 	mu sync.Mutex
@@ -407,7 +414,7 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 		s.Log.Warn().Err(err).Msg("first worker lookup failed; starting with no upstream server")
 	}
 	// The budget is the most workers seen: while fewer answer, those take
-	// the missing ones' share of the requests in flight (RenderUpstream),
+	// the missing ones' share of the requests in flight (renderUpstream),
 	// for BudgetHold at most.
 	s.budget = workerBudget{Hold: s.BudgetHold}
 	n := s.budget.Update(len(addrs), time.Now())
@@ -492,7 +499,7 @@ func applyCounted(ctx context.Context, a *configApplier, m *Metrics, changes ...
 }
 
 // upstreamFiles renders servers.conf and admission.conf for addrs and the
-// budget of workers (RenderUpstream). They always change together.
+// budget of workers (renderUpstream). They always change together.
 func (s *Supervisor) upstreamFiles(addrs []workerAddr, budget int) ([]configChange, error) {
 	servers, admission, err := renderUpstream(joinTargets(s.Workers), addrs, budget, s.UpstreamParams)
 	if err != nil {
