@@ -176,7 +176,7 @@ func TestRunServesMetricsAndStops(t *testing.T) {
 	if err != nil || code != 200 {
 		t.Fatalf("GET /metrics on -metrics-listen = %d, %v", code, err)
 	}
-	for _, want := range []string{"sudoku_build_info{", "sudoku_edge_workers 1\n", "sudoku_edge_discovery_rounds_total ", `sudoku_edge_nginx_reloads_total{outcome="rejected"} 0`} {
+	for _, want := range []string{"sudoku_build_info{", "sudoku_edge_workers 1\n", "sudoku_edge_discovery_rounds_total ", `sudoku_edge_nginx_reloads_total{outcome="rejected"} 0`, "sudoku_edge_nginx_restarts_total 0\n", "sudoku_edge_certificate_failures_total 0\n"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}
