@@ -17,6 +17,12 @@
 //     the old files back when the check fails.
 //   - errorlog.go relays nginx's error log and holds back floods of one
 //     kind of line (one "no live upstreams" per request turned away).
+//   - sockets.go opens nginx's listening sockets in the supervisor, which
+//     hands them to every master it starts (the NGINX environment
+//     variable), so that a master that dies is restarted without refusing
+//     a connection.
+//   - extension.go is the seam for parts of the edge that render includes
+//     of their own ([Extension], [Edge]): the admission controller.
 //   - certs.go keeps TLS certificates with certmagic (ACME, HTTP-01 only)
 //     and hands each new pair out as a change; edgetls.go renders tls.conf
 //     from the [TLSOptions] and applies the pairs with it.
