@@ -35,10 +35,11 @@ var commands = map[string][][]string{
 // hostDefaults are defaults that depend on the machine -help runs on (the
 // hostname, the CPUs): the README describes them in words instead.
 var hostDefaults = map[string]bool{
-	"sudoku-fcgi -id":          true,
-	"sudoku -jobs":             true,
-	"sudoku-load -cores":       true,
-	"sudoku-load -c for local": true,
+	"sudoku-fcgi -id":               true,
+	"sudoku-edge -worker-processes": true,
+	"sudoku -jobs":                  true,
+	"sudoku-load -cores":            true,
+	"sudoku-load -c for local":      true,
 }
 
 var (

@@ -13,19 +13,19 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Checker validates the configuration nginx would load now, as `nginx -t`
+// configChecker validates the configuration nginx would load now, as `nginx -t`
 // does. It MUST honour ctx cancellation.
-type Checker interface {
+type configChecker interface {
 	Check(ctx context.Context) error
 }
 
-// Reloader makes a running nginx load its configuration again.
-type Reloader interface {
+// reloader makes a running nginx load its configuration again.
+type reloader interface {
 	Reload() error
 }
 
-// A Change puts a new state of some file nginx reads in place.
-type Change interface {
+// A configChange puts a new state of some file nginx reads in place.
+type configChange interface {
 	// Stage makes the change. It reports changed=false (and does nothing)
 	// when the new state equals the current one; otherwise revert puts the
 	// previous state back.
@@ -34,38 +34,38 @@ type Change interface {
 	String() string
 }
 
-// Outcome is what Apply did.
-type Outcome int
+// applyOutcome is what Apply did.
+type applyOutcome int
 
 const (
-	Unchanged Outcome = iota // nothing differed; nginx untouched
-	Reloaded                 // files written, check passed, nginx reloaded
-	Rejected                 // check failed; old files restored, nginx untouched
-	Failed                   // writing, restoring or reloading failed
+	unchanged applyOutcome = iota // nothing differed; nginx untouched
+	reloaded                      // files written, check passed, nginx reloaded
+	rejected                      // check failed; old files restored, nginx untouched
+	failed                        // writing, restoring or reloading failed
 )
 
-func (o Outcome) String() string {
+func (o applyOutcome) String() string {
 	switch o {
-	case Unchanged:
+	case unchanged:
 		return "unchanged"
-	case Reloaded:
+	case reloaded:
 		return "reloaded"
-	case Rejected:
+	case rejected:
 		return "rejected"
 	default:
 		return "failed"
 	}
 }
 
-// ErrRejected wraps the check's error when Apply refuses a configuration.
-var ErrRejected = errors.New("nginx: configuration rejected, kept the previous one")
+// errRejected wraps the check's error when Apply refuses a configuration.
+var errRejected = errors.New("nginx: configuration rejected, kept the previous one")
 
-// Applier is the reload decision. It serialises every change to the files
+// configApplier is the reload decision. It serialises every change to the files
 // nginx reads, so that discovery and certificate renewals never interleave
 // between a check and its reload.
-type Applier struct {
-	Checker  Checker
-	Reloader Reloader
+type configApplier struct {
+	Checker  configChecker
+	Reloader reloader
 	Log      zerolog.Logger
 
 	mu sync.Mutex
@@ -74,8 +74,8 @@ type Applier struct {
 // Apply stages changes; if any of them changed something it checks the
 // whole configuration and then reloads nginx. When the check fails it
 // reverts every staged change, newest first, and returns an error wrapping
-// ErrRejected and the check's output: nginx keeps running on the old files.
-func (a *Applier) Apply(ctx context.Context, changes ...Change) (Outcome, error) {
+// errRejected and the check's output: nginx keeps running on the old files.
+func (a *configApplier) Apply(ctx context.Context, changes ...configChange) (applyOutcome, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 
@@ -92,7 +92,7 @@ func (a *Applier) Apply(ctx context.Context, changes ...Change) (Outcome, error)
 		revert, changed, err := c.Stage()
 		if err != nil {
 			err = fmt.Errorf("staging %s: %w", c, err)
-			return Failed, errors.Join(err, revertAll())
+			return failed, errors.Join(err, revertAll())
 		}
 		if changed {
 			reverts = append(reverts, revert)
@@ -100,35 +100,35 @@ func (a *Applier) Apply(ctx context.Context, changes ...Change) (Outcome, error)
 		}
 	}
 	if len(reverts) == 0 {
-		return Unchanged, nil
+		return unchanged, nil
 	}
 	if err := a.Checker.Check(ctx); err != nil {
 		rerr := revertAll()
 		a.Log.Error().Err(err).Strs("changes", names).
 			Msg("new nginx configuration failed the check; kept the previous one")
 		if rerr != nil {
-			return Failed, errors.Join(fmt.Errorf("%w: %w", ErrRejected, err), fmt.Errorf("restoring: %w", rerr))
+			return failed, errors.Join(fmt.Errorf("%w: %w", errRejected, err), fmt.Errorf("restoring: %w", rerr))
 		}
-		return Rejected, fmt.Errorf("%w: %w", ErrRejected, err)
+		return rejected, fmt.Errorf("%w: %w", errRejected, err)
 	}
 	if err := a.Reloader.Reload(); err != nil {
-		return Failed, fmt.Errorf("reloading nginx: %w", err)
+		return failed, fmt.Errorf("reloading nginx: %w", err)
 	}
 	a.Log.Info().Strs("changes", names).Msg("nginx reloaded")
-	return Reloaded, nil
+	return reloaded, nil
 }
 
-// FileChange replaces the content of one file.
-type FileChange struct {
+// fileChange replaces the content of one file.
+type fileChange struct {
 	Path string
 	Data []byte
 	Perm fs.FileMode // 0 means 0644
 }
 
-func (f FileChange) String() string { return f.Path }
+func (f fileChange) String() string { return f.Path }
 
 // Stage writes f.Data atomically when it differs from the file's content.
-func (f FileChange) Stage() (func() error, bool, error) {
+func (f fileChange) Stage() (func() error, bool, error) {
 	perm := f.Perm
 	if perm == 0 {
 		perm = 0o644
@@ -141,22 +141,22 @@ func (f FileChange) Stage() (func() error, bool, error) {
 	if existed && bytes.Equal(old, f.Data) {
 		return nil, false, nil
 	}
-	if err := WriteFileAtomic(f.Path, f.Data, perm); err != nil {
+	if err := writeFileAtomic(f.Path, f.Data, perm); err != nil {
 		return nil, false, err
 	}
 	revert := func() error {
 		if !existed {
 			return os.Remove(f.Path)
 		}
-		return WriteFileAtomic(f.Path, old, perm)
+		return writeFileAtomic(f.Path, old, perm)
 	}
 	return revert, true, nil
 }
 
-// WriteFileAtomic writes data to a temporary file in path's directory,
+// writeFileAtomic writes data to a temporary file in path's directory,
 // syncs it and renames it over path, so that readers (nginx) see either the
 // old content or the new one, never a mix.
-func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
+func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."

@@ -24,11 +24,12 @@ import (
 	"time"
 
 	"github.com/caddyserver/certmagic"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
 
-// CertOptions configures a CertManager.
-type CertOptions struct {
+// certOptions configures a certManager.
+type certOptions struct {
 	Domains      []string       // one certificate per name
 	Email        string         // ACME account contact; may be empty
 	CA           string         // ACME directory URL
@@ -45,45 +46,34 @@ type CertOptions struct {
 	// its own for a challenge.
 	ChallengePort int
 
-	// Apply puts changed pairs in place, checks nginx and reloads it; an
-	// *Applier's Apply.
-	Apply func(ctx context.Context, changes ...Change) (Outcome, error)
-	// Also are changes applied together with every export, e.g. tls.conf.
-	Also []Change
-	// OnLive, when set, learns each domain's certificate expiry once its
-	// pair is the one nginx reads: after Prepare and after every export
-	// that nginx accepted or that changed nothing.
-	OnLive func(domain string, notAfter time.Time)
+	// Failures, when set, counts the certificate orders and renewals that
+	// failed (certmagic's cert_failed event).
+	Failures prometheus.Counter
 }
 
-// CertManager keeps one certificate per domain with certmagic (ACME,
-// HTTP-01 only) and exports every new pair for nginx.
-type CertManager struct {
-	opts   CertOptions
+// certManager keeps one certificate per domain with certmagic (ACME,
+// HTTP-01 only) and hands every new pair out as a configChange for nginx; it
+// never checks or reloads nginx itself. Due tells when to ask for one.
+type certManager struct {
+	opts   certOptions
 	log    zerolog.Logger
 	cache  *certmagic.Cache
 	cfg    *certmagic.Config
 	issuer *certmagic.ACMEIssuer
 
 	kick     chan struct{}
-	mu       sync.Mutex // serialises exports
 	stopOnce sync.Once
 }
 
-// NewCertManager configures certmagic. It does not touch the network.
-func NewCertManager(opts CertOptions, log zerolog.Logger) (*CertManager, error) {
+// newCertManager configures certmagic. It does not touch the network.
+func newCertManager(opts certOptions, log zerolog.Logger) (*certManager, error) {
 	if len(opts.Domains) == 0 {
 		return nil, errors.New("nginx: no domain to manage")
 	}
-	for _, d := range opts.Domains {
-		if err := CheckDomain(d); err != nil {
-			return nil, err
-		}
+	if opts.CA == "" || opts.StoragePath == "" || opts.ExportDir == "" || opts.ChallengePort == 0 {
+		return nil, errors.New("nginx: CertOptions needs CA, StoragePath, ExportDir and ChallengePort")
 	}
-	if opts.CA == "" || opts.StoragePath == "" || opts.ExportDir == "" || opts.ChallengePort == 0 || opts.Apply == nil {
-		return nil, errors.New("nginx: CertOptions needs CA, StoragePath, ExportDir, ChallengePort and Apply")
-	}
-	m := &CertManager{opts: opts, log: log, kick: make(chan struct{}, 1)}
+	m := &certManager{opts: opts, log: log, kick: make(chan struct{}, 1)}
 	zl := newZapLogger(log.With().Str("component", "certmagic").Logger())
 	m.cache = certmagic.NewCache(certmagic.CacheOptions{
 		GetConfigForCert: func(certmagic.Certificate) (*certmagic.Config, error) { return m.cfg, nil },
@@ -110,13 +100,9 @@ func NewCertManager(opts CertOptions, log zerolog.Logger) (*CertManager, error) 
 	return m, nil
 }
 
-// SetAlso sets the changes applied together with every export (tls.conf).
-// Call it before Prepare.
-func (m *CertManager) SetAlso(changes ...Change) { m.opts.Also = changes }
-
 // onEvent runs synchronously inside certmagic: it only records that an
 // export is due.
-func (m *CertManager) onEvent(ctx context.Context, event string, data map[string]any) error {
+func (m *certManager) onEvent(ctx context.Context, event string, data map[string]any) error {
 	switch event {
 	case "cert_obtained", "cached_managed_cert":
 		m.log.Info().Str("event", event).Interface("identifier", data["identifier"]).
@@ -128,90 +114,69 @@ func (m *CertManager) onEvent(ctx context.Context, event string, data map[string
 	case "cert_failed":
 		m.log.Error().Str("event", event).Interface("identifier", data["identifier"]).
 			Interface("error", fmt.Sprint(data["error"])).Msg("certificate event")
+		if m.opts.Failures != nil {
+			m.opts.Failures.Inc()
+		}
 	}
 	return nil
 }
 
 // HTTPChallengeHandler answers ACME HTTP-01 challenges and passes every
 // other request to next.
-func (m *CertManager) HTTPChallengeHandler(next http.Handler) http.Handler {
+func (m *certManager) HTTPChallengeHandler(next http.Handler) http.Handler {
 	return m.issuer.HTTPChallengeHandler(next)
 }
 
-// Sites lists the names with the files nginx should read for them.
-func (m *CertManager) Sites() []TLSSite {
-	live := filepath.Join(m.opts.ExportDir, "live")
-	var out []TLSSite
-	for _, d := range m.opts.Domains {
-		out = append(out, TLSSite{Name: d,
-			CertFile: filepath.Join(live, d+".crt"), KeyFile: filepath.Join(live, d+".key")})
-	}
-	return out
-}
+// Due receives a value when a certificate was obtained or loaded: the
+// pairs in storage may differ from the exported ones (see Pairs).
+func (m *certManager) Due() <-chan struct{} { return m.kick }
 
 // Prepare makes sure a pair exists for every domain before nginx starts:
 // the certificate from storage when there is one, else the one exported
-// earlier, else a self-signed placeholder. It writes without checking
-// nginx, which is not running yet.
-func (m *CertManager) Prepare(ctx context.Context) error {
-	ch, err := m.pairsChange(ctx, true)
+// earlier, else a self-signed placeholder. It writes them without checking
+// nginx, which is not running yet, and returns what it wrote.
+func (m *certManager) Prepare(ctx context.Context) (*pairsChange, error) {
+	ch, err := m.pairs(ctx, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, _, err := ch.Stage(); err != nil {
-		return err
+		return nil, err
 	}
-	for _, c := range m.opts.Also {
-		if _, _, err := c.Stage(); err != nil {
-			return err
-		}
-	}
-	m.prune(ch.current())
-	m.live(ch)
-	return nil
+	m.Exported(ch)
+	return ch, nil
 }
 
-func (m *CertManager) live(ch *pairsChange) {
-	if m.opts.OnLive == nil {
-		return
-	}
-	for _, p := range ch.pairs {
-		m.opts.OnLive(p.name, p.notAfter)
-	}
+// Pairs returns the pairs from storage as a configChange that exports them for
+// nginx when they differ from the exported ones. A pair missing from
+// storage keeps what is exported (the placeholder at first). Call Exported
+// once nginx has accepted it.
+func (m *certManager) Pairs(ctx context.Context) (*pairsChange, error) {
+	return m.pairs(ctx, false)
 }
 
-// Run manages the certificates until ctx ends: certmagic obtains and
-// renews in the background (nginx must be running, it carries HTTP-01),
-// and every cert_obtained event leads to an export.
-func (m *CertManager) Run(ctx context.Context) error {
+// Exported prunes the version directories that ch made old.
+func (m *certManager) Exported(ch *pairsChange) { m.prune(ch.current()) }
+
+// Run starts certmagic's management of the certificates: it obtains and
+// renews in the background (nginx must be running, it carries HTTP-01)
+// until Stop, and sends on Due after each certificate it obtains.
+func (m *certManager) Run(ctx context.Context) error {
 	if err := m.cfg.ManageAsync(ctx, m.opts.Domains); err != nil {
 		return fmt.Errorf("managing certificates: %w", err)
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-m.kick:
-		}
-		if _, err := m.Export(ctx); err != nil && ctx.Err() == nil {
-			m.log.Error().Err(err).Msg("exporting certificates for nginx")
-		}
-	}
+	return nil
 }
 
-// Renew renews name now, even when it is not due (force), and exports the
-// result. Tests use it: Pebble's certificates last five years.
-func (m *CertManager) Renew(ctx context.Context, name string, force bool) error {
-	if err := m.cfg.RenewCertSync(ctx, name, force); err != nil {
-		return err
-	}
-	_, err := m.Export(ctx)
-	return err
+// Renew renews name now, even when it is not due (force). Tests use it:
+// Pebble's certificates last five years.
+func (m *certManager) Renew(ctx context.Context, name string, force bool) error {
+	return m.cfg.RenewCertSync(ctx, name, force)
 }
 
 // Stop stops certmagic's maintenance goroutines and removes its locks.
 // It is safe to call more than once.
-func (m *CertManager) Stop() {
+func (m *certManager) Stop() {
 	m.stopOnce.Do(func() {
 		m.cache.Stop()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -220,41 +185,23 @@ func (m *CertManager) Stop() {
 	})
 }
 
-// Export writes the pairs from storage for nginx when they differ from the
-// exported ones and applies them (nginx -t, reload). A pair missing from
-// storage keeps what is exported (the placeholder at first).
-func (m *CertManager) Export(ctx context.Context) (Outcome, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ch, err := m.pairsChange(ctx, false)
-	if err != nil {
-		return Failed, err
-	}
-	outcome, err := m.opts.Apply(ctx, append(slices.Clone(m.opts.Also), ch)...)
-	if err == nil {
-		m.prune(ch.current())
-		m.live(ch)
-	}
-	if outcome == Reloaded {
-		for _, p := range ch.pairs {
-			m.log.Info().Str("domain", p.name).Str("source", p.source).Str("serial", p.serial).
-				Time("not_after", p.notAfter).Msg("certificate exported to nginx")
-		}
-	}
-	return outcome, err
-}
-
 type pair struct {
 	name      string
 	cert, key []byte
 	source    string // storage, exported, placeholder
 	serial    string
 	notAfter  time.Time
+	// placeholder marks the self-signed pair from selfSigned, also when it
+	// is read back from the export directory after a restart.
+	placeholder bool
 }
+
+// placeholderOrg is the Organization of the self-signed placeholder.
+const placeholderOrg = "sudoku-edge placeholder"
 
 // pairsChange gathers the pair for each domain. With placeholder set, a
 // domain with neither a stored nor an exported pair gets a self-signed one.
-func (m *CertManager) pairsChange(ctx context.Context, placeholder bool) (*pairsChange, error) {
+func (m *certManager) pairs(ctx context.Context, placeholder bool) (*pairsChange, error) {
 	ch := &pairsChange{dir: m.opts.ExportDir}
 	for _, d := range m.opts.Domains {
 		p, err := m.storedPair(ctx, d)
@@ -278,7 +225,7 @@ func (m *CertManager) pairsChange(ctx context.Context, placeholder bool) (*pairs
 	return ch, nil
 }
 
-func (m *CertManager) storedPair(ctx context.Context, d string) (*pair, error) {
+func (m *certManager) storedPair(ctx context.Context, d string) (*pair, error) {
 	ik := m.issuer.IssuerKey()
 	cert, err := m.cfg.Storage.Load(ctx, certmagic.StorageKeys.SiteCert(ik, d))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -294,7 +241,7 @@ func (m *CertManager) storedPair(ctx context.Context, d string) (*pair, error) {
 	return newPair(d, cert, key, "storage")
 }
 
-func (m *CertManager) exportedPair(d string) *pair {
+func (m *certManager) exportedPair(d string) *pair {
 	live := filepath.Join(m.opts.ExportDir, "live")
 	cert, err1 := os.ReadFile(filepath.Join(live, d+".crt"))
 	key, err2 := os.ReadFile(filepath.Join(live, d+".key"))
@@ -323,12 +270,17 @@ func newPair(name string, cert, key []byte, source string) (*pair, error) {
 		return nil, fmt.Errorf("certificate for %s: %w", name, err)
 	}
 	return &pair{name: name, cert: cert, key: key, source: source,
-		serial: leaf.SerialNumber.Text(16), notAfter: leaf.NotAfter}, nil
+		serial: leaf.SerialNumber.Text(16), notAfter: leaf.NotAfter,
+		placeholder: bytes.Equal(leaf.RawIssuer, leaf.RawSubject) && slices.Contains(leaf.Subject.Organization, placeholderOrg)}, nil
 }
 
 // selfSigned makes a placeholder pair so that nginx can start before the
 // first certificate is issued. Clients will not trust it.
-func selfSigned(name string) (*pair, error) {
+func selfSigned(name string) (*pair, error) { return selfSignedBy(name, placeholderOrg) }
+
+// selfSignedBy makes a self-signed pair for name whose subject's
+// Organization is org.
+func selfSignedBy(name, org string) (*pair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -340,7 +292,7 @@ func selfSigned(name string) (*pair, error) {
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: name, Organization: []string{"sudoku-edge placeholder"}},
+		Subject:      pkix.Name{CommonName: name, Organization: []string{org}},
 		DNSNames:     []string{name},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(90 * 24 * time.Hour),
@@ -357,10 +309,14 @@ func selfSigned(name string) (*pair, error) {
 	}
 	cert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
-	return newPair(name, cert, keyPEM, "placeholder")
+	source := "placeholder"
+	if org != placeholderOrg {
+		source = "self-signed"
+	}
+	return newPair(name, cert, keyPEM, source)
 }
 
-// pairsChange is a Change that writes all pairs into a new version
+// pairsChange is a configChange that writes all pairs into a new version
 // directory and swaps the live symlink to it, so nginx never sees a
 // certificate with the wrong key.
 type pairsChange struct {
@@ -405,10 +361,10 @@ func (c *pairsChange) Stage() (func() error, bool, error) {
 		return nil, false, err
 	}
 	for _, p := range c.pairs {
-		if err := WriteFileAtomic(filepath.Join(vdir, p.name+".crt"), p.cert, 0o644); err != nil {
+		if err := writeFileAtomic(filepath.Join(vdir, p.name+".crt"), p.cert, 0o644); err != nil {
 			return nil, false, err
 		}
-		if err := WriteFileAtomic(filepath.Join(vdir, p.name+".key"), p.key, 0o600); err != nil {
+		if err := writeFileAtomic(filepath.Join(vdir, p.name+".key"), p.key, 0o600); err != nil {
 			return nil, false, err
 		}
 	}
@@ -451,7 +407,7 @@ func swapSymlink(link, target string) error {
 
 // prune removes version directories other than keep and the newest other
 // one (a reload still in progress may read it).
-func (m *CertManager) prune(keep string) {
+func (m *certManager) prune(keep string) {
 	entries, err := os.ReadDir(m.opts.ExportDir)
 	if err != nil {
 		return

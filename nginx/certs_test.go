@@ -64,36 +64,32 @@ func TestCertManagerPebble(t *testing.T) {
 	logger := nginxtest.Logger(t)
 
 	back := backend(t, "hello")
-	servers, _ := RenderServers("test", aps(back.String()), "")
-	if err := WriteFileAtomic(filepath.Join(dir, "servers.conf"), servers, 0o644); err != nil {
+	servers, _ := renderServers("test", aps(back.String()), "")
+	if err := writeFileAtomic(filepath.Join(dir, "servers.conf"), servers, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	proc := &Process{Bin: bin, Prefix: dir, Conf: conf, Stdout: os.Stderr, Stderr: os.Stderr}
-	applier := &Applier{Checker: proc, Reloader: proc, Log: logger}
+	proc := &nginxProcess{Bin: bin, Prefix: dir, Conf: conf, Stdout: os.Stderr, Stderr: os.Stderr}
+	applier := &configApplier{Checker: proc, Reloader: proc, Log: logger}
 
-	newManager := func() *CertManager {
-		opts := CertOptions{
-			Domains: []string{testDomain}, Email: "ops@sudoku.test", CA: pebble.URL, TrustedRoots: pebble.Trust,
-			StoragePath: filepath.Join(dir, "acme"), ExportDir: filepath.Join(dir, "certs"),
-			ChallengePort: chPort, Apply: applier.Apply,
-		}
-		m, err := NewCertManager(opts, logger)
+	opts := &TLSOptions{
+		Domains: []string{testDomain}, Email: "ops@sudoku.test", CA: pebble.URL, TrustedRoots: pebble.Trust,
+		StoragePath: filepath.Join(dir, "acme"), CertDir: filepath.Join(dir, "certs"),
+		HTTPSListen: fmt.Sprintf("127.0.0.1:%d", httpsPort), HTTPListen: fmt.Sprintf("127.0.0.1:%d", httpPort),
+		Locations: locations, HSTS: true, HSTSMaxAge: 300,
+	}
+	newManager := func() *edgeTLS {
+		m, err := newEdgeTLS(opts, dir, fmt.Sprintf("127.0.0.1:%d", chPort), applier, nil, logger)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tlsConf, err := RenderTLS(TLSServer{Sites: m.Sites(), CA: pebble.URL,
-			HTTPSListen: fmt.Sprintf("127.0.0.1:%d", httpsPort), Locations: locations, HSTS: true, HSTSMaxAge: 300})
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.opts.Also = []Change{FileChange{Path: filepath.Join(dir, "tls.conf"), Data: tlsConf}}
 		return m
 	}
-	m := newManager()
+	et := newManager()
+	m := et.certs
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := m.Prepare(ctx); err != nil {
-		t.Fatalf("Prepare: %v", err)
+	if err := et.prepare(ctx); err != nil {
+		t.Fatalf("prepare: %v", err)
 	}
 	chSrv, err := serveHTTP(logger, "challenge responder", fmt.Sprintf("127.0.0.1:%d", chPort), m.HTTPChallengeHandler(http.NotFoundHandler()))
 	if err != nil {
@@ -115,7 +111,7 @@ func TestCertManagerPebble(t *testing.T) {
 		return err
 	})
 
-	go m.Run(ctx)
+	go et.run(ctx, nil)
 	defer m.Stop()
 	var first *x509.Certificate
 	nginxtest.WaitUntil(t, 60*time.Second, "nginx serves a certificate that Pebble issued", func() error {
@@ -183,6 +179,9 @@ func TestCertManagerPebble(t *testing.T) {
 	if err := m.Renew(ctx, testDomain, true); err != nil {
 		t.Fatalf("forced renewal: %v", err)
 	}
+	if _, err := et.export(ctx); err != nil {
+		t.Fatalf("export after the renewal: %v", err)
+	}
 	var second *x509.Certificate
 	nginxtest.WaitUntil(t, 10*time.Second, "nginx serves the renewed certificate", func() error {
 		second, err = nginxtest.ServedCert(addr, testDomain, pebble.Roots)
@@ -214,12 +213,12 @@ func TestCertManagerPebble(t *testing.T) {
 	// A restart finds the certificate in storage: nginx starts with it,
 	// not with a placeholder, and nothing is re-issued.
 	m.Stop()
-	m2 := newManager()
-	defer m2.Stop()
-	if err := m2.Prepare(ctx); err != nil {
+	et2 := newManager()
+	defer et2.stop()
+	if err := et2.prepare(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got := m2.exportedPair(testDomain)
+	got := et2.certs.exportedPair(testDomain)
 	if got == nil || got.serial != second.SerialNumber.Text(16) {
 		t.Errorf("after restart the exported pair is %+v, want serial %x from storage", got, second.SerialNumber)
 	}

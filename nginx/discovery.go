@@ -17,21 +17,21 @@ import (
 	"time"
 )
 
-// Addr is a worker's address: an IP address and port, or the path of a
+// workerAddr is a worker's address: an IP address and port, or the path of a
 // unix socket. It is comparable, so it keys maps and compares with ==.
-type Addr struct {
+type workerAddr struct {
 	ip   netip.AddrPort
 	path string // unix socket; empty for TCP
 }
 
-// TCPAddr is the worker address ap.
-func TCPAddr(ap netip.AddrPort) Addr { return Addr{ip: ap} }
+// tcpAddr is the worker address ap.
+func tcpAddr(ap netip.AddrPort) workerAddr { return workerAddr{ip: ap} }
 
-// UnixAddr is the worker address of the unix socket at path.
-func UnixAddr(path string) Addr { return Addr{path: path} }
+// unixAddr is the worker address of the unix socket at path.
+func unixAddr(path string) workerAddr { return workerAddr{path: path} }
 
 // Network is "unix" for a socket path, "tcp" otherwise, as net.Dial takes it.
-func (a Addr) Network() string {
+func (a workerAddr) Network() string {
 	if a.path != "" {
 		return "unix"
 	}
@@ -40,7 +40,7 @@ func (a Addr) Network() string {
 
 // String is the address as nginx's server directive takes it:
 // "172.18.0.3:9000", "[fd00::1]:9000" or "unix:/run/sudoku-fcgi/a.sock".
-func (a Addr) String() string {
+func (a workerAddr) String() string {
 	if a.path != "" {
 		return "unix:" + a.path
 	}
@@ -48,7 +48,7 @@ func (a Addr) String() string {
 }
 
 // dialAddress is the address as net.Dial takes it with Network.
-func (a Addr) dialAddress() string {
+func (a workerAddr) dialAddress() string {
 	if a.path != "" {
 		return a.path
 	}
@@ -57,7 +57,7 @@ func (a Addr) dialAddress() string {
 
 // Compare orders TCP addresses first, as netip.AddrPort.Compare does, then
 // socket paths by name.
-func (a Addr) Compare(b Addr) int {
+func (a workerAddr) Compare(b workerAddr) int {
 	switch {
 	case a.path == "" && b.path == "":
 		return a.ip.Compare(b.ip)
@@ -69,18 +69,18 @@ func (a Addr) Compare(b Addr) int {
 	return strings.Compare(a.path, b.path)
 }
 
-// Resolver looks a host name up, as *net.Resolver does. It MUST honour ctx.
-type Resolver interface {
+// resolver looks a host name up, as *net.resolver does. It MUST honour ctx.
+type resolver interface {
 	LookupHost(ctx context.Context, host string) ([]string, error)
 }
 
-var _ Resolver = (*net.Resolver)(nil)
+var _ resolver = (*net.Resolver)(nil)
 
-// Discovery finds the addresses behind a list of targets: host:port, whose
+// workerDiscovery finds the addresses behind a list of targets: host:port, whose
 // name is resolved, or unix:<glob>, whose matching socket files are listed.
-type Discovery struct {
-	Targets  []string // "sudoku:9000", "127.0.0.1:19000", "unix:/run/sudoku-fcgi/*.sock", ...
-	Resolver Resolver // nil means net.DefaultResolver
+type workerDiscovery struct {
+	Targets  []Target // from ParseTargets
+	Resolver resolver // nil means net.DefaultResolver
 	Timeout  time.Duration
 	// DropRefusing leaves out the addresses that refuse a connection:
 	// a worker that drains closes its listener at once, but its name
@@ -97,8 +97,8 @@ type Discovery struct {
 
 	// refused holds the addresses dropped for refusing and not accepted
 	// since; probe replaces the connect in tests.
-	refused map[Addr]bool
-	probe   func(ctx context.Context, a Addr) error
+	refused map[workerAddr]bool
+	probe   func(ctx context.Context, a workerAddr) error
 }
 
 // probeTimeout bounds one DropRefusing connect.
@@ -107,10 +107,26 @@ const probeTimeout = 300 * time.Millisecond
 // unixPrefix starts a target that lists socket files.
 const unixPrefix = "unix:"
 
+// Target is one parsed worker target: a host name or IP address with a
+// port, to resolve, or an absolute glob of unix sockets, to list.
+type Target struct {
+	host    string
+	port    uint16
+	pattern string // unix:<pattern>; empty for host:port
+}
+
+// String is the target as it was written: "sudoku:9000" or "unix:/run/x/*.sock".
+func (t Target) String() string {
+	if t.pattern != "" {
+		return unixPrefix + t.pattern
+	}
+	return net.JoinHostPort(t.host, strconv.Itoa(int(t.port)))
+}
+
 // ParseTargets splits a comma-separated list of targets, host:port or
 // unix:<glob> (an absolute filepath.Match pattern), and checks each one.
-func ParseTargets(s string) ([]string, error) {
-	var out []string
+func ParseTargets(s string) ([]Target, error) {
+	var out []Target
 	for _, t := range strings.Split(s, ",") {
 		t = strings.TrimSpace(t)
 		if t == "" {
@@ -120,7 +136,7 @@ func ParseTargets(s string) ([]string, error) {
 			if err := checkSocketPattern(pattern); err != nil {
 				return nil, fmt.Errorf("worker target %q: %w", t, err)
 			}
-			out = append(out, t)
+			out = append(out, Target{pattern: pattern})
 			continue
 		}
 		host, port, err := net.SplitHostPort(t)
@@ -130,15 +146,25 @@ func ParseTargets(s string) ([]string, error) {
 		if host == "" {
 			return nil, fmt.Errorf("worker target %q: empty host", t)
 		}
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
 			return nil, fmt.Errorf("worker target %q: port must be 1-65535", t)
 		}
-		out = append(out, t)
+		out = append(out, Target{host: host, port: uint16(n)})
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no worker target given")
 	}
 	return out, nil
+}
+
+// joinTargets writes targets back as the comma-separated list they came from.
+func joinTargets(targets []Target) string {
+	s := make([]string, len(targets))
+	for i, t := range targets {
+		s[i] = t.String()
+	}
+	return strings.Join(s, ",")
 }
 
 // checkSocketPattern accepts an absolute glob whose matches nginx can take
@@ -166,18 +192,18 @@ func safeSocketPath(path string) bool {
 // listSockets returns the unix sockets among the files matching pattern.
 // Other files, and names nginx would misread (see safeSocketPath), are
 // left out; a missing directory matches nothing.
-func listSockets(pattern string) ([]Addr, error) {
+func listSockets(pattern string) ([]workerAddr, error) {
 	paths, err := filepath.Glob(pattern)
 	if err != nil {
 		return nil, err
 	}
-	var out []Addr
+	var out []workerAddr
 	for _, p := range paths {
 		fi, err := os.Lstat(p)
 		if err != nil || fi.Mode().Type() != fs.ModeSocket || !safeSocketPath(p) {
 			continue // gone since the listing, not a socket, or unfit for nginx
 		}
-		out = append(out, UnixAddr(p))
+		out = append(out, unixAddr(p))
 	}
 	return out, nil
 }
@@ -188,7 +214,7 @@ func listSockets(pattern string) ([]Addr, error) {
 // empties the upstream: callers keep the previous set. A unix:<glob>
 // target contributes the socket files it matches now. With DropRefusing it
 // then probes each address, and is not safe for concurrent use.
-func (d *Discovery) Resolve(ctx context.Context) ([]Addr, error) {
+func (d *workerDiscovery) Resolve(ctx context.Context) ([]workerAddr, error) {
 	r := d.Resolver
 	if r == nil {
 		r = net.DefaultResolver
@@ -198,26 +224,19 @@ func (d *Discovery) Resolve(ctx context.Context) ([]Addr, error) {
 		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
 		defer cancel()
 	}
-	var out []Addr
+	var out []workerAddr
 	for _, t := range d.Targets {
-		if pattern, ok := strings.CutPrefix(t, unixPrefix); ok {
-			socks, err := listSockets(pattern)
+		if t.pattern != "" {
+			socks, err := listSockets(t.pattern)
 			if err != nil {
 				return nil, fmt.Errorf("worker target %q: %w", t, err)
 			}
 			out = append(out, socks...)
 			continue
 		}
-		host, portStr, err := net.SplitHostPort(t)
-		if err != nil {
-			return nil, fmt.Errorf("worker target %q: %w", t, err)
-		}
-		port, err := strconv.ParseUint(portStr, 10, 16)
-		if err != nil {
-			return nil, fmt.Errorf("worker target %q: %w", t, err)
-		}
+		host, port := t.host, t.port
 		if ip, err := netip.ParseAddr(host); err == nil {
-			out = append(out, TCPAddr(netip.AddrPortFrom(ip.Unmap(), uint16(port))))
+			out = append(out, tcpAddr(netip.AddrPortFrom(ip.Unmap(), port)))
 			continue
 		}
 		hosts, err := r.LookupHost(ctx, host)
@@ -232,10 +251,10 @@ func (d *Discovery) Resolve(ctx context.Context) ([]Addr, error) {
 			if err != nil {
 				return nil, fmt.Errorf("resolving %s: bad address %q", host, h)
 			}
-			out = append(out, TCPAddr(netip.AddrPortFrom(ip.Unmap(), uint16(port))))
+			out = append(out, tcpAddr(netip.AddrPortFrom(ip.Unmap(), port)))
 		}
 	}
-	slices.SortFunc(out, Addr.Compare)
+	slices.SortFunc(out, workerAddr.Compare)
 	out = slices.Compact(out)
 	if d.DropRefusing {
 		out = d.dropRefusing(ctx, out)
@@ -246,7 +265,7 @@ func (d *Discovery) Resolve(ctx context.Context) ([]Addr, error) {
 // dropRefusing connects to every address at once and returns those that
 // accepted, and those that timed out without having refused before. It is
 // not safe for concurrent use.
-func (d *Discovery) dropRefusing(ctx context.Context, addrs []Addr) []Addr {
+func (d *workerDiscovery) dropRefusing(ctx context.Context, addrs []workerAddr) []workerAddr {
 	type outcome int
 	const (
 		accepted outcome = iota
@@ -273,7 +292,7 @@ func (d *Discovery) dropRefusing(ctx context.Context, addrs []Addr) []Addr {
 		})
 	}
 	wg.Wait()
-	next := map[Addr]bool{}
+	next := map[workerAddr]bool{}
 	kept := addrs[:0]
 	for i, a := range addrs {
 		switch {
@@ -288,7 +307,7 @@ func (d *Discovery) dropRefusing(ctx context.Context, addrs []Addr) []Addr {
 }
 
 // connect opens a connection to a and closes it.
-func connect(ctx context.Context, a Addr) error {
+func connect(ctx context.Context, a workerAddr) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var dialer net.Dialer
@@ -299,38 +318,18 @@ func connect(ctx context.Context, a Addr) error {
 	return err
 }
 
-// Diff returns the addresses only in next (added) and only in prev
+// diffAddrs returns the addresses only in next (added) and only in prev
 // (removed). Both inputs must be sorted.
-func Diff(prev, next []Addr) (added, removed []Addr) {
+func diffAddrs(prev, next []workerAddr) (added, removed []workerAddr) {
 	for _, a := range next {
-		if _, found := slices.BinarySearchFunc(prev, a, Addr.Compare); !found {
+		if _, found := slices.BinarySearchFunc(prev, a, workerAddr.Compare); !found {
 			added = append(added, a)
 		}
 	}
 	for _, a := range prev {
-		if _, found := slices.BinarySearchFunc(next, a, Addr.Compare); !found {
+		if _, found := slices.BinarySearchFunc(next, a, workerAddr.Compare); !found {
 			removed = append(removed, a)
 		}
 	}
 	return added, removed
-}
-
-// Watch resolves every interval until ctx ends and calls onChange with the
-// new set whenever it differs from the last one passed (the first call
-// compares against last). Lookup errors go to onError and keep the set.
-func (d *Discovery) Watch(ctx context.Context, interval time.Duration, last []Addr,
-	onChange func(ctx context.Context, addrs []Addr), onError func(error)) {
-	every(ctx, interval, func() {
-		addrs, err := d.Resolve(ctx)
-		if err != nil {
-			if ctx.Err() == nil && onError != nil {
-				onError(err)
-			}
-			return
-		}
-		if !slices.Equal(addrs, last) {
-			onChange(ctx, addrs)
-			last = addrs
-		}
-	})
 }

@@ -6,12 +6,16 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
 )
 
 // fakeResolver answers from a map that tests change between calls.
@@ -47,13 +51,13 @@ func (f *fakeResolver) set(host string, addrs ...string) {
 }
 
 // aps parses worker addresses: ip:port, or unix:<path>.
-func aps(ss ...string) []Addr {
-	var out []Addr
+func aps(ss ...string) []workerAddr {
+	var out []workerAddr
 	for _, s := range ss {
 		if path, ok := strings.CutPrefix(s, "unix:"); ok {
-			out = append(out, UnixAddr(path))
+			out = append(out, unixAddr(path))
 		} else {
-			out = append(out, TCPAddr(netip.MustParseAddrPort(s)))
+			out = append(out, tcpAddr(netip.MustParseAddrPort(s)))
 		}
 	}
 	return out
@@ -66,7 +70,7 @@ func TestResolve(t *testing.T) {
 		targets []string
 		answers map[string][]string
 		err     error
-		want    []Addr
+		want    []workerAddr
 		wantErr bool
 	}{
 		{name: "two replicas, sorted",
@@ -93,7 +97,7 @@ func TestResolve(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &fakeResolver{answers: tt.answers, err: tt.err}
-			d := &Discovery{Targets: tt.targets, Resolver: r}
+			d := &workerDiscovery{Targets: targets(t, tt.targets...), Resolver: r}
 			got, err := d.Resolve(context.Background())
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Resolve(%v) error = %v, wantErr %v", tt.targets, err, tt.wantErr)
@@ -114,7 +118,11 @@ func TestParseTargets(t *testing.T) {
 		"unix:/run/w.sock":                          {"unix:/run/w.sock"},
 	}
 	for in, want := range good {
-		got, err := ParseTargets(in)
+		parsed, err := ParseTargets(in)
+		var got []string
+		for _, p := range parsed {
+			got = append(got, p.String())
+		}
 		if err != nil || !slices.Equal(got, want) {
 			t.Errorf("ParseTargets(%q) = %q, %v; want %q", in, got, err, want)
 		}
@@ -128,77 +136,14 @@ func TestParseTargets(t *testing.T) {
 }
 
 func TestDiff(t *testing.T) {
-	added, removed := Diff(aps("10.0.0.1:1", "10.0.0.2:1"), aps("10.0.0.2:1", "10.0.0.3:1"))
+	added, removed := diffAddrs(aps("10.0.0.1:1", "10.0.0.2:1"), aps("10.0.0.2:1", "10.0.0.3:1"))
 	if !slices.Equal(added, aps("10.0.0.3:1")) || !slices.Equal(removed, aps("10.0.0.1:1")) {
 		t.Errorf("Diff = +%v -%v, want +[10.0.0.3:1] -[10.0.0.1:1]", added, removed)
 	}
 }
 
-// TestWatch scales a fake service 2 -> 3 -> 2, breaks DNS in between and
-// checks that Watch reports each new set once and ignores the failure.
-func TestWatch(t *testing.T) {
-	r := &fakeResolver{answers: map[string][]string{"sudoku": {"10.0.0.1", "10.0.0.2"}}}
-	d := &Discovery{Targets: []string{"sudoku:9000"}, Resolver: r}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
-	changes := make(chan []Addr, 10)
-	errs := make(chan error, 100)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		d.Watch(ctx, time.Millisecond, aps("10.0.0.1:9000", "10.0.0.2:9000"),
-			func(_ context.Context, a []Addr) { changes <- a },
-			func(err error) { errs <- err })
-	}()
-	next := func() []Addr {
-		t.Helper()
-		select {
-		case a := <-changes:
-			return a
-		case <-time.After(5 * time.Second):
-			t.Fatal("Watch reported no change within 5s")
-			return nil
-		}
-	}
-
-	r.set("sudoku", "10.0.0.1", "10.0.0.2", "10.0.0.3")
-	if got, want := next(), aps("10.0.0.1:9000", "10.0.0.2:9000", "10.0.0.3:9000"); !slices.Equal(got, want) {
-		t.Fatalf("after scale up: %v, want %v", got, want)
-	}
-
-	r.mu.Lock()
-	r.err = &net.DNSError{Err: "server misbehaving", Name: "sudoku", IsTemporary: true}
-	r.mu.Unlock()
-	select {
-	case <-errs:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Watch reported no lookup error within 5s")
-	}
-	select {
-	case a := <-changes:
-		t.Fatalf("a DNS failure changed the set to %v", a)
-	default:
-	}
-	r.mu.Lock()
-	r.err = nil
-	r.mu.Unlock()
-
-	r.set("sudoku", "10.0.0.3", "10.0.0.1")
-	if got, want := next(), aps("10.0.0.1:9000", "10.0.0.3:9000"); !slices.Equal(got, want) {
-		t.Fatalf("after scale down: %v, want %v", got, want)
-	}
-	cancel()
-	<-done
-	select {
-	case a := <-changes:
-		t.Errorf("unexpected extra change %v", a)
-	default:
-	}
-}
-
 func TestResolveHonoursTimeout(t *testing.T) {
-	d := &Discovery{Targets: []string{"sudoku:9000"}, Resolver: blockingResolver{}, Timeout: 20 * time.Millisecond}
+	d := &workerDiscovery{Targets: targets(t, "sudoku:9000"), Resolver: blockingResolver{}, Timeout: 20 * time.Millisecond}
 	_, err := d.Resolve(context.Background())
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Resolve with a hanging resolver: error = %v, want DeadlineExceeded", err)
@@ -229,7 +174,7 @@ func TestResolveDropsRefusing(t *testing.T) {
 	openAddr := open.Addr().String()
 
 	for _, drop := range []bool{false, true} {
-		d := &Discovery{Targets: []string{openAddr, closedAddr}, DropRefusing: drop}
+		d := &workerDiscovery{Targets: targets(t, openAddr, closedAddr), DropRefusing: drop}
 		got, err := d.Resolve(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -259,9 +204,9 @@ func TestResolveRefusedStaysOutUntilAccepted(t *testing.T) {
 		{map[string]error{w1: nil, w2: nil}, []string{w1, w2}},
 		{map[string]error{w1: context.DeadlineExceeded, w2: nil}, []string{w1, w2}},
 	}
-	d := &Discovery{Targets: []string{w1, w2}, DropRefusing: true}
+	d := &workerDiscovery{Targets: targets(t, w1, w2), DropRefusing: true}
 	for i, st := range steps {
-		d.probe = func(_ context.Context, a Addr) error { return st.probe[a.String()] }
+		d.probe = func(_ context.Context, a workerAddr) error { return st.probe[a.String()] }
 		got, err := d.Resolve(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -302,15 +247,15 @@ func TestResolveUnixGlob(t *testing.T) {
 	if err := os.Mkdir(dir+"/dir.sock", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	targets := []string{"unix:" + dir + "/*.sock", "127.0.0.1:19000", "unix:" + dir + "/missing/*.sock"}
-	d := &Discovery{Targets: targets, DropRefusing: false}
+	list := []string{"unix:" + dir + "/*.sock", "127.0.0.1:19000", "unix:" + dir + "/missing/*.sock"}
+	d := &workerDiscovery{Targets: targets(t, list...), DropRefusing: false}
 	got, err := d.Resolve(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := aps("127.0.0.1:19000", "unix:"+dir+"/a.sock", "unix:"+dir+"/b.sock")
 	if !slices.Equal(got, want) {
-		t.Errorf("Resolve(%v) = %v, want %v", targets, got, want)
+		t.Errorf("Resolve(%v) = %v, want %v", list, got, want)
 	}
 	if got[1].Network() != "unix" || got[0].Network() != "tcp" {
 		t.Errorf("networks %q, %q; want tcp, unix", got[0].Network(), got[1].Network())
@@ -324,7 +269,7 @@ func TestResolveDropsStaleSocket(t *testing.T) {
 	dir := t.TempDir()
 	listenUnix(t, dir+"/live.sock", false)
 	listenUnix(t, dir+"/stale.sock", true)
-	d := &Discovery{Targets: []string{"unix:" + dir + "/*.sock"}, DropRefusing: true}
+	d := &workerDiscovery{Targets: targets(t, "unix:"+dir+"/*.sock"), DropRefusing: true}
 	got, err := d.Resolve(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -348,30 +293,84 @@ func TestResolveDropsStaleSocket(t *testing.T) {
 // refusing, and the probe dials it over unix.
 func TestConnectUnix(t *testing.T) {
 	dir := t.TempDir()
-	if err := connect(context.Background(), UnixAddr(dir+"/gone.sock")); !errors.Is(err, syscall.ENOENT) {
+	if err := connect(context.Background(), unixAddr(dir+"/gone.sock")); !errors.Is(err, syscall.ENOENT) {
 		t.Errorf("connect to a missing socket = %v, want ENOENT", err)
 	}
 	listenUnix(t, dir+"/stale.sock", true)
-	if err := connect(context.Background(), UnixAddr(dir+"/stale.sock")); !errors.Is(err, syscall.ECONNREFUSED) {
+	if err := connect(context.Background(), unixAddr(dir+"/stale.sock")); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("connect to a stale socket = %v, want ECONNREFUSED", err)
 	}
 	listenUnix(t, dir+"/live.sock", false)
-	if err := connect(context.Background(), UnixAddr(dir+"/live.sock")); err != nil {
+	if err := connect(context.Background(), unixAddr(dir+"/live.sock")); err != nil {
 		t.Errorf("connect to a live socket = %v, want nil", err)
 	}
-	d := &Discovery{DropRefusing: true, probe: func(context.Context, Addr) error { return syscall.ENOENT }}
+	d := &workerDiscovery{DropRefusing: true, probe: func(context.Context, workerAddr) error { return syscall.ENOENT }}
 	if got := d.dropRefusing(context.Background(), aps("unix:/run/w.sock")); len(got) != 0 {
 		t.Errorf("dropRefusing with ENOENT kept %v", got)
 	}
 }
 
-// Addr orders TCP addresses as netip.AddrPort does (numerically, so the
+// workerAddr orders TCP addresses as netip.AddrPort does (numerically, so the
 // rendered servers.conf stays as before), then socket paths.
 func TestAddrCompare(t *testing.T) {
 	in := aps("unix:/b.sock", "10.0.0.10:9000", "unix:/a.sock", "10.0.0.9:9000", "[::1]:1")
-	slices.SortFunc(in, Addr.Compare)
+	slices.SortFunc(in, workerAddr.Compare)
 	want := aps("10.0.0.9:9000", "10.0.0.10:9000", "[::1]:1", "unix:/a.sock", "unix:/b.sock")
 	if !slices.Equal(in, want) {
 		t.Errorf("sorted = %v, want %v", in, want)
 	}
+}
+
+// targets parses each of list as a worker target.
+func targets(t *testing.T, list ...string) []Target {
+	t.Helper()
+	out, err := ParseTargets(strings.Join(list, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestRoundFollowsTheWorkers (formerly Discovery.Watch's test, now the one
+// loop, Supervisor.round): a fake service scales 2 -> 3 -> 2 with a DNS
+// failure in between; each new set reaches servers.conf with one reload,
+// and the failure keeps the set and reloads nothing.
+func TestRoundFollowsTheWorkers(t *testing.T) {
+	r := &fakeResolver{answers: map[string][]string{"sudoku": {"10.0.0.1", "10.0.0.2"}}}
+	fake := &fakeNginx{}
+	s := &Supervisor{RunDir: t.TempDir(), Workers: targets(t, "sudoku:9000"), BudgetHold: time.Minute, Metrics: NewMetrics()}
+	s.disc = &workerDiscovery{Targets: s.Workers, Resolver: r}
+	s.applier = &configApplier{Checker: fake, Reloader: fake, Log: zerolog.Nop()}
+	ctx := context.Background()
+	if err := s.writeStartFiles(ctx); err != nil {
+		t.Fatal(err)
+	}
+	step := func(what string, want []workerAddr, reloads int) {
+		t.Helper()
+		s.round(ctx)
+		if !slices.Equal(s.addrs, want) || fake.reloads != reloads {
+			t.Errorf("%s: upstream %v after %d reloads, want %v after %d", what, s.addrs, fake.reloads, want, reloads)
+		}
+		servers, _ := os.ReadFile(filepath.Join(s.RunDir, "servers.conf"))
+		for _, a := range want {
+			if !strings.Contains(string(servers), "server "+a.String()+";") {
+				t.Errorf("%s: servers.conf lacks %s:\n%s", what, a, servers)
+			}
+		}
+	}
+	step("no change", aps("10.0.0.1:9000", "10.0.0.2:9000"), 0)
+	r.set("sudoku", "10.0.0.1", "10.0.0.2", "10.0.0.3")
+	step("scale up", aps("10.0.0.1:9000", "10.0.0.2:9000", "10.0.0.3:9000"), 1)
+	r.mu.Lock()
+	r.err = &net.DNSError{Err: "server misbehaving", Name: "sudoku", IsTemporary: true}
+	r.mu.Unlock()
+	step("DNS failure", aps("10.0.0.1:9000", "10.0.0.2:9000", "10.0.0.3:9000"), 1)
+	if got := testutil.ToFloat64(s.Metrics.lookupErrors); got != 1 {
+		t.Errorf("sudoku_edge_discovery_errors_total = %v after one failure, want 1", got)
+	}
+	r.mu.Lock()
+	r.err = nil
+	r.mu.Unlock()
+	r.set("sudoku", "10.0.0.3", "10.0.0.1")
+	step("scale down", aps("10.0.0.1:9000", "10.0.0.3:9000"), 2)
 }

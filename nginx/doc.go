@@ -1,30 +1,36 @@
 // Package nginx keeps a Debian nginx 1.22 in step with the world around it.
 //
 // nginx 1.22 cannot re-resolve upstream names and cannot fetch certificates,
-// so this package does both on its behalf and tells nginx about the result:
+// so this package does both on its behalf and tells nginx about the result.
+// Its one entry point is [Supervisor], the whole edge: it runs nginx in the
+// foreground, keeps the upstream and the certificates in step, serves the
+// ACME challenge responder and an internal metrics listener ([Metrics]),
+// and stops nginx gracefully. Inside, one file per job:
 //
-//   - [Supervisor] is the whole edge: it runs nginx with the pieces below,
-//     keeps the upstream and the certificates in step, serves the ACME
-//     challenge responder and an internal metrics listener ([Metrics]), and
-//     stops nginx gracefully.
-//   - [Process] runs nginx in the foreground, checks configurations with
-//     `nginx -t`, reloads (SIGHUP) and stops it gracefully (SIGQUIT).
-//   - [Discovery] resolves the worker service name again and again and
-//     reports when the set of addresses changes; [RenderUpstream] turns a set
-//     into the `server` lines included by the `upstream` block and the
-//     admission limit included by the /sudoku location.
-//   - [Applier] is the reload decision: it writes changed files atomically,
+//   - process.go runs the nginx master, checks configurations with
+//     `nginx -t`, reloads (SIGHUP) and stops it (SIGQUIT).
+//   - discovery.go resolves the worker [Target]s again and again;
+//     render.go turns a set of addresses into the `server` lines included
+//     by the `upstream` block and the admission limit of /sudoku.
+//   - apply.go is the reload decision: it writes changed files atomically,
 //     runs the check, reloads only a configuration that passed it, and puts
 //     the old files back when the check fails.
-//   - [ErrorLog] relays nginx's error log and holds back floods of one
+//   - errorlog.go relays nginx's error log and holds back floods of one
 //     kind of line (one "no live upstreams" per request turned away).
-//   - [CertManager] keeps TLS certificates with certmagic (ACME, HTTP-01
-//     only), exports each new pair for nginx and renders the HTTPS server
-//     with [RenderTLS].
+//   - sockets.go opens nginx's listening sockets in the supervisor, which
+//     hands them to every master it starts (the NGINX environment
+//     variable), so that a master that dies is restarted without refusing
+//     a connection.
+//   - extension.go is the seam for parts of the edge that render includes
+//     of their own ([Extension], [Edge]): the admission controller.
+//   - certs.go keeps TLS certificates with certmagic (ACME, HTTP-01 only)
+//     and hands each new pair out as a change; edgetls.go renders tls.conf
+//     from the [TLSOptions] and applies the pairs with it.
 //
 // The files this package writes are included by nginx.conf:
 // servers.conf inside `upstream sudoku_workers { ... }` and tls.conf at http
 // level, admission.conf inside the /sudoku location and trusted-clients.conf
 // in a geo block. The package never reads environment variables or flags;
-// cmd/sudoku-edge wires a Supervisor from them.
+// cmd/sudoku-edge parses them ([ParseTargets], [ParsePrefixes],
+// [CheckParams], [CheckDomain]) and wires a Supervisor.
 package nginx

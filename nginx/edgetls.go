@@ -8,13 +8,18 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // TLSOptions turns HTTPS on for a Supervisor: one ACME certificate per
-// domain (HTTP-01 through nginx's plain HTTP server, see CertManager) and
-// the HTTPS server in tls.conf (see RenderTLS).
+// domain (HTTP-01 through nginx's plain HTTP server, see certManager) and
+// the HTTPS server in tls.conf (see renderTLS). The domains are checked
+// by the caller (CheckDomain).
 type TLSOptions struct {
 	Domains      []string       // at least one
 	Email        string         // ACME account contact; may be empty
@@ -32,72 +37,126 @@ type TLSOptions struct {
 	HSTSMaxAge   int // seconds
 }
 
-// edgeTLS is the TLS side of a Supervisor: off (certs nil) or a
-// CertManager.
-type edgeTLS struct {
-	s        *Supervisor
-	certs    *CertManager
-	domains  []string
-	httpAddr string // where nginx's plain HTTP server can be dialled
+// tlsSites lists the domains with the files nginx reads for them, in
+// certDir/live (see pairsChange).
+func tlsSites(domains []string, certDir string) []tlsSite {
+	live := filepath.Join(certDir, "live")
+	var out []tlsSite
+	for _, d := range domains {
+		out = append(out, tlsSite{Name: d,
+			CertFile: filepath.Join(live, d+".crt"), KeyFile: filepath.Join(live, d+".key")})
+	}
+	return out
 }
 
-func newEdgeTLS(s *Supervisor) (*edgeTLS, error) {
-	m := &edgeTLS{s: s}
-	o := s.TLS
+// renderTLSConf renders tls.conf for o (nil: TLS off), a pure function of
+// the options.
+func renderTLSConf(o *TLSOptions, certDir, challengeListen string) ([]byte, error) {
+	if o == nil {
+		return renderTLS(tlsServer{})
+	}
+	return renderTLS(tlsServer{
+		Sites: tlsSites(o.Domains, certDir), CA: o.CA, HTTPSListen: o.HTTPSListen, Locations: o.Locations,
+		HSTS: o.HSTS, HSTSMaxAge: o.HSTSMaxAge,
+		Redirect: o.Redirect, HTTPListen: o.HTTPListen, ChallengeAddr: challengeListen, RedirectPort: o.RedirectPort,
+	})
+}
+
+// edgeTLS is the TLS side of a Supervisor: tls.conf, and with TLS on the
+// certManager whose pairs it applies together with tls.conf.
+type edgeTLS struct {
+	certs    *certManager // nil with TLS off
+	tlsFile  fileChange
+	domains  []string
+	httpAddr string // where nginx's plain HTTP server can be dialled
+	applier  *configApplier
+	metrics  *Metrics
+	log      zerolog.Logger
+
+	mu sync.Mutex // serialises exports: the certificate loop and forced renewals
+}
+
+// newEdgeTLS renders tls.conf and, with o set, configures the certificates.
+func newEdgeTLS(o *TLSOptions, runDir, challengeListen string, applier *configApplier, metrics *Metrics, log zerolog.Logger) (*edgeTLS, error) {
+	m := &edgeTLS{applier: applier, metrics: metrics, log: log}
+	certDir := filepath.Join(runDir, "certs")
+	if o != nil && o.CertDir != "" {
+		certDir = o.CertDir
+	}
+	conf, err := renderTLSConf(o, certDir, challengeListen)
+	if err != nil {
+		return nil, err
+	}
+	m.tlsFile = fileChange{Path: filepath.Join(runDir, "tls.conf"), Data: conf}
 	if o == nil {
 		return m, nil
 	}
 	m.domains = o.Domains
 	m.httpAddr = dialAddr(o.HTTPListen)
-	_, chPortStr, _ := net.SplitHostPort(s.ChallengeListen)
+	_, chPortStr, _ := net.SplitHostPort(challengeListen)
 	chPort, err := strconv.Atoi(chPortStr)
 	if err != nil || chPort == 0 {
-		return nil, fmt.Errorf("challenge listener: TLS needs a fixed port, got %q", s.ChallengeListen)
+		return nil, fmt.Errorf("challenge listener: TLS needs a fixed port, got %q", challengeListen)
 	}
-	certDir := o.CertDir
-	if certDir == "" {
-		certDir = s.path("certs")
-	}
-	m.certs, err = NewCertManager(CertOptions{
+	m.certs, err = newCertManager(certOptions{
 		Domains: o.Domains, Email: o.Email, CA: o.CA, TrustedRoots: o.TrustedRoots,
-		StoragePath: o.StoragePath, ExportDir: certDir, ChallengePort: chPort, Apply: s.apply,
-		OnLive: s.Metrics.certLive,
-	}, s.Log)
+		StoragePath: o.StoragePath, ExportDir: certDir, ChallengePort: chPort,
+		Failures: metrics.certFailuresCounter(),
+	}, log)
 	if err != nil {
 		return nil, err
 	}
-	conf, err := RenderTLS(TLSServer{
-		Sites: m.certs.Sites(), CA: o.CA, HTTPSListen: o.HTTPSListen, Locations: o.Locations,
-		HSTS: o.HSTS, HSTSMaxAge: o.HSTSMaxAge,
-		Redirect: o.Redirect, HTTPListen: o.HTTPListen, ChallengeAddr: s.ChallengeListen, RedirectPort: o.RedirectPort,
-	})
-	if err != nil {
-		return nil, err
-	}
-	m.certs.SetAlso(FileChange{Path: s.path("tls.conf"), Data: conf})
 	return m, nil
 }
 
 // prepare writes tls.conf (and with TLS the certificate pairs) before
 // nginx starts.
 func (m *edgeTLS) prepare(ctx context.Context) error {
-	tlsPath := m.s.path("tls.conf")
+	if _, _, err := m.tlsFile.Stage(); err != nil {
+		return fmt.Errorf("writing tls.conf: %w", err)
+	}
 	if m.certs == nil {
-		data, err := RenderTLS(TLSServer{})
-		if err != nil {
-			return err
-		}
-		if err := WriteFileAtomic(tlsPath, data, 0o644); err != nil {
-			return fmt.Errorf("writing tls.conf: %w", err)
-		}
-		m.s.Log.Info().Str("file", tlsPath).Msg("TLS is off")
+		m.log.Info().Str("file", m.tlsFile.Path).Msg("TLS is off")
 		return nil
 	}
-	if err := m.certs.Prepare(ctx); err != nil {
+	ch, err := m.certs.Prepare(ctx)
+	if err != nil {
 		return fmt.Errorf("preparing certificates: %w", err)
 	}
-	m.s.Log.Info().Str("file", tlsPath).Strs("domains", m.domains).Msg("TLS is on")
+	m.live(ch)
+	m.log.Info().Str("file", m.tlsFile.Path).Strs("domains", m.domains).Msg("TLS is on")
 	return nil
+}
+
+// export applies the pairs in storage together with tls.conf (nginx -t,
+// reload) and, once nginx reads them, reports them in the metrics.
+func (m *edgeTLS) export(ctx context.Context) (applyOutcome, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch, err := m.certs.Pairs(ctx)
+	if err != nil {
+		return failed, err
+	}
+	outcome, err := applyCounted(ctx, m.applier, m.metrics, m.tlsFile, ch)
+	if err != nil {
+		return outcome, err
+	}
+	m.certs.Exported(ch)
+	m.live(ch)
+	if outcome == reloaded {
+		for _, p := range ch.pairs {
+			m.log.Info().Str("domain", p.name).Str("source", p.source).Str("serial", p.serial).
+				Time("not_after", p.notAfter).Msg("certificate exported to nginx")
+		}
+	}
+	return outcome, nil
+}
+
+// live reports the pairs nginx reads now.
+func (m *edgeTLS) live(ch *pairsChange) {
+	for _, p := range ch.pairs {
+		m.metrics.certLive(p.name, p.notAfter, p.placeholder)
+	}
 }
 
 func (m *edgeTLS) challengeHandler() http.Handler {
@@ -113,7 +172,7 @@ func (m *edgeTLS) run(ctx context.Context, renew <-chan os.Signal) {
 	if m.certs == nil {
 		return
 	}
-	log := m.s.Log
+	log := m.log
 	go func() {
 		for {
 			select {
@@ -123,7 +182,11 @@ func (m *edgeTLS) run(ctx context.Context, renew <-chan os.Signal) {
 			}
 			for _, d := range m.domains {
 				log.Info().Str("domain", d).Msg("forced renewal requested")
-				if err := m.certs.Renew(ctx, d, true); err != nil && !errors.Is(err, context.Canceled) {
+				err := m.certs.Renew(ctx, d, true)
+				if err == nil {
+					_, err = m.export(ctx)
+				}
+				if err != nil && !errors.Is(err, context.Canceled) {
 					log.Error().Err(err).Str("domain", d).Msg("forced renewal failed")
 				}
 			}
@@ -137,6 +200,17 @@ func (m *edgeTLS) run(ctx context.Context, renew <-chan os.Signal) {
 	}
 	if err := m.certs.Run(ctx); err != nil {
 		log.Error().Err(err).Msg("certificate management stopped")
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.certs.Due():
+		}
+		if _, err := m.export(ctx); err != nil && ctx.Err() == nil {
+			log.Error().Err(err).Msg("exporting certificates for nginx")
+		}
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// ErrorLog relays nginx's error log (its stderr, through a pipe) to Out and
+// errorLogRelay relays nginx's error log (its stderr, through a pipe) to Out and
 // holds back floods. nginx writes one line per event, unbuffered: in an
 // overload, one "no live upstreams" line per request it turns away, each a
 // write that the container runtime has to carry and that stalls nginx when
@@ -20,7 +20,7 @@ import (
 // request that vary) pass until Burst of them in a Window; the rest of that
 // window are counted, and one summary per kind goes to Log when the window
 // ends. Every other line passes as it is.
-type ErrorLog struct {
+type errorLogRelay struct {
 	Out    io.Writer      // where lines go: the container's stderr
 	Log    zerolog.Logger // the summaries of held-back lines
 	Burst  int            // lines of one kind passed per window; default 10
@@ -43,7 +43,7 @@ const otherKinds = "(other kinds)"
 // Relay copies r to Out line by line until r ends: EOF once nginx and every
 // process that inherited its stderr have exited. It then reports what was
 // held back and returns nil, or the error of a write or read.
-func (e *ErrorLog) Relay(r io.Reader) error {
+func (e *errorLogRelay) Relay(r io.Reader) error {
 	burst, window := e.Burst, e.Window
 	if burst <= 0 {
 		burst = 10
@@ -91,7 +91,7 @@ func (e *ErrorLog) Relay(r io.Reader) error {
 }
 
 // line passes or counts one line.
-func (e *ErrorLog) line(line []byte, burst int, window time.Duration) error {
+func (e *errorLogRelay) line(line []byte, burst int, window time.Duration) error {
 	e.mu.Lock()
 	now := time.Now()
 	if e.kinds == nil || now.Sub(e.start) >= window {
@@ -125,7 +125,7 @@ func (e *ErrorLog) line(line []byte, burst int, window time.Duration) error {
 
 // endWindow logs a summary for every kind with held-back lines and starts a
 // new window at now. The caller holds mu.
-func (e *ErrorLog) endWindow(now time.Time) {
+func (e *errorLogRelay) endWindow(now time.Time) {
 	for k, c := range e.kinds {
 		if c.held > 0 {
 			e.Log.Warn().Str("kind", k).Int("held_back", c.held).Int("passed", c.passed).

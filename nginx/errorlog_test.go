@@ -40,7 +40,7 @@ func TestErrorLogPassesDistinctLinesAsTheyAre(t *testing.T) {
 		strings.Repeat("x", 40<<10) + "\n" + // longer than the read buffer
 		"no newline at the end"
 	var out, log bytes.Buffer
-	e := &ErrorLog{Out: &out, Log: zerolog.New(&log)}
+	e := &errorLogRelay{Out: &out, Log: zerolog.New(&log)}
 	if err := e.Relay(strings.NewReader(in)); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestErrorLogHoldsBackAFloodOfOneKind(t *testing.T) {
 		}
 	}
 	var out, log bytes.Buffer
-	e := &ErrorLog{Out: &out, Log: zerolog.New(&log), Burst: 5, Window: time.Hour}
+	e := &errorLogRelay{Out: &out, Log: zerolog.New(&log), Burst: 5, Window: time.Hour}
 	if err := e.Relay(strings.NewReader(in.String())); err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestErrorLogStartsAWindowAfterTheLast(t *testing.T) {
 	r, w := io.Pipe()
 	var out bytes.Buffer // read once Relay has returned
 	logs := make(lineWriter, 16)
-	e := &ErrorLog{Out: &out, Log: zerolog.New(logs), Burst: 2, Window: 200 * time.Millisecond}
+	e := &errorLogRelay{Out: &out, Log: zerolog.New(logs), Burst: 2, Window: 200 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- e.Relay(r) }()
 	// One write: the window starts at the first line and the other four

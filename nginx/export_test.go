@@ -6,39 +6,37 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/caddyserver/certmagic"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 )
 
 // TestExportRevertsRejectedPair: a new pair that nginx -t rejects must not
 // stay live; the live symlink goes back to the previous version and the
 // rejected version directory is removed. An accepted pair goes live and old
-// versions are pruned. OnLive hears of every pair that nginx reads, and of
-// no other.
+// versions are pruned. The metrics report the pair that nginx reads, and
+// no other: the placeholder as such, with expiry 0, not its own 90 days.
 func TestExportRevertsRejectedPair(t *testing.T) {
 	dir := t.TempDir()
-	var liveExpiries []time.Time
-	onLive := func(domain string, notAfter time.Time) {
-		if domain != "a.example.com" {
-			t.Errorf("OnLive(%q, %v), want a.example.com only", domain, notAfter)
-		}
-		liveExpiries = append(liveExpiries, notAfter)
+	metrics := NewMetrics()
+	expiry := func() float64 { return testutil.ToFloat64(metrics.certExpiry.WithLabelValues("a.example.com")) }
+	placeholderGauge := func() float64 {
+		return testutil.ToFloat64(metrics.certPlaceholder.WithLabelValues("a.example.com"))
 	}
 	fake := &fakeNginx{}
-	applier := &Applier{Checker: fake, Reloader: fake, Log: zerolog.Nop()}
-	m, err := NewCertManager(CertOptions{
-		Domains: []string{"a.example.com"}, CA: "https://127.0.0.1:1/dir", // never contacted: Run is not called
-		StoragePath: filepath.Join(dir, "acme"), ExportDir: filepath.Join(dir, "certs"),
-		ChallengePort: 1, Apply: applier.Apply, OnLive: onLive,
-	}, zerolog.Nop())
+	applier := &configApplier{Checker: fake, Reloader: fake, Log: zerolog.Nop()}
+	et, err := newEdgeTLS(&TLSOptions{
+		Domains: []string{"a.example.com"}, CA: "https://127.0.0.1:1/dir", // never contacted: run is not called
+		StoragePath: filepath.Join(dir, "acme"), HTTPSListen: "8443", Locations: "/etc/nginx/sudoku-locations.conf",
+	}, dir, "127.0.0.1:1", applier, metrics, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := et.certs
 	defer m.Stop()
 	ctx := context.Background()
-	if err := m.Prepare(ctx); err != nil {
+	if err := et.prepare(ctx); err != nil {
 		t.Fatal(err)
 	}
 	live := filepath.Join(dir, "certs", "live")
@@ -47,18 +45,19 @@ func TestExportRevertsRejectedPair(t *testing.T) {
 	if first == "" || placeholder == nil || placeholder.source != "exported" {
 		t.Fatalf("after Prepare: live -> %q, pair %+v; want a placeholder version", first, placeholder)
 	}
-	if len(liveExpiries) != 1 || !liveExpiries[0].Equal(placeholder.notAfter) {
-		t.Errorf("after Prepare OnLive heard %v, want the placeholder's %v", liveExpiries, placeholder.notAfter)
+	if !placeholder.placeholder || expiry() != 0 || placeholderGauge() != 1 {
+		t.Errorf("after prepare: placeholder %v, expiry gauge %v, placeholder gauge %v; want a placeholder, 0 and 1",
+			placeholder.placeholder, expiry(), placeholderGauge())
 	}
 
 	// Nothing new in storage: nothing to do, no check.
-	if got, err := m.Export(ctx); got != Unchanged || err != nil || fake.checks != 0 {
+	if got, err := et.export(ctx); got != unchanged || err != nil || fake.checks != 0 {
 		t.Fatalf("Export with nothing new = %v, %v (%d checks); want unchanged, no check", got, err, fake.checks)
 	}
 
 	// A "new certificate" in storage, which nginx -t rejects.
 	store := func() *pair {
-		p, err := selfSigned("a.example.com")
+		p, err := selfSignedBy("a.example.com", "a test CA")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,8 +72,8 @@ func TestExportRevertsRejectedPair(t *testing.T) {
 	}
 	store()
 	applier.Checker = rejecter{}
-	got, err := m.Export(ctx)
-	if got != Rejected || !errors.Is(err, ErrRejected) {
+	got, err := et.export(ctx)
+	if got != rejected || !errors.Is(err, errRejected) {
 		t.Fatalf("Export with a pair nginx rejects = %v, %v; want rejected", got, err)
 	}
 	if now, _ := os.Readlink(live); now != first {
@@ -87,9 +86,9 @@ func TestExportRevertsRejectedPair(t *testing.T) {
 	if len(versions) != 1 {
 		t.Errorf("after a rejected export: version dirs %v, want only the previous one", versions)
 	}
-	// Prepare and the export that changed nothing; not the rejected pair.
-	if len(liveExpiries) != 2 {
-		t.Errorf("after a rejected export OnLive heard %v, want the placeholder twice", liveExpiries)
+	// Still the placeholder, not the rejected pair.
+	if expiry() != 0 || placeholderGauge() != 1 {
+		t.Errorf("after a rejected export: expiry gauge %v, placeholder gauge %v; want the placeholder's 0 and 1", expiry(), placeholderGauge())
 	}
 
 	// Accepted: the new pair goes live; repeated renewals keep two versions.
@@ -97,15 +96,15 @@ func TestExportRevertsRejectedPair(t *testing.T) {
 	var last *pair
 	for range 3 {
 		last = store()
-		if got, err := m.Export(ctx); got != Reloaded || err != nil {
+		if got, err := et.export(ctx); got != reloaded || err != nil {
 			t.Fatalf("Export with an accepted pair = %v, %v; want reloaded", got, err)
 		}
 	}
 	if p := m.exportedPair("a.example.com"); p == nil || p.serial != last.serial || p.source != "exported" {
 		t.Errorf("live pair %+v, want serial %s", p, last.serial)
 	}
-	if n := len(liveExpiries); n != 5 || !liveExpiries[n-1].Equal(last.notAfter) {
-		t.Errorf("after three accepted exports OnLive heard %v, want 5 with the last pair's %v last", liveExpiries, last.notAfter)
+	if want := float64(last.notAfter.Unix()); expiry() != want || placeholderGauge() != 0 {
+		t.Errorf("after three accepted exports: expiry gauge %v, placeholder gauge %v; want the last pair's %v and 0", expiry(), placeholderGauge(), want)
 	}
 	if info, err := os.Stat(filepath.Join(live, "a.example.com.key")); err != nil || info.Mode().Perm() != 0o600 {
 		t.Errorf("exported key: %v, %v; want mode 0600", info, err)
@@ -121,4 +120,31 @@ type rejecter struct{}
 
 func (rejecter) Check(context.Context) error {
 	return errors.New(`nginx: [emerg] SSL_CTX_use_PrivateKey failed (key values mismatch)`)
+}
+
+// TestCertFailuresCounted: certmagic's cert_failed event, only logged
+// before, counts in sudoku_edge_certificate_failures_total.
+func TestCertFailuresCounted(t *testing.T) {
+	dir := t.TempDir()
+	metrics := NewMetrics()
+	et, err := newEdgeTLS(&TLSOptions{
+		Domains: []string{"a.example.com"}, CA: "https://127.0.0.1:1/dir",
+		StoragePath: filepath.Join(dir, "acme"), HTTPSListen: "8443", Locations: "/etc/nginx/sudoku-locations.conf",
+	}, dir, "127.0.0.1:1", nil, metrics, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer et.stop()
+	ctx := context.Background()
+	for range 2 {
+		if err := et.certs.onEvent(ctx, "cert_failed", map[string]any{"identifier": "a.example.com", "error": "urn:ietf:params:acme:error:connection"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := et.certs.onEvent(ctx, "cert_obtained", map[string]any{"identifier": "a.example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(metrics.certFailures); got != 2 {
+		t.Errorf("sudoku_edge_certificate_failures_total = %v after two cert_failed events, want 2", got)
+	}
 }

@@ -9,12 +9,15 @@ import (
 
 // Metrics counts what a Supervisor does. A nil *Metrics counts nothing.
 type Metrics struct {
-	rounds        prometheus.Counter
-	lookupErrors  prometheus.Counter
-	workers       prometheus.Gauge
-	budget        prometheus.Gauge
-	configApplies *prometheus.CounterVec
-	certExpiry    *prometheus.GaugeVec
+	rounds          prometheus.Counter
+	lookupErrors    prometheus.Counter
+	workers         prometheus.Gauge
+	budget          prometheus.Gauge
+	configApplies   *prometheus.CounterVec
+	certExpiry      *prometheus.GaugeVec
+	certPlaceholder *prometheus.GaugeVec
+	certFailures    prometheus.Counter
+	restarts        prometheus.Counter
 }
 
 // NewMetrics returns unregistered metrics in the sudoku_edge namespace.
@@ -33,10 +36,17 @@ func NewMetrics() *Metrics {
 			Help: "Changed configurations by outcome: reloaded, rejected by nginx -t (old files kept), failed."},
 			[]string{"outcome"}),
 		certExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name("certificate_expiry_timestamp_seconds"),
-			Help: "When the certificate nginx serves for a TLS domain expires (Unix time); the placeholder's until the first is issued."},
+			Help: "When the certificate nginx serves for a TLS domain expires (Unix time); 0 while it serves the self-signed placeholder, which no client trusts."},
 			[]string{"domain"}),
+		certPlaceholder: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name("certificate_placeholder"),
+			Help: "1 while nginx serves the self-signed placeholder for a TLS domain (no certificate issued yet), else 0."},
+			[]string{"domain"}),
+		restarts: prometheus.NewCounter(prometheus.CounterOpts{Name: name("nginx_restarts_total"),
+			Help: "nginx masters that exited on their own and were started again (the listening sockets stayed open)."}),
+		certFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: name("certificate_failures_total"),
+			Help: "Certificate orders and renewals that failed (certmagic retries them)."}),
 	}
-	for _, o := range []Outcome{Reloaded, Rejected, Failed} {
+	for _, o := range []applyOutcome{reloaded, rejected, failed} {
 		m.configApplies.WithLabelValues(o.String())
 	}
 	return m
@@ -45,7 +55,7 @@ func NewMetrics() *Metrics {
 // Register registers every metric with r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
 	var errs []error
-	for _, c := range []prometheus.Collector{m.rounds, m.lookupErrors, m.workers, m.budget, m.configApplies, m.certExpiry} {
+	for _, c := range []prometheus.Collector{m.rounds, m.lookupErrors, m.workers, m.budget, m.configApplies, m.certExpiry, m.certPlaceholder, m.certFailures, m.restarts} {
 		errs = append(errs, r.Register(c))
 	}
 	return errors.Join(errs...)
@@ -69,16 +79,40 @@ func (m *Metrics) workersNow(workers, budget int) {
 	m.budget.Set(float64(budget))
 }
 
-func (m *Metrics) applied(o Outcome) {
-	if m == nil || o == Unchanged {
+func (m *Metrics) applied(o applyOutcome) {
+	if m == nil || o == unchanged {
 		return
 	}
 	m.configApplies.WithLabelValues(o.String()).Inc()
 }
 
-func (m *Metrics) certLive(domain string, notAfter time.Time) {
+// certLive reports the pair nginx reads for domain. A placeholder's
+// expiry is reported as 0: clients do not trust it, so it is as good as
+// expired, and an expiry alert fires at once rather than in ~76 days.
+func (m *Metrics) certLive(domain string, notAfter time.Time, placeholder bool) {
 	if m == nil {
 		return
 	}
-	m.certExpiry.WithLabelValues(domain).Set(float64(notAfter.Unix()))
+	expiry, isPlaceholder := float64(notAfter.Unix()), 0.0
+	if placeholder {
+		expiry, isPlaceholder = 0, 1
+	}
+	m.certExpiry.WithLabelValues(domain).Set(expiry)
+	m.certPlaceholder.WithLabelValues(domain).Set(isPlaceholder)
+}
+
+// certFailuresCounter is the counter for certOptions.Failures; nil
+// without metrics.
+func (m *Metrics) certFailuresCounter() prometheus.Counter {
+	if m == nil {
+		return nil
+	}
+	return m.certFailures
+}
+
+func (m *Metrics) restarted() {
+	if m == nil {
+		return
+	}
+	m.restarts.Inc()
 }

@@ -5,20 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 )
 
-// Process runs one nginx master in the foreground and talks to it with
+// nginxProcess runs one nginx master in the foreground and talks to it with
 // signals. The zero value is not usable: set at least Bin and Conf.
-type Process struct {
+type nginxProcess struct {
 	Bin    string // nginx binary
 	Prefix string // -p; empty keeps nginx's compiled-in prefix
 	Conf   string // -c
 	Stdout io.Writer
 	Stderr io.Writer
+	// WorkerProcesses, when > 0, sets worker_processes on the command line
+	// (nginx.conf then has none).
+	WorkerProcesses int
+	// Listeners are handed to nginx as inherited sockets (see
+	// openListeners); its listen directives for the same addresses use
+	// them instead of binding their own.
+	Listeners []*os.File
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -27,25 +36,29 @@ type Process struct {
 }
 
 var (
-	_ Checker  = (*Process)(nil)
-	_ Reloader = (*Process)(nil)
+	_ configChecker = (*nginxProcess)(nil)
+	_ reloader      = (*nginxProcess)(nil)
 )
 
-// ErrNotRunning is returned by signals sent before Start or after exit.
-var ErrNotRunning = errors.New("nginx: master process is not running")
+// errNotRunning is returned by signals sent before Start or after exit.
+var errNotRunning = errors.New("nginx: master process is not running")
 
-func (p *Process) args(extra ...string) []string {
+func (p *nginxProcess) args(extra ...string) []string {
 	var args []string
 	if p.Prefix != "" {
 		args = append(args, "-p", p.Prefix)
 	}
-	args = append(args, "-c", p.Conf, "-g", "daemon off;")
+	global := "daemon off;"
+	if p.WorkerProcesses > 0 {
+		global += " worker_processes " + strconv.Itoa(p.WorkerProcesses) + ";"
+	}
+	args = append(args, "-c", p.Conf, "-g", global)
 	return append(args, extra...)
 }
 
 // Check runs `nginx -t` on the configuration files as they are now. The
 // error carries nginx's own explanation.
-func (p *Process) Check(ctx context.Context) error {
+func (p *nginxProcess) Check(ctx context.Context) error {
 	out, err := exec.CommandContext(ctx, p.Bin, p.args("-t", "-q")...).CombinedOutput()
 	if err != nil {
 		msg := strings.TrimSpace(string(out))
@@ -60,7 +73,7 @@ func (p *Process) Check(ctx context.Context) error {
 // Start starts the master with `-g 'daemon off;'` in its own process group,
 // so that a terminal's Ctrl-C reaches only the supervisor, which then stops
 // nginx gracefully.
-func (p *Process) Start() error {
+func (p *nginxProcess) Start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil {
@@ -68,6 +81,10 @@ func (p *Process) Start() error {
 	}
 	cmd := exec.Command(p.Bin, p.args()...)
 	cmd.Stdout, cmd.Stderr = p.Stdout, p.Stderr
+	if len(p.Listeners) > 0 {
+		cmd.ExtraFiles = p.Listeners
+		cmd.Env = append(os.Environ(), inheritEnv(len(p.Listeners)))
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting nginx: %w", err)
@@ -85,7 +102,7 @@ func (p *Process) Start() error {
 }
 
 // Done is closed when the master has exited. It is nil before Start.
-func (p *Process) Done() <-chan struct{} {
+func (p *nginxProcess) Done() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.done
@@ -93,10 +110,10 @@ func (p *Process) Done() <-chan struct{} {
 
 // Wait waits for the master to exit and returns its error (an
 // *exec.ExitError for a non-zero status).
-func (p *Process) Wait() error {
+func (p *nginxProcess) Wait() error {
 	done := p.Done()
 	if done == nil {
-		return ErrNotRunning
+		return errNotRunning
 	}
 	<-done
 	p.mu.Lock()
@@ -105,7 +122,7 @@ func (p *Process) Wait() error {
 }
 
 // Pid is the master's process id, or 0 before Start.
-func (p *Process) Pid() int {
+func (p *nginxProcess) Pid() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil {
@@ -116,24 +133,24 @@ func (p *Process) Pid() int {
 
 // Reload asks the master to re-read its configuration (SIGHUP): new workers
 // start with it and old ones finish their requests before they exit.
-func (p *Process) Reload() error { return p.signal(syscall.SIGHUP) }
+func (p *nginxProcess) Reload() error { return p.signal(syscall.SIGHUP) }
 
 // Quit asks the master for a graceful stop (SIGQUIT): it stops accepting
 // and exits after in-flight requests are done.
-func (p *Process) Quit() error { return p.signal(syscall.SIGQUIT) }
+func (p *nginxProcess) Quit() error { return p.signal(syscall.SIGQUIT) }
 
 // Terminate asks for a fast stop (SIGTERM).
-func (p *Process) Terminate() error { return p.signal(syscall.SIGTERM) }
+func (p *nginxProcess) Terminate() error { return p.signal(syscall.SIGTERM) }
 
-func (p *Process) signal(sig syscall.Signal) error {
+func (p *nginxProcess) signal(sig syscall.Signal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil {
-		return ErrNotRunning
+		return errNotRunning
 	}
 	select {
 	case <-p.done:
-		return ErrNotRunning
+		return errNotRunning
 	default:
 	}
 	if err := p.cmd.Process.Signal(sig); err != nil {
@@ -142,9 +159,9 @@ func (p *Process) signal(sig syscall.Signal) error {
 	return nil
 }
 
-// ExitCode maps Wait's error to a process exit status: 0 for nil, nginx's
+// exitCode maps Wait's error to a process exit status: 0 for nil, nginx's
 // status for a normal exit, 128+signal when a signal killed it, 1 otherwise.
-func ExitCode(err error) int {
+func exitCode(err error) int {
 	if err == nil {
 		return 0
 	}

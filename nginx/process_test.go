@@ -22,7 +22,14 @@ import (
 // http and server are further directives for the http and server blocks.
 func testNginx(t *testing.T, dir, runDir string, port int, http, server string) string {
 	t.Helper()
-	return nginxtest.WriteConf(t, dir, 2, 256, fmt.Sprintf(`
+	return testNginxWorkers(t, 2, dir, runDir, port, http, server)
+}
+
+// testNginxWorkers is testNginx with workers worker processes; 0 leaves
+// them to the supervisor.
+func testNginxWorkers(t *testing.T, workers int, dir, runDir string, port int, http, server string) string {
+	t.Helper()
+	return nginxtest.WriteConf(t, dir, workers, 256, fmt.Sprintf(`
     upstream backends {
         zone backends 64k;
         random two least_conn;
@@ -40,13 +47,13 @@ func testNginx(t *testing.T, dir, runDir string, port int, http, server string) 
 `, runDir, port, http, server))
 }
 
-func backend(t *testing.T, id string) Addr {
+func backend(t *testing.T, id string) workerAddr {
 	t.Helper()
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, id)
 	}))
 	t.Cleanup(s.Close)
-	return TCPAddr(netip.MustParseAddrPort(strings.TrimPrefix(s.URL, "http://")))
+	return tcpAddr(netip.MustParseAddrPort(strings.TrimPrefix(s.URL, "http://")))
 }
 
 // TestProcessReload runs the real nginx: start, switch the upstream by
@@ -58,22 +65,22 @@ func TestProcessReload(t *testing.T) {
 	conf := testNginx(t, dir, dir, port, "", "")
 	a, b := backend(t, "a"), backend(t, "b")
 	servers := filepath.Join(dir, "servers.conf")
-	write := func(addrs ...Addr) []byte {
-		data, err := RenderServers("test", addrs, "max_fails=0")
+	write := func(addrs ...workerAddr) []byte {
+		data, err := renderServers("test", addrs, "max_fails=0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return data
 	}
-	if err := WriteFileAtomic(servers, write(a), 0o644); err != nil {
+	if err := writeFileAtomic(servers, write(a), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := &Process{Bin: bin, Prefix: dir, Conf: conf, Stdout: os.Stderr, Stderr: os.Stderr}
+	p := &nginxProcess{Bin: bin, Prefix: dir, Conf: conf, Stdout: os.Stderr, Stderr: os.Stderr}
 	ctx := context.Background()
 	if err := p.Check(ctx); err != nil {
 		t.Fatalf("Check on a good config: %v", err)
 	}
-	if err := p.Reload(); !errors.Is(err, ErrNotRunning) {
+	if err := p.Reload(); !errors.Is(err, errNotRunning) {
 		t.Errorf("Reload before Start = %v, want ErrNotRunning", err)
 	}
 	if err := p.Start(); err != nil {
@@ -84,15 +91,15 @@ func TestProcessReload(t *testing.T) {
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	waitFor(t, url, "a")
 
-	ap := &Applier{Checker: p, Reloader: p, Log: nginxtest.Logger(t)}
-	if got, err := ap.Apply(ctx, FileChange{Path: servers, Data: write(b)}); got != Reloaded || err != nil {
+	ap := &configApplier{Checker: p, Reloader: p, Log: nginxtest.Logger(t)}
+	if got, err := ap.Apply(ctx, fileChange{Path: servers, Data: write(b)}); got != reloaded || err != nil {
 		t.Fatalf("Apply(b) = %v, %v; want reloaded", got, err)
 	}
 	waitFor(t, url, "b")
 
 	broken := []byte("server 127.0.0.1:1 no_such_param;\n")
-	got, err := ap.Apply(ctx, FileChange{Path: servers, Data: broken})
-	if got != Rejected || !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "no_such_param") {
+	got, err := ap.Apply(ctx, fileChange{Path: servers, Data: broken})
+	if got != rejected || !errors.Is(err, errRejected) || !strings.Contains(err.Error(), "no_such_param") {
 		t.Fatalf("Apply(broken) = %v, %v; want rejected with nginx's reason", got, err)
 	}
 	if data, _ := os.ReadFile(servers); string(data) != string(write(b)) {
@@ -103,7 +110,7 @@ func TestProcessReload(t *testing.T) {
 	}
 
 	// No worker: the placeholder keeps nginx valid and it answers 502.
-	if got, err := ap.Apply(ctx, FileChange{Path: servers, Data: write()}); got != Reloaded || err != nil {
+	if got, err := ap.Apply(ctx, fileChange{Path: servers, Data: write()}); got != reloaded || err != nil {
 		t.Fatalf("Apply(none) = %v, %v; want reloaded", got, err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -134,7 +141,7 @@ func TestProcessCheckReportsReason(t *testing.T) {
 	dir := t.TempDir()
 	conf := testNginx(t, dir, dir, nginxtest.FreePort(t), "", "")
 	// servers.conf is missing: nginx -t must fail and say which file.
-	err := (&Process{Bin: bin, Prefix: dir, Conf: conf}).Check(context.Background())
+	err := (&nginxProcess{Bin: bin, Prefix: dir, Conf: conf}).Check(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "servers.conf") {
 		t.Errorf("Check with a missing include = %v, want an error naming servers.conf", err)
 	}

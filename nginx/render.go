@@ -18,40 +18,40 @@ var templates = template.Must(template.New("").
 	Funcs(template.FuncMap{"join": strings.Join}).
 	ParseFS(templateFS, "templates/*.tmpl"))
 
-// ErrUnsafe reports a value that would change the meaning of the nginx
+// errUnsafe reports a value that would change the meaning of the nginx
 // configuration it is pasted into.
-var ErrUnsafe = errors.New("nginx: unsafe value for configuration")
+var errUnsafe = errors.New("nginx: unsafe value for configuration")
 
 // CheckParams reports whether params can follow `server <addr>` in an
 // upstream block: nginx parameters such as `max_fails=0 weight=2`, without
 // anything that ends the directive or opens a block.
 func CheckParams(params string) error {
 	if i := strings.IndexAny(params, ";{}#\"'\\\n\r$"); i >= 0 {
-		return fmt.Errorf("%w: upstream parameters %q contain %q", ErrUnsafe, params, params[i])
+		return fmt.Errorf("%w: upstream parameters %q contain %q", errUnsafe, params, params[i])
 	}
 	return nil
 }
 
-// RenderServers renders the `server` lines for the upstream block: one per
+// renderServers renders the `server` lines for the upstream block: one per
 // address, in the order given, each followed by params; a single
 // `server 127.0.0.1:9 down;` when addrs is empty so that nginx still starts.
 // source names where the addresses came from, for the comment at the top.
-func RenderServers(source string, addrs []Addr, params string) ([]byte, error) {
+func renderServers(source string, addrs []workerAddr, params string) ([]byte, error) {
 	if err := CheckParams(params); err != nil {
 		return nil, err
 	}
 	if strings.ContainsAny(source, "\n\r") {
-		return nil, fmt.Errorf("%w: source %q has a line break", ErrUnsafe, source)
+		return nil, fmt.Errorf("%w: source %q has a line break", errUnsafe, source)
 	}
 	for _, a := range addrs {
 		if !safeSocketPath(a.path) {
-			return nil, fmt.Errorf("%w: socket path %q", ErrUnsafe, a.path)
+			return nil, fmt.Errorf("%w: socket path %q", errUnsafe, a.path)
 		}
 	}
 	var buf bytes.Buffer
 	err := templates.ExecuteTemplate(&buf, "servers.conf.tmpl", struct {
 		Source string
-		Addrs  []Addr
+		Addrs  []workerAddr
 		Params string
 	}{source, addrs, strings.Join(strings.Fields(params), " ")})
 	if err != nil {
@@ -60,19 +60,19 @@ func RenderServers(source string, addrs []Addr, params string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// RenderUpstream renders the two files that follow the set of workers:
-// servers.conf (RenderServers) and admission.conf, the `limit_conn` line
+// renderUpstream renders the two files that follow the set of workers:
+// servers.conf (renderServers) and admission.conf, the `limit_conn` line
 // of the /sudoku location. budget is how many workers' share nginx admits
-// (see Budget): while fewer answer, each one's max_conns is raised so that
+// (see workerBudget): while fewer answer, each one's max_conns is raised so that
 // together they take what budget workers take, and the admission limit
 // stays budget x max_conns (none without workers: nginx answers "no live
 // upstreams" at once).
-func RenderUpstream(source string, addrs []Addr, budget int, params string) (servers, admission []byte, err error) {
+func renderUpstream(source string, addrs []workerAddr, budget int, params string) (servers, admission []byte, err error) {
 	maxConns, err := maxConnsOf(params)
 	if err != nil {
 		return nil, nil, err
 	}
-	if servers, err = RenderServers(source, addrs, shareMaxConns(params, maxConns, len(addrs), budget)); err != nil {
+	if servers, err = renderServers(source, addrs, shareMaxConns(params, maxConns, len(addrs), budget)); err != nil {
 		return nil, nil, err
 	}
 	if len(addrs) == 0 {
@@ -111,7 +111,7 @@ func maxConnsOf(params string) (int, error) {
 		if v, ok := strings.CutPrefix(f, "max_conns="); ok {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
-				return 0, fmt.Errorf("%w: upstream parameter %q", ErrUnsafe, f)
+				return 0, fmt.Errorf("%w: upstream parameter %q", errUnsafe, f)
 			}
 			maxConns = n
 		}
@@ -138,10 +138,10 @@ func shareMaxConns(params string, maxConns, workers, budget int) string {
 	return strings.Join(fields, " ")
 }
 
-// ParseTrustedClients parses a comma-separated list of client addresses
+// ParsePrefixes parses a comma-separated list of client addresses
 // and prefixes ("203.0.113.7, 10.0.0.0/8, fd00::/8"); a bare address is a
 // prefix of its full length. An empty list is valid and trusts nobody.
-func ParseTrustedClients(list string) ([]netip.Prefix, error) {
+func ParsePrefixes(list string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, f := range strings.Split(list, ",") {
 		f = strings.TrimSpace(f)
@@ -159,18 +159,18 @@ func ParseTrustedClients(list string) ([]netip.Prefix, error) {
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("trusted client %q: want an IP address or a CIDR prefix", f)
+			return nil, fmt.Errorf("%q: want an IP address or a CIDR prefix", f)
 		}
 		out = append(out, p.Masked())
 	}
 	return out, nil
 }
 
-// RenderTrustedClients renders the entries of nginx.conf's
+// renderTrustedClients renders the entries of nginx.conf's
 // geo $sudoku_limit_exempt block: one "prefix 1;" line per trusted
 // prefix, whose requests skip the per-client request rate
 // limits (a load balancer in front, a monitoring or load-test host).
-func RenderTrustedClients(prefixes []netip.Prefix) ([]byte, error) {
+func renderTrustedClients(prefixes []netip.Prefix) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := templates.ExecuteTemplate(&buf, "trusted-clients.conf.tmpl", prefixes); err != nil {
 		return nil, fmt.Errorf("rendering trusted-clients.conf: %w", err)
@@ -178,17 +178,27 @@ func RenderTrustedClients(prefixes []netip.Prefix) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// TLSSite is one HTTPS server: a name and its certificate pair.
-type TLSSite struct {
+// renderRealIP renders real-ip.conf, included at http level: the
+// balancers whose X-Forwarded-For nginx believes (ngx_http_realip_module).
+func renderRealIP(from []netip.Prefix) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, "real-ip.conf.tmpl", from); err != nil {
+		return nil, fmt.Errorf("rendering real-ip.conf: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// tlsSite is one HTTPS server: a name and its certificate pair.
+type tlsSite struct {
 	Name     string // server_name, also the certificate's name
 	CertFile string // full chain, PEM
 	KeyFile  string // private key, PEM
 }
 
-// TLSServer describes the HTTPS servers that RenderTLS writes. With no
+// tlsServer describes the HTTPS servers that renderTLS writes. With no
 // Sites, TLS is off and the rendered file has comments only.
-type TLSServer struct {
-	Sites []TLSSite // the first one is the default server for clients without SNI
+type tlsServer struct {
+	Sites []tlsSite // the first one is the default server for clients without SNI
 	CA    string    // ACME directory, for the comment only
 
 	HTTPSListen string // nginx listen for HTTPS, e.g. "8443"
@@ -207,29 +217,27 @@ type TLSServer struct {
 }
 
 // RedirectPortSuffix is ":port" for the redirect target, or empty for 443.
-func (s TLSServer) RedirectPortSuffix() string {
+func (s tlsServer) RedirectPortSuffix() string {
 	if s.RedirectPort == 0 || s.RedirectPort == 443 {
 		return ""
 	}
 	return ":" + strconv.Itoa(s.RedirectPort)
 }
 
-// RenderTLS renders tls.conf, included by nginx.conf at http level.
-func RenderTLS(s TLSServer) ([]byte, error) {
+// renderTLS renders tls.conf, included by nginx.conf at http level.
+func renderTLS(s tlsServer) ([]byte, error) {
 	values := map[string]string{
 		"locations file": s.Locations, "CA": s.CA, "HTTPS listen": s.HTTPSListen,
 		"HTTP listen": s.HTTPListen, "challenge address": s.ChallengeAddr,
 	}
 	for _, site := range s.Sites {
-		if err := CheckDomain(site.Name); err != nil {
-			return nil, err
-		}
+		values["server name "+site.Name] = site.Name
 		values["certificate file "+site.CertFile] = site.CertFile
 		values["key file "+site.KeyFile] = site.KeyFile
 	}
 	for name, v := range values {
 		if strings.ContainsAny(v, ";{}#\"'\\\n\r$ \t") {
-			return nil, fmt.Errorf("%w: %s %q", ErrUnsafe, name, v)
+			return nil, fmt.Errorf("%w: %s %q", errUnsafe, name, v)
 		}
 	}
 	var buf bytes.Buffer
@@ -245,15 +253,15 @@ func RenderTLS(s TLSServer) ([]byte, error) {
 func CheckDomain(d string) error {
 	name := d
 	if name == "" || len(name) > 253 {
-		return fmt.Errorf("%w: domain %q: empty or too long", ErrUnsafe, d)
+		return fmt.Errorf("%w: domain %q: empty or too long", errUnsafe, d)
 	}
 	for _, label := range strings.Split(name, ".") {
 		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return fmt.Errorf("%w: domain %q: bad label %q", ErrUnsafe, d, label)
+			return fmt.Errorf("%w: domain %q: bad label %q", errUnsafe, d, label)
 		}
 		for _, c := range label {
 			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
-				return fmt.Errorf("%w: domain %q: unexpected %q", ErrUnsafe, d, c)
+				return fmt.Errorf("%w: domain %q: unexpected %q", errUnsafe, d, c)
 			}
 		}
 	}

@@ -30,21 +30,21 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestRenderServers(t *testing.T) {
-	ap := func(s string) Addr { return aps(s)[0] }
+	ap := func(s string) workerAddr { return aps(s)[0] }
 	tests := []struct {
 		name   string
-		addrs  []Addr
+		addrs  []workerAddr
 		params string
 	}{
 		{"servers_none.conf", nil, "max_fails=0"},
-		{"servers_two.conf", []Addr{ap("172.18.0.3:9000"), ap("172.18.0.4:9000")}, "max_fails=0"},
-		{"servers_params.conf", []Addr{ap("10.0.0.1:9000"), ap("[fd00::1]:9000")}, "  max_fails=3   fail_timeout=5s "},
-		{"servers_noparams.conf", []Addr{ap("127.0.0.1:19000")}, ""},
+		{"servers_two.conf", []workerAddr{ap("172.18.0.3:9000"), ap("172.18.0.4:9000")}, "max_fails=0"},
+		{"servers_params.conf", []workerAddr{ap("10.0.0.1:9000"), ap("[fd00::1]:9000")}, "  max_fails=3   fail_timeout=5s "},
+		{"servers_noparams.conf", []workerAddr{ap("127.0.0.1:19000")}, ""},
 		{"servers_unix.conf", aps("unix:/run/sudoku-fcgi/3f2a.sock", "unix:/run/sudoku-fcgi/9c1b.sock"), "max_fails=0 max_conns=256"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := RenderServers("sudoku:9000", tt.addrs, tt.params)
+			got, err := renderServers("sudoku:9000", tt.addrs, tt.params)
 			if err != nil {
 				t.Fatalf("RenderServers(%v, %q) error: %v", tt.addrs, tt.params, err)
 			}
@@ -55,7 +55,7 @@ func TestRenderServers(t *testing.T) {
 
 func TestRenderServersRejectsUnsafeParams(t *testing.T) {
 	for _, p := range []string{"max_fails=0; }", "backup\nserver 1.2.3.4:1", "weight=$x", "down {", "# x"} {
-		if _, err := RenderServers("s", nil, p); !errors.Is(err, ErrUnsafe) {
+		if _, err := renderServers("s", nil, p); !errors.Is(err, errUnsafe) {
 			t.Errorf("RenderServers(params %q) error = %v, want ErrUnsafe", p, err)
 		}
 	}
@@ -63,15 +63,15 @@ func TestRenderServersRejectsUnsafeParams(t *testing.T) {
 
 func TestRenderServersRejectsUnsafeSocketPath(t *testing.T) {
 	for _, p := range []string{"/run/a;b.sock", "/run/a b.sock", "/run/{.sock", "/run/$x.sock"} {
-		if _, err := RenderServers("s", []Addr{UnixAddr(p)}, ""); !errors.Is(err, ErrUnsafe) {
+		if _, err := renderServers("s", []workerAddr{unixAddr(p)}, ""); !errors.Is(err, errUnsafe) {
 			t.Errorf("RenderServers(unix:%s) error = %v, want ErrUnsafe", p, err)
 		}
 	}
 }
 
 func TestRenderTLS(t *testing.T) {
-	base := TLSServer{
-		Sites: []TLSSite{
+	base := tlsServer{
+		Sites: []tlsSite{
 			{"sudoku.example.com", "/run/sudoku-edge/certs/live/sudoku.example.com.crt", "/run/sudoku-edge/certs/live/sudoku.example.com.key"},
 			{"www.sudoku.example.com", "/run/sudoku-edge/certs/live/www.sudoku.example.com.crt", "/run/sudoku-edge/certs/live/www.sudoku.example.com.key"},
 		},
@@ -89,16 +89,16 @@ func TestRenderTLS(t *testing.T) {
 	port.RedirectPort = 48443
 	tests := []struct {
 		name string
-		in   TLSServer
+		in   tlsServer
 	}{
-		{"tls_off.conf", TLSServer{}},
+		{"tls_off.conf", tlsServer{}},
 		{"tls_plain.conf", base},
 		{"tls_redirect_hsts.conf", full},
 		{"tls_redirect_port.conf", port},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := RenderTLS(tt.in)
+			got, err := renderTLS(tt.in)
 			if err != nil {
 				t.Fatalf("RenderTLS(%+v) error: %v", tt.in, err)
 			}
@@ -108,20 +108,48 @@ func TestRenderTLS(t *testing.T) {
 }
 
 func TestRenderTLSRejectsUnsafe(t *testing.T) {
-	tests := map[string]TLSServer{
-		"domain with space":  {Sites: []TLSSite{{Name: "a.example.com b"}}},
-		"domain with brace":  {Sites: []TLSSite{{Name: "a.example.com}"}}},
-		"wildcard":           {Sites: []TLSSite{{Name: "*.example.com"}}},
-		"empty label":        {Sites: []TLSSite{{Name: "a..example.com"}}},
-		"hyphen label":       {Sites: []TLSSite{{Name: "-a.example.com"}}},
-		"cert path with ;":   {Sites: []TLSSite{{Name: "a.example.com", CertFile: "/x;y"}}},
-		"locations with \\n": {Sites: []TLSSite{{Name: "a.example.com"}}, Locations: "/x\ninclude /etc/passwd"},
+	tests := map[string]tlsServer{
+		"domain with space":  {Sites: []tlsSite{{Name: "a.example.com b"}}},
+		"domain with brace":  {Sites: []tlsSite{{Name: "a.example.com}"}}},
+		"cert path with ;":   {Sites: []tlsSite{{Name: "a.example.com", CertFile: "/x;y"}}},
+		"locations with \\n": {Sites: []tlsSite{{Name: "a.example.com"}}, Locations: "/x\ninclude /etc/passwd"},
 	}
 	for name, in := range tests {
 		t.Run(name, func(t *testing.T) {
-			if _, err := RenderTLS(in); !errors.Is(err, ErrUnsafe) {
+			if _, err := renderTLS(in); !errors.Is(err, errUnsafe) {
 				t.Errorf("RenderTLS(%+v) error = %v, want ErrUnsafe", in, err)
 			}
+		})
+	}
+}
+
+// TestCheckDomain: the names the command accepts for -tls-domains (the
+// one check; renderTLS only refuses what would break the configuration).
+func TestCheckDomain(t *testing.T) {
+	for _, d := range []string{"a.example.com", "sudoku.test", "x-1.example.org"} {
+		if err := CheckDomain(d); err != nil {
+			t.Errorf("CheckDomain(%q) = %v, want nil", d, err)
+		}
+	}
+	for _, d := range []string{"", "*.example.com", "a..example.com", "-a.example.com", "a.example.com b", "a_b.example.com"} {
+		if err := CheckDomain(d); !errors.Is(err, errUnsafe) {
+			t.Errorf("CheckDomain(%q) = %v, want ErrUnsafe", d, err)
+		}
+	}
+}
+
+func TestRenderRealIP(t *testing.T) {
+	for name, list := range map[string]string{"realip_none.conf": "", "realip_some.conf": "10.0.0.0/8, 172.18.0.1,fd00::/8"} {
+		t.Run(name, func(t *testing.T) {
+			ps, err := ParsePrefixes(list)
+			if err != nil {
+				t.Fatalf("ParsePrefixes(%q) error: %v", list, err)
+			}
+			got, err := renderRealIP(ps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, name, got)
 		})
 	}
 }
@@ -133,11 +161,11 @@ func TestRenderTrustedClients(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ps, err := ParseTrustedClients(tt.list)
+			ps, err := ParsePrefixes(tt.list)
 			if err != nil {
-				t.Fatalf("ParseTrustedClients(%q) error: %v", tt.list, err)
+				t.Fatalf("ParsePrefixes(%q) error: %v", tt.list, err)
 			}
-			got, err := RenderTrustedClients(ps)
+			got, err := renderTrustedClients(ps)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,7 +176,7 @@ func TestRenderTrustedClients(t *testing.T) {
 
 func TestParseTrustedClientsRejects(t *testing.T) {
 	for _, list := range []string{"10.0.0.0/33", "example.com", "10.0.0.1 1; 0.0.0.0/0", "1.2.3.4/8;", "*"} {
-		if ps, err := ParseTrustedClients(list); err == nil {
+		if ps, err := ParsePrefixes(list); err == nil {
 			t.Errorf("ParseTrustedClients(%q) = %v, want an error", list, ps)
 		}
 	}
@@ -186,7 +214,7 @@ func TestRenderAdmission(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"max_conns=x", "max_conns=-1", "max_conns=1;"} {
-		if _, _, err := RenderUpstream("sudoku:9000", nil, 2, p); !errors.Is(err, ErrUnsafe) {
+		if _, _, err := renderUpstream("sudoku:9000", nil, 2, p); !errors.Is(err, errUnsafe) {
 			t.Errorf("RenderUpstream with params %q: error = %v, want ErrUnsafe", p, err)
 		}
 	}
@@ -211,16 +239,16 @@ func TestShareMaxConns(t *testing.T) {
 			t.Errorf("shareMaxConns(%q, %d, %d, %d) = %q, %v; want %q", tt.params, maxConns, tt.workers, tt.budget, got, err, tt.want)
 		}
 	}
-	if _, err := maxConnsOf("max_conns=x"); !errors.Is(err, ErrUnsafe) {
+	if _, err := maxConnsOf("max_conns=x"); !errors.Is(err, errUnsafe) {
 		t.Errorf("maxConnsOf(max_conns=x) error = %v, want ErrUnsafe", err)
 	}
 }
 
-// RenderUpstream: the worker left of a budget of two takes both shares,
+// renderUpstream: the worker left of a budget of two takes both shares,
 // and the admission limit stays; with no worker there is no limit.
 func TestRenderUpstream(t *testing.T) {
 	one := aps("10.0.0.2:9000")
-	servers, admission, err := RenderUpstream("sudoku:9000", one, 2, "max_fails=0 max_conns=256")
+	servers, admission, err := renderUpstream("sudoku:9000", one, 2, "max_fails=0 max_conns=256")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +258,7 @@ func TestRenderUpstream(t *testing.T) {
 	if !strings.Contains(string(admission), "limit_conn sudoku_admission 512;") {
 		t.Errorf("admission.conf for a budget of two:\n%s", admission)
 	}
-	_, admission, err = RenderUpstream("sudoku:9000", nil, 2, "max_fails=0 max_conns=256")
+	_, admission, err = renderUpstream("sudoku:9000", nil, 2, "max_fails=0 max_conns=256")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,30 +11,50 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
 )
 
 // Supervisor runs nginx in the foreground and keeps what it reads in step
-// with the world: the upstream with the workers that Discovery finds (and
-// the Budget), the trusted clients and, with TLS, the certificates. It also
+// with the world: the upstream with the workers it finds (and their
+// budget), the trusted clients and, with TLS, the certificates. It also
 // serves the ACME challenge responder and, when asked, the metrics
 // listener. Set the fields, then call Run once.
 type Supervisor struct {
 	Bin    string // nginx binary
 	Prefix string // nginx -p; empty keeps nginx's compiled-in prefix
 	Conf   string // nginx -c
+	// WorkerProcesses, when > 0, is nginx's worker_processes, passed with
+	// -g: nginx's own "auto" counts the host's CPUs, not the container's
+	// quota (the command passes the CPUs it may use, runtime.GOMAXPROCS).
+	// nginx.conf must not set it then.
+	WorkerProcesses int
 	// RunDir receives the files nginx.conf includes: servers.conf,
 	// admission.conf, tls.conf, trusted-clients.conf, and certs/ with TLS.
 	RunDir string
 
-	Workers         string        // comma-separated host:port and unix:<glob> targets (ParseTargets)
-	Resolver        Resolver      // nil means net.DefaultResolver
+	// Listen lists the addresses of nginx's listen directives (ParseListen).
+	// The supervisor opens them itself and hands them to every nginx master
+	// it starts (the NGINX environment variable, as in nginx's binary
+	// upgrade), so that a master that dies is restarted without refusing a
+	// connection. A listen directive for another address binds its own
+	// socket, which is closed while no master runs.
+	Listen []netip.AddrPort
+
+	Workers         []Target      // at least one (ParseTargets)
+	resolver        resolver      // nil means net.DefaultResolver
 	ResolveInterval time.Duration // how often the workers are resolved again; > 0
-	BudgetHold      time.Duration // Budget.Hold
-	UpstreamParams  string        // nginx parameters after each server address (RenderUpstream)
+	BudgetHold      time.Duration // how long the workers left take a missing one's share before it counts as gone
+	UpstreamParams  string        // nginx parameters after each server address, e.g. max_fails=0 (CheckParams)
 	TrustedClients  []netip.Prefix
+	// RealIPFrom lists the load balancers in front of nginx whose
+	// X-Forwarded-For names the client (real-ip.conf); empty believes no
+	// header.
+	RealIPFrom []netip.Prefix
 
 	// ChallengeListen is the address of the ACME HTTP-01 responder that
 	// nginx proxies /.well-known/acme-challenge/ to. It runs with TLS off
@@ -58,16 +78,24 @@ type Supervisor struct {
 	MetricsHandler http.Handler
 	Metrics        *Metrics // nil counts nothing
 
+	// Extra, when set, renders includes of its own through the same
+	// check-and-reload path (the admission controller); see Extension.
+	Extra Extension
+
 	Stdout io.Writer // nginx's stdout (the access log); nil means os.Stdout
 	Stderr io.Writer // where nginx's error log is relayed; nil means os.Stderr
 	Log    zerolog.Logger
 
-	proc    *Process
-	applier *Applier
-	disc    *Discovery
-	tls     *edgeTLS
-	addrs   []Addr // the workers in servers.conf
-	budget  Budget
+	masters    *masters
+	newProcess func() *nginxProcess
+	listeners  []*os.File  // the Listen sockets, handed to every master
+	started    atomic.Bool // a master runs: changes are checked and reloaded
+	applier    *configApplier
+	disc       *workerDiscovery
+	tls        *edgeTLS
+	addrsMu    sync.Mutex   // guards addrs for Edge.Workers; round writes them
+	addrs      []workerAddr // the workers in servers.conf
+	budget     workerBudget
 }
 
 // ExitError is nginx's exit with an error; ExitCode is the status to exit
@@ -76,7 +104,7 @@ type ExitError struct{ Err error }
 
 func (e *ExitError) Error() string { return "nginx exited: " + e.Err.Error() }
 func (e *ExitError) Unwrap() error { return e.Err }
-func (e *ExitError) ExitCode() int { return ExitCode(e.Err) }
+func (e *ExitError) ExitCode() int { return exitCode(e.Err) }
 
 func (s *Supervisor) path(name string) string { return filepath.Join(s.RunDir, name) }
 
@@ -86,9 +114,8 @@ func (s *Supervisor) path(name string) string { return filepath.Join(s.RunDir, n
 // exits otherwise (on its own or at the stop), and any other error when
 // nginx could not be started.
 func (s *Supervisor) Run(ctx context.Context) error {
-	targets, err := ParseTargets(s.Workers)
-	if err != nil {
-		return err
+	if len(s.Workers) == 0 {
+		return errors.New("nginx: Supervisor needs a worker target")
 	}
 	if s.ResolveInterval <= 0 {
 		return errors.New("nginx: Supervisor needs a positive ResolveInterval")
@@ -103,7 +130,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if err := os.MkdirAll(s.RunDir, 0o755); err != nil {
 		return fmt.Errorf("creating run directory: %w", err)
 	}
-	s.disc = &Discovery{Targets: targets, Resolver: s.Resolver, Timeout: s.ResolveInterval, DropRefusing: true}
+	s.disc = &workerDiscovery{Targets: s.Workers, Resolver: s.resolver, Timeout: s.ResolveInterval, DropRefusing: true}
 	// nginx's error log (its stderr) goes through a relay that holds back
 	// floods; its access log (stdout) is buffered by nginx itself.
 	errR, errW, err := os.Pipe()
@@ -112,34 +139,73 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	}
 	defer errR.Close()
 	defer errW.Close() // when nginx never started
-	s.proc = &Process{Bin: s.Bin, Prefix: s.Prefix, Conf: s.Conf, Stdout: stdout, Stderr: errW}
-	s.applier = &Applier{Checker: s.proc, Reloader: s.proc, Log: s.Log}
+	// nginx gets files, not pipes that os/exec copies: exec.Cmd.Wait waits
+	// for such a copy to end, which a dead master's orphaned workers would
+	// hold up while they finish.
+	outFile, ok := stdout.(*os.File)
+	if !ok {
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			return fmt.Errorf("access log pipe: %w", err)
+		}
+		copied := make(chan struct{})
+		go func() { defer close(copied); io.Copy(stdout, outR) }()
+		defer func() {
+			outW.Close()
+			select { // EOF once every nginx process is gone
+			case <-copied:
+			case <-time.After(2 * time.Second):
+			}
+			outR.Close()
+		}()
+		outFile = outW
+	}
+	s.masters = &masters{}
+	s.applier = &configApplier{Checker: s.masters, Reloader: s.masters, Log: s.Log}
+	s.newProcess = func() *nginxProcess {
+		return &nginxProcess{Bin: s.Bin, Prefix: s.Prefix, Conf: s.Conf, WorkerProcesses: s.WorkerProcesses, Stdout: outFile, Stderr: errW, Listeners: s.listeners}
+	}
+	s.masters.set(s.newProcess())
 
 	if err := s.writeStartFiles(ctx); err != nil {
 		return err
 	}
-	if s.tls, err = newEdgeTLS(s); err != nil {
+	if s.tls, err = newEdgeTLS(s.TLS, s.RunDir, s.ChallengeListen, s.applier, s.Metrics, s.Log); err != nil {
 		return err
 	}
 	defer s.tls.stop() // stops certmagic's goroutines on every way out; safe twice
 	if err := s.tls.prepare(ctx); err != nil {
 		return err
 	}
+	if s.Extra != nil {
+		if err := s.Extra.Start(ctx, s.edge()); err != nil {
+			return fmt.Errorf("writing the extra includes: %w", err)
+		}
+	}
+	// A configuration nginx refuses ends Run with nginx's status: a restart
+	// would only fail again.
+	if err := s.masters.Check(ctx); err != nil {
+		return &ExitError{err}
+	}
 	stopListeners, err := s.listen()
 	if err != nil {
 		return err
 	}
 	defer stopListeners()
-
-	err = s.proc.Start()
-	errW.Close() // nginx and its workers hold the write end now
-	if err != nil {
+	if s.listeners, err = openListeners(s.Listen); err != nil {
 		return err
 	}
+	defer closeAll(s.listeners)
+	s.masters.set(s.newProcess())
+
+	if err := s.masters.get().Start(); err != nil {
+		return err
+	}
+	s.started.Store(true)
 	relayed := make(chan struct{})
 	go func() {
 		defer close(relayed)
-		errLog := &ErrorLog{Out: stderr, Log: s.Log}
+		errLog := &errorLogRelay{Out: stderr, Log: s.Log}
 		if err := errLog.Relay(errR); err != nil {
 			// Keep reading: a full pipe would stall nginx.
 			s.Log.Error().Err(err).Msg("relaying nginx's error log; dropping it from now on")
@@ -147,40 +213,173 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		}
 	}()
 	// The last lines nginx wrote before it exited (EOF comes once every
-	// process holding the pipe is gone).
+	// process holding the pipe is gone; the supervisor holds it until the
+	// end, for the masters it may start again).
 	defer func() {
+		errW.Close()
 		select {
 		case <-relayed:
 		case <-time.After(2 * time.Second):
 		}
 	}()
-	s.Log.Info().Int("pid", s.proc.Pid()).Str("conf", s.Conf).Msg("nginx started")
+	s.Log.Info().Int("pid", s.masters.get().Pid()).Str("conf", s.Conf).Int("inherited_sockets", len(s.listeners)).Msg("nginx started")
 
 	bg, cancelBg := context.WithCancel(context.Background())
 	defer cancelBg()
 	go every(bg, s.ResolveInterval, func() { s.round(bg) })
 	go s.tls.run(bg, s.Renew)
+	if s.Extra != nil {
+		go s.Extra.Run(bg, s.edge())
+	}
 
-	select {
-	case <-s.proc.Done():
-		err := s.proc.Wait()
-		s.Log.Error().Err(err).Int("exit_code", ExitCode(err)).Msg("nginx exited on its own")
-		if err != nil {
-			return &ExitError{err}
-		}
-		return nil
-	case <-ctx.Done():
+	if !s.keepRunning(ctx) {
+		return nil // ctx ended while no master ran
 	}
 	cancelBg()
 	s.tls.stop()
 	return s.stop()
 }
 
+// Restart backoff: the first restart comes at once, each further one
+// within restartReset of the last waits twice as long, up to
+// restartMaxBackoff.
+const (
+	restartMinBackoff = 100 * time.Millisecond
+	restartMaxBackoff = 10 * time.Second
+	restartReset      = 30 * time.Second
+)
+
+// keepRunning restarts the nginx master whenever it exits on its own,
+// until ctx ends. The listening sockets stay open in the supervisor, so
+// the kernel queues new connections in their backlog meanwhile and the
+// new master takes them over; the dead master's workers, orphaned, get
+// SIGQUIT: they finish what they hold and exit. It reports whether a
+// master is running when ctx ends.
+func (s *Supervisor) keepRunning(ctx context.Context) bool {
+	var backoff time.Duration
+	lastStart := time.Now()
+	for {
+		p := s.masters.get()
+		select {
+		case <-ctx.Done():
+			return true
+		case <-p.Done():
+		}
+		err := p.Wait()
+		s.Log.Error().Err(err).Int("exit_code", exitCode(err)).Int("pid", p.Pid()).Msg("nginx master exited on its own; restarting it")
+		quitOrphans(p.Pid(), s.Log)
+		if time.Since(lastStart) > restartReset {
+			backoff = 0
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return false
+			case <-time.After(backoff):
+			}
+			backoff = min(max(2*backoff, restartMinBackoff), restartMaxBackoff)
+			next := s.newProcess()
+			lastStart = time.Now()
+			if err := next.Start(); err != nil {
+				s.Log.Error().Err(err).Dur("retry_in", backoff).Msg("restarting nginx failed")
+				continue
+			}
+			s.masters.set(next)
+			s.Metrics.restarted()
+			s.Log.Warn().Int("pid", next.Pid()).Msg("nginx restarted")
+			break
+		}
+	}
+}
+
+// quitOrphans asks the workers of the dead master pid, its process group
+// (Start puts each master in its own), to stop gracefully, and reaps them
+// when they come back to this process (PID 1 in a container, or a
+// subreaper).
+func quitOrphans(pid int, log zerolog.Logger) {
+	if pid <= 0 {
+		return
+	}
+	if err := syscall.Kill(-pid, syscall.SIGQUIT); err != nil && !errors.Is(err, syscall.ESRCH) {
+		log.Warn().Err(err).Int("pgid", pid).Msg("asking the dead master's workers to quit")
+	}
+	go func() {
+		for {
+			var ws syscall.WaitStatus
+			if _, err := syscall.Wait4(-pid, &ws, 0, nil); errors.Is(err, syscall.EINTR) {
+				continue
+			} else if err != nil {
+				return // ECHILD: none left that is ours to reap
+			}
+		}
+	}()
+}
+
+// masters holds the nginx master running now; the configApplier checks and
+// reloads through it.
+type masters struct {
+	mu sync.Mutex
+	p  *nginxProcess
+}
+
+var (
+	_ configChecker = (*masters)(nil)
+	_ reloader      = (*masters)(nil)
+)
+
+func (m *masters) get() *nginxProcess {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.p
+}
+
+func (m *masters) set(p *nginxProcess) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.p = p
+}
+
+func (m *masters) Check(ctx context.Context) error { return m.get().Check(ctx) }
+func (m *masters) Reload() error                   { return m.get().Reload() }
+
+// Render writes the files nginx.conf includes into RunDir, as Run does
+// before it starts nginx (servers.conf, admission.conf, tls.conf and the
+// placeholder certificates, trusted-clients.conf, real-ip.conf), and
+// returns: the host stack (nginx/render-host.sh) starts nginx on them
+// itself. The workers are listed as the targets name them, without
+// probing, since they may not run yet.
+func (s *Supervisor) Render(ctx context.Context) error {
+	if len(s.Workers) == 0 {
+		return errors.New("nginx: Supervisor needs a worker target")
+	}
+	if err := os.MkdirAll(s.RunDir, 0o755); err != nil {
+		return fmt.Errorf("creating run directory: %w", err)
+	}
+	s.disc = &workerDiscovery{Targets: s.Workers, Resolver: s.resolver, Timeout: s.ResolveInterval}
+	s.masters = &masters{p: &nginxProcess{}}
+	if err := s.writeStartFiles(ctx); err != nil {
+		return err
+	}
+	tls, err := newEdgeTLS(s.TLS, s.RunDir, s.ChallengeListen, nil, s.Metrics, s.Log)
+	if err != nil {
+		return err
+	}
+	defer tls.stop()
+	if err := tls.prepare(ctx); err != nil {
+		return err
+	}
+	if s.Extra != nil {
+		return s.Extra.Start(ctx, s.edge())
+	}
+	return nil
+}
+
 // stop stops nginx gracefully, or fast on one of the FastStop signals, and
 // waits for it.
 func (s *Supervisor) stop() error {
 	s.Log.Info().Msg("stopping nginx gracefully")
-	if err := s.proc.Quit(); err != nil {
+	proc := s.masters.get()
+	if err := proc.Quit(); err != nil {
 		s.Log.Warn().Err(err).Msg("sending SIGQUIT to nginx")
 	}
 	var again chan os.Signal
@@ -193,13 +392,13 @@ func (s *Supervisor) stop() error {
 		select {
 		case <-again:
 			s.Log.Warn().Msg("second stop signal: fast nginx stop")
-			_ = s.proc.Terminate()
-		case <-s.proc.Done():
+			_ = proc.Terminate()
+		case <-proc.Done():
 			done = true
 		}
 	}
-	err := s.proc.Wait()
-	s.Log.Info().Err(err).Int("exit_code", ExitCode(err)).Msg("nginx stopped")
+	err := proc.Wait()
+	s.Log.Info().Err(err).Int("exit_code", exitCode(err)).Msg("nginx stopped")
 	if err != nil {
 		return &ExitError{err}
 	}
@@ -215,9 +414,9 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 		s.Log.Warn().Err(err).Msg("first worker lookup failed; starting with no upstream server")
 	}
 	// The budget is the most workers seen: while fewer answer, those take
-	// the missing ones' share of the requests in flight (RenderUpstream),
+	// the missing ones' share of the requests in flight (renderUpstream),
 	// for BudgetHold at most.
-	s.budget = Budget{Hold: s.BudgetHold}
+	s.budget = workerBudget{Hold: s.BudgetHold}
 	n := s.budget.Update(len(addrs), time.Now())
 	upstream, err := s.upstreamFiles(addrs, n)
 	if err != nil {
@@ -228,17 +427,25 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 			return fmt.Errorf("writing %s: %w", f, err)
 		}
 	}
-	s.addrs = addrs
+	s.setAddrs(addrs)
 	s.Metrics.workersNow(len(addrs), n)
 	s.Log.Info().Strs("workers", addrStrings(addrs)).Str("file", s.path("servers.conf")).Msg("upstream servers written")
-	trusted, err := RenderTrustedClients(s.TrustedClients)
+	trusted, err := renderTrustedClients(s.TrustedClients)
 	if err != nil {
 		return err
 	}
-	if err := WriteFileAtomic(s.path("trusted-clients.conf"), trusted, 0o644); err != nil {
+	if err := writeFileAtomic(s.path("trusted-clients.conf"), trusted, 0o644); err != nil {
 		return fmt.Errorf("writing trusted-clients.conf: %w", err)
 	}
 	s.Log.Info().Int("prefixes", len(s.TrustedClients)).Str("file", s.path("trusted-clients.conf")).Msg("trusted clients written")
+	realIP, err := renderRealIP(s.RealIPFrom)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(s.path("real-ip.conf"), realIP, 0o644); err != nil {
+		return fmt.Errorf("writing real-ip.conf: %w", err)
+	}
+	s.Log.Info().Int("prefixes", len(s.RealIPFrom)).Str("file", s.path("real-ip.conf")).Msg("trusted balancers written")
 	return nil
 }
 
@@ -265,43 +472,49 @@ func (s *Supervisor) round(ctx context.Context) {
 }
 
 // applyWorkers renders and loads the upstream files for next.
-func (s *Supervisor) applyWorkers(ctx context.Context, next []Addr, msg string) {
-	added, removed := Diff(s.addrs, next)
+func (s *Supervisor) applyWorkers(ctx context.Context, next []workerAddr, msg string) {
+	added, removed := diffAddrs(s.addrs, next)
 	n := s.budget.Update(len(next), time.Now())
 	upstream, err := s.upstreamFiles(next, n)
 	if err != nil {
 		s.Log.Error().Err(err).Msg("rendering the upstream files")
 		return
 	}
-	outcome, err := s.apply(ctx, upstream...)
+	outcome, err := applyCounted(ctx, s.applier, s.Metrics, upstream...)
 	ev := s.Log.Info()
 	if err != nil {
 		ev = s.Log.Error().Err(err)
 	}
 	ev.Strs("added", addrStrings(added)).Strs("removed", addrStrings(removed)).
 		Strs("workers", addrStrings(next)).Int("budget", n).Stringer("outcome", outcome).Msg(msg)
-	s.addrs = next
+	s.setAddrs(next)
 	s.Metrics.workersNow(len(next), n)
 }
 
-// apply is the Applier's Apply, counted.
-func (s *Supervisor) apply(ctx context.Context, changes ...Change) (Outcome, error) {
-	outcome, err := s.applier.Apply(ctx, changes...)
-	s.Metrics.applied(outcome)
+// applyCounted is a's Apply, counted in m.
+func applyCounted(ctx context.Context, a *configApplier, m *Metrics, changes ...configChange) (applyOutcome, error) {
+	outcome, err := a.Apply(ctx, changes...)
+	m.applied(outcome)
 	return outcome, err
 }
 
 // upstreamFiles renders servers.conf and admission.conf for addrs and the
-// budget of workers (RenderUpstream). They always change together.
-func (s *Supervisor) upstreamFiles(addrs []Addr, budget int) ([]Change, error) {
-	servers, admission, err := RenderUpstream(s.Workers, addrs, budget, s.UpstreamParams)
+// budget of workers (renderUpstream). They always change together.
+func (s *Supervisor) upstreamFiles(addrs []workerAddr, budget int) ([]configChange, error) {
+	servers, admission, err := renderUpstream(joinTargets(s.Workers), addrs, budget, s.UpstreamParams)
 	if err != nil {
 		return nil, err
 	}
-	return []Change{
-		FileChange{Path: s.path("servers.conf"), Data: servers},
-		FileChange{Path: s.path("admission.conf"), Data: admission},
+	return []configChange{
+		fileChange{Path: s.path("servers.conf"), Data: servers},
+		fileChange{Path: s.path("admission.conf"), Data: admission},
 	}, nil
+}
+
+func (s *Supervisor) setAddrs(addrs []workerAddr) {
+	s.addrsMu.Lock()
+	defer s.addrsMu.Unlock()
+	s.addrs = addrs
 }
 
 // every calls f every interval until ctx ends.
@@ -317,7 +530,7 @@ func every(ctx context.Context, interval time.Duration, f func()) {
 	}
 }
 
-func addrStrings(addrs []Addr) []string {
+func addrStrings(addrs []workerAddr) []string {
 	out := make([]string, len(addrs))
 	for i, a := range addrs {
 		out[i] = a.String()

@@ -56,15 +56,15 @@ func TestSupervisorServesAndStopsGracefully(t *testing.T) {
 	dir := t.TempDir()
 	runDir := filepath.Join(dir, "run")
 	port, chPort, metricsPort := nginxtest.FreePort(t), nginxtest.FreePort(t), nginxtest.FreePort(t)
-	var targets []string
+	var backendAddrs []string
 	var backends []*httptest.Server
 	for _, id := range []string{"a", "b"} {
 		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, id) }))
 		t.Cleanup(s.Close)
-		targets = append(targets, strings.TrimPrefix(s.URL, "http://"))
+		backendAddrs = append(backendAddrs, strings.TrimPrefix(s.URL, "http://"))
 		backends = append(backends, s)
 	}
-	trusted, err := ParseTrustedClients("127.0.0.1, 192.0.2.0/24")
+	trusted, err := ParsePrefixes("127.0.0.1, 192.0.2.0/24")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestSupervisorServesAndStopsGracefully(t *testing.T) {
 	}
 	sup := &Supervisor{
 		Bin: bin, Prefix: dir, Conf: supervisorConf(t, dir, runDir, port, chPort), RunDir: runDir,
-		Workers: strings.Join(targets, ","), UpstreamParams: "max_fails=0 max_conns=64",
+		Workers: targets(t, backendAddrs...), UpstreamParams: "max_fails=0 max_conns=64",
 		ResolveInterval: 100 * time.Millisecond, BudgetHold: time.Second, TrustedClients: trusted,
 		ChallengeListen: fmt.Sprintf("127.0.0.1:%d", chPort),
 		MetricsListen:   fmt.Sprintf("127.0.0.1:%d", metricsPort), Metrics: metrics,
@@ -109,7 +109,7 @@ func TestSupervisorServesAndStopsGracefully(t *testing.T) {
 		t.Errorf("X-Trusted = %q for a client on 127.0.0.1 with TrustedClients 127.0.0.1, want 1", trustedHeader)
 	}
 	servers := readRun(runDir, "servers.conf")
-	for _, tgt := range targets {
+	for _, tgt := range backendAddrs {
 		if !strings.Contains(servers, "server "+tgt+" max_fails=0 max_conns=64;") {
 			t.Errorf("servers.conf lacks %s:\n%s", tgt, servers)
 		}
@@ -138,16 +138,16 @@ func TestSupervisorServesAndStopsGracefully(t *testing.T) {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			srv, adm := readRun(runDir, "servers.conf"), readRun(runDir, "admission.conf")
-			if strings.Contains(srv, servers) && !strings.Contains(srv, "server "+targets[1]) && strings.Contains(adm, admission) {
+			if strings.Contains(srv, servers) && !strings.Contains(srv, "server "+backendAddrs[1]) && strings.Contains(adm, admission) {
 				return time.Since(stopped)
 			}
 		}
-		t.Fatalf("want %q without %s and %q; have:\n%s\n%s", servers, targets[1], admission,
+		t.Fatalf("want %q without %s and %q; have:\n%s\n%s", servers, backendAddrs[1], admission,
 			readRun(runDir, "servers.conf"), readRun(runDir, "admission.conf"))
 		return 0
 	}
-	shared := waitFiles("server "+targets[0]+" max_fails=0 max_conns=128;", "limit_conn sudoku_admission 128;")
-	lowered := waitFiles("server "+targets[0]+" max_fails=0 max_conns=64;", "limit_conn sudoku_admission 64;")
+	shared := waitFiles("server "+backendAddrs[0]+" max_fails=0 max_conns=128;", "limit_conn sudoku_admission 128;")
+	lowered := waitFiles("server "+backendAddrs[0]+" max_fails=0 max_conns=64;", "limit_conn sudoku_admission 64;")
 	if lowered < time.Second || lowered-shared < 500*time.Millisecond {
 		t.Errorf("b stopped; a took its share after %v and gave it back after %v, want the share kept for the 1s hold", shared, lowered)
 	}
@@ -187,9 +187,8 @@ func TestSupervisorServesAndStopsGracefully(t *testing.T) {
 func TestSupervisorRejectsBadConfig(t *testing.T) {
 	runDir := filepath.Join(t.TempDir(), "run")
 	for name, sup := range map[string]*Supervisor{
-		"no worker":        {Workers: " , ", ResolveInterval: time.Second, RunDir: runDir},
-		"no interval":      {Workers: "sudoku:9000", RunDir: runDir},
-		"bad worker entry": {Workers: "sudoku", ResolveInterval: time.Second, RunDir: runDir},
+		"no worker":   {ResolveInterval: time.Second, RunDir: runDir},
+		"no interval": {Workers: targets(t, "sudoku:9000"), RunDir: runDir},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := sup.Run(context.Background()); err == nil {
@@ -229,7 +228,7 @@ func TestSupervisorUnixWorkers(t *testing.T) {
 	lnB, pathB := serve("b")
 	sup := &Supervisor{
 		Bin: bin, Prefix: dir, Conf: supervisorConf(t, dir, runDir, port, chPort), RunDir: runDir,
-		Workers: "unix:" + sockDir + "/*.sock", UpstreamParams: "max_fails=0 max_conns=64",
+		Workers: targets(t, "unix:"+sockDir+"/*.sock"), UpstreamParams: "max_fails=0 max_conns=64",
 		ResolveInterval: 100 * time.Millisecond, BudgetHold: time.Minute,
 		ChallengeListen: fmt.Sprintf("127.0.0.1:%d", chPort),
 		Stdout:          io.Discard, Stderr: io.Discard, Log: nginxtest.Logger(t),

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
+	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,25 +24,31 @@ serves its own metrics on -metrics-listen, which nginx never exposes.`
 // config is the command line: the supervisor's fields, set by the flags,
 // and what run wires around it.
 type config struct {
-	sup      nginx.Supervisor
-	logLevel string
-	tls      tlsFlags
+	sup        nginx.Supervisor
+	renderOnly string // a directory: write the includes there and exit
+	logLevel   string
+	tls        tlsFlags
 }
 
 func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*config, error) {
 	c := &config{}
 	s := &c.sup
 	fs := cli.NewFlagSet(name, summary, stdout)
-	fs.StringVar(&s.Workers, "workers", "sudoku:9000", "worker `targets`, comma-separated: host:port to resolve, or unix:<glob> to list the unix sockets that match, e.g. unix:/run/sudoku-fcgi/*.sock")
+	s.Workers, _ = nginx.ParseTargets("sudoku:9000") // a valid constant
+	fs.Var(targetsFlag{&s.Workers}, "workers", "worker `targets`, comma-separated: host:port to resolve, or unix:<glob> to list the unix sockets that match, e.g. unix:/run/sudoku-fcgi/*.sock")
 	s.ResolveInterval, s.BudgetHold = 2*time.Second, time.Minute
 	fs.Var(positiveDuration{&s.ResolveInterval}, "resolve-interval", "`duration` between two lookups of the workers")
 	fs.Var(positiveDuration{&s.BudgetHold}, "budget-hold", "`duration` for which the workers left take a missing worker's share of the requests in flight before it counts as gone (a restart or crash is shorter, a scale-down longer)")
 	fs.StringVar(&s.UpstreamParams, "upstream-params", "", "nginx `parameters` after each upstream server address, e.g. max_fails=0")
-	var trusted string
+	var trusted, listen, realIP string
+	fs.StringVar(&realIP, "real-ip-from", "", "comma-separated `addresses or prefixes` of the load balancers in front of nginx: from them, X-Forwarded-For names the client that the per-client limits count (the last address not of a balancer); from anyone else the header is ignored")
+	fs.StringVar(&listen, "listen", "8080,8082", "nginx listen `addresses` (as nginx.conf's listen directives name them) that sudoku-edge opens and hands to nginx, so that a restarted nginx refuses no connection; the -tls-listen address is added with TLS on")
 	fs.StringVar(&trusted, "trusted-clients", "", "comma-separated client `addresses or prefixes` exempt from the per-client limits (a load balancer in front, a load-test host)")
+	fs.StringVar(&c.renderOnly, "render-only", "", "write the files nginx.conf includes into `directory` (servers.conf from the -workers targets as given, admission.conf, tls.conf, trusted-clients.conf, real-ip.conf), as at start, and exit without starting nginx: the host stack (nginx/render-host.sh)")
 	fs.StringVar(&s.RunDir, "run-dir", "/run/sudoku-edge", "`directory` for servers.conf, admission.conf, tls.conf, trusted-clients.conf and exported certificates")
 	fs.StringVar(&s.Bin, "nginx", "nginx", "nginx `binary`")
 	fs.StringVar(&s.Conf, "nginx-conf", "/etc/nginx/nginx.conf", "nginx configuration `file` (-c)")
+	fs.IntVar(&s.WorkerProcesses, "worker-processes", runtime.GOMAXPROCS(0), "nginx worker_processes `count`: the default is the CPUs this process may use (its cgroup CPU quota and affinity, as GOMAXPROCS); 0 leaves it to nginx.conf")
 	fs.StringVar(&s.Prefix, "nginx-prefix", "", "nginx prefix `directory` (-p); empty keeps nginx's default")
 	fs.StringVar(&s.ChallengeListen, "challenge-listen", "127.0.0.1:8081", "`address` of the ACME HTTP-01 challenge responder (nginx proxies /.well-known/acme-challenge/ here)")
 	fs.StringVar(&s.MetricsListen, "metrics-listen", ":9145", "internal `address` serving /metrics (build info, discovery, reloads); empty turns it off")
@@ -62,13 +71,21 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 		return nil, err
 	}
 	var err error
-	if c.sup.TrustedClients, err = nginx.ParseTrustedClients(trusted); err != nil {
+	if c.sup.TrustedClients, err = nginx.ParsePrefixes(trusted); err != nil {
 		err = fmt.Errorf("-trusted-clients: %w", err)
+	} else if c.sup.RealIPFrom, err = nginx.ParsePrefixes(realIP); err != nil {
+		err = fmt.Errorf("-real-ip-from: %w", err)
 	} else {
 		err = c.check()
 	}
 	if err == nil {
 		c.sup.TLS, err = c.tls.options()
+	}
+	if err == nil {
+		c.sup.Listen, err = listenAddrs(listen, c.sup.TLS)
+	}
+	if c.renderOnly != "" {
+		c.sup.RunDir = c.renderOnly
 	}
 	if err != nil {
 		return nil, &cli.UsageError{Err: err}
@@ -81,8 +98,8 @@ func (c *config) check() error {
 	if err := nginx.CheckParams(c.sup.UpstreamParams); err != nil {
 		return err
 	}
-	if _, err := nginx.ParseTargets(c.sup.Workers); err != nil {
-		return err
+	if c.sup.WorkerProcesses < 0 {
+		return fmt.Errorf("-worker-processes: %d is negative", c.sup.WorkerProcesses)
 	}
 	if _, _, err := net.SplitHostPort(c.sup.ChallengeListen); err != nil {
 		return fmt.Errorf("-challenge-listen: %w", err)
@@ -94,6 +111,42 @@ func (c *config) check() error {
 		return fmt.Errorf("-log-level: %w", err)
 	}
 	return c.tls.validate()
+}
+
+// listenAddrs parses -listen and adds the HTTPS listen address with TLS on.
+func listenAddrs(list string, o *nginx.TLSOptions) ([]netip.AddrPort, error) {
+	if o != nil {
+		list += "," + o.HTTPSListen
+	}
+	addrs, err := nginx.ParseListen(list)
+	if err != nil {
+		return nil, fmt.Errorf("-listen: %w", err)
+	}
+	return slices.Compact(slices.SortedFunc(slices.Values(addrs), netip.AddrPort.Compare)), nil
+}
+
+// targetsFlag is a flag.Value that parses worker targets once, at the
+// command line.
+type targetsFlag struct{ t *[]nginx.Target }
+
+func (f targetsFlag) String() string {
+	if f.t == nil {
+		return ""
+	}
+	s := make([]string, len(*f.t))
+	for i, t := range *f.t {
+		s[i] = t.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func (f targetsFlag) Set(s string) error {
+	t, err := nginx.ParseTargets(s)
+	if err != nil {
+		return err
+	}
+	*f.t = t
+	return nil
 }
 
 // positiveDuration is a flag.Value that accepts durations > 0 only.

@@ -43,6 +43,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	s := &c.sup
 	s.Log = zerolog.New(os.Stderr).Level(level).With().Timestamp().Str("service", name).Logger()
 	s.Stdout, s.Stderr = os.Stdout, os.Stderr
+	if c.renderOnly != "" {
+		return s.Render(ctx)
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(version.NewCollector("sudoku")) // a fresh registry cannot refuse it

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -28,15 +30,18 @@ func TestParseConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := c.sup
-		if s.Workers != "sudoku:9000" || s.ResolveInterval != 2*time.Second || s.BudgetHold != time.Minute || s.RunDir != "/run/sudoku-edge" ||
+		s := &c.sup
+		if s.WorkerProcesses != runtime.GOMAXPROCS(0) {
+			t.Errorf("default -worker-processes = %d, want GOMAXPROCS %d (the CPUs the container may use)", s.WorkerProcesses, runtime.GOMAXPROCS(0))
+		}
+		if (targetsFlag{&s.Workers}).String() != "sudoku:9000" || s.ResolveInterval != 2*time.Second || s.BudgetHold != time.Minute || s.RunDir != "/run/sudoku-edge" ||
 			s.Bin != "nginx" || s.Conf != "/etc/nginx/nginx.conf" || s.ChallengeListen != "127.0.0.1:8081" || s.MetricsListen != ":9145" {
 			t.Errorf("parseConfig(nil) = %+v, want the documented defaults", s)
 		}
 	})
 	t.Run("unix socket targets", func(t *testing.T) {
 		c, err := parseConfig(nil, env{"SUDOKU_EDGE_WORKERS": "unix:/run/sudoku-fcgi/*.sock,other:9000"}.get, io.Discard)
-		if err != nil || c.sup.Workers != "unix:/run/sudoku-fcgi/*.sock,other:9000" {
+		if err != nil || (targetsFlag{&c.sup.Workers}).String() != "unix:/run/sudoku-fcgi/*.sock,other:9000" {
 			t.Errorf("parseConfig(SUDOKU_EDGE_WORKERS=unix:...) = %+v, %v", c, err)
 		}
 	})
@@ -47,13 +52,14 @@ func TestParseConfig(t *testing.T) {
 			"SUDOKU_EDGE_UPSTREAM_PARAMS":  "max_fails=0",
 			"SUDOKU_EDGE_BUDGET_HOLD":      "5m",
 			"SUDOKU_EDGE_METRICS_LISTEN":   "127.0.0.1:19145",
+			"SUDOKU_EDGE_WORKER_PROCESSES": "3",
 		}.get, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := c.sup
-		if s.Workers != "w:1" || s.ResolveInterval != 500*time.Millisecond || s.UpstreamParams != "max_fails=0" || s.BudgetHold != 5*time.Minute ||
-			s.MetricsListen != "127.0.0.1:19145" {
+		s := &c.sup
+		if (targetsFlag{&s.Workers}).String() != "w:1" || s.ResolveInterval != 500*time.Millisecond || s.UpstreamParams != "max_fails=0" || s.BudgetHold != 5*time.Minute ||
+			s.MetricsListen != "127.0.0.1:19145" || s.WorkerProcesses != 3 {
 			t.Errorf("parseConfig = %+v", s)
 		}
 	})
@@ -69,8 +75,11 @@ func TestParseConfig(t *testing.T) {
 		{[]string{"-workers", "sudoku"}, nil, "missing port"},
 		{[]string{"-workers", "unix:run/*.sock"}, nil, "absolute"},
 		{[]string{"-log-level", "loud"}, nil, "log-level"},
+		{[]string{"-worker-processes", "-1"}, nil, "worker-processes"},
+		{[]string{"-listen", "localhost:8080"}, nil, "-listen"},
 		{[]string{"-metrics-listen", "9145"}, nil, "metrics-listen"},
 		{[]string{"-trusted-clients", "10.0.0.0/33"}, nil, "trusted-clients"},
+		{[]string{"-real-ip-from", "10.0.0.0/33"}, nil, "real-ip-from"},
 		{[]string{"extra"}, nil, "unexpected argument"},
 	}
 	for _, tt := range bad {
@@ -98,7 +107,7 @@ func TestHelp(t *testing.T) {
 	help := out.String()
 	for _, want := range []string{
 		"Usage: sudoku-edge [flags]",
-		"-workers targets\n", "unix:<glob>", "$SUDOKU_EDGE_WORKERS", `(default "sudoku:9000")`, "-resolve-interval duration\n", "-budget-hold duration\n", "(default 2s)",
+		"-workers targets\n", "unix:<glob>", "$SUDOKU_EDGE_WORKERS", "(default sudoku:9000)", "-resolve-interval duration\n", "-budget-hold duration\n", "(default 2s)",
 		"-upstream-params parameters\n", "nginx parameters after each upstream server address, e.g. max_fails=0 ($SUDOKU_EDGE_UPSTREAM_PARAMS)\n",
 		"-metrics-listen address\n", `(default ":9145") ($SUDOKU_EDGE_METRICS_LISTEN)`,
 		"-tls-domains names\n", "-tls-hsts-max-age seconds\n", "(default 63072000) ($SUDOKU_EDGE_TLS_HSTS_MAX_AGE)",
@@ -138,6 +147,7 @@ func TestRunServesMetricsAndStops(t *testing.T) {
 	done := nginxtest.Background(func() error {
 		return run(ctx, []string{
 			"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", filepath.Join(dir, "run"),
+			"-listen", fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", httpPort, statusPort),
 			"-workers", fcgiWorker(t, "w1"), "-upstream-params", "max_fails=0",
 			"-challenge-listen", fmt.Sprintf("127.0.0.1:%d", acmePort), "-resolve-interval", "100ms",
 		}, env{
@@ -166,7 +176,7 @@ func TestRunServesMetricsAndStops(t *testing.T) {
 	if err != nil || code != 200 {
 		t.Fatalf("GET /metrics on -metrics-listen = %d, %v", code, err)
 	}
-	for _, want := range []string{"sudoku_build_info{", "sudoku_edge_workers 1\n", "sudoku_edge_discovery_rounds_total ", `sudoku_edge_nginx_reloads_total{outcome="rejected"} 0`} {
+	for _, want := range []string{"sudoku_build_info{", "sudoku_edge_workers 1\n", "sudoku_edge_discovery_rounds_total ", `sudoku_edge_nginx_reloads_total{outcome="rejected"} 0`, "sudoku_edge_nginx_restarts_total 0\n", "sudoku_edge_certificate_failures_total 0\n"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}
@@ -192,10 +202,36 @@ func TestRunExitsWithNginxStatus(t *testing.T) {
 	conf := nginxtest.WriteConf(t, dir, 1, 16, "\n    no_such_directive;\n")
 	err := run(context.Background(), []string{
 		"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", filepath.Join(dir, "run"),
-		"-workers", "127.0.0.1:1", "-challenge-listen", fmt.Sprintf("127.0.0.1:%d", nginxtest.FreePort(t)), "-metrics-listen", "",
+		"-listen", "", "-workers", "127.0.0.1:1", "-challenge-listen", fmt.Sprintf("127.0.0.1:%d", nginxtest.FreePort(t)), "-metrics-listen", "",
 	}, env{}.get, io.Discard)
 	ee, ok := errors.AsType[*nginx.ExitError](err)
 	if !ok || ee.ExitCode() != 1 {
 		t.Errorf("run with a broken nginx.conf: %v, want nginx's exit status 1 as an *nginx.ExitError", err)
+	}
+}
+
+// TestRenderOnly: -render-only writes every file nginx.conf includes, with
+// the same code as a run, and returns without starting nginx (the -nginx
+// binary does not exist).
+func TestRenderOnly(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	err := run(context.Background(), []string{
+		"-render-only", dir, "-nginx", "/nonexistent/nginx", "-workers", "127.0.0.1:9000, 127.0.0.1:9002",
+		"-upstream-params", "max_fails=0", "-real-ip-from", "10.0.0.0/8", "-log-level", "warn",
+	}, env{}.get, io.Discard)
+	if err != nil {
+		t.Fatalf("run(-render-only) = %v", err)
+	}
+	for name, want := range map[string]string{
+		"servers.conf":         "server 127.0.0.1:9000 max_fails=0;\nserver 127.0.0.1:9002 max_fails=0;\n",
+		"real-ip.conf":         "set_real_ip_from 10.0.0.0/8;\n",
+		"tls.conf":             "map $https $sudoku_hsts {",
+		"admission.conf":       "# Written by sudoku-edge",
+		"trusted-clients.conf": "# Written by sudoku-edge",
+	} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("-render-only wrote %s = %q, %v; want it to contain %q", name, b, err, want)
+		}
 	}
 }

@@ -68,6 +68,7 @@ func TestRunTLSWithPebble(t *testing.T) {
 	done := nginxtest.Background(func() error {
 		return run(ctx, []string{
 			"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", filepath.Join(dir, "run"),
+			"-listen", fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", httpPort, statusPort),
 			"-workers", worker, "-upstream-params", "max_fails=0",
 			"-challenge-listen", fmt.Sprintf("127.0.0.1:%d", acmePort),
 		}, env{

@@ -75,10 +75,15 @@ func FreePort(t testing.TB) int {
 // WriteConf writes dir/nginx.conf for a host nginx run as root with its
 // pid file and temp paths in dir, and returns its path. http is the rest
 // of the http block (upstreams, includes, servers), starting with a newline.
+// workers 0 leaves worker_processes out, for a supervisor that sets it.
 func WriteConf(t testing.TB, dir string, workers, connections int, http string) string {
 	t.Helper()
+	wp := ""
+	if workers > 0 {
+		wp = fmt.Sprintf("worker_processes %d;", workers)
+	}
 	conf := fmt.Sprintf(`
-worker_processes %[2]d;
+%[2]s
 user root;
 error_log stderr warn;
 pid %[1]s/nginx.pid;
@@ -90,7 +95,7 @@ http {
     fastcgi_temp_path %[1]s/fastcgi;
     uwsgi_temp_path %[1]s/uwsgi;
     scgi_temp_path %[1]s/scgi;%[4]s}
-`, dir, workers, connections, http)
+`, dir, wp, connections, http)
 	path := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)

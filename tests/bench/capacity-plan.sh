@@ -51,8 +51,7 @@ done
 
 say "starting nginx (2 worker processes) on 127.0.0.1:30080"
 SUDOKU_WORKERS=$servers nginx/render-host.sh "$work/nginx" 30080 30082 30081 >/dev/null
-sed -i 's/^worker_processes auto;/worker_processes 2;/' "$work/nginx/nginx.conf"
-nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' >/dev/null 2>"$out/nginx.err" &
+nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off; worker_processes 2;' >/dev/null 2>"$out/nginx.err" &
 pids+=($!)
 wait_for "http://127.0.0.1:30080/sudoku?puzzle=$p1"
 

@@ -94,7 +94,6 @@ start_stack() { # transport: 2 workers (with $worker_env) and nginx; sets nginx_
 	done
 	rm -rf "$work/nginx"
 	SUDOKU_WORKERS=$servers nginx/render-host.sh "$work/nginx" 31680 31682 31681 >/dev/null
-	sed -i 's/^worker_processes auto;/worker_processes 2;/' "$work/nginx/nginx.conf"
 	# The project's upstream parameters (docker-compose.yml) on every server line.
 	params=$(sed -n 's/^ *SUDOKU_EDGE_UPSTREAM_PARAMS: "\(.*\)"/\1/p' docker-compose.yml)
 	sed -i "s/ max_fails=0;/ $params;/" "$work/nginx/run/servers.conf"
@@ -103,7 +102,7 @@ start_stack() { # transport: 2 workers (with $worker_env) and nginx; sets nginx_
 	# Access log to a file on the host run, as /dev/stdout would be a terminal or a pipe here.
 	sed -i "s#access_log /dev/stdout#access_log $work/nginx/logs/access.log#" "$work/nginx/nginx.conf"
 	[[ -z ${NGINX_SED:-} ]] || sed -i -e "$NGINX_SED" "$work/nginx/nginx.conf" "$work/nginx/sudoku-locations.conf" "$work/nginx/sudoku-fastcgi.conf"
-	nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' >/dev/null 2>"$out/nginx-$tr.err" &
+	nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off; worker_processes 2;' >/dev/null 2>"$out/nginx-$tr.err" &
 	nginx_master=$!
 	pids+=($!)
 	wait_for "http://127.0.0.1:31680/sudoku/stats"

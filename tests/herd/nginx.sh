@@ -47,7 +47,6 @@ for i in 1 2 3 4; do
 	ready "http://127.0.0.1:$((port + 1))/readyz"
 done
 SUDOKU_WORKERS=$servers nginx/render-host.sh "$work/nginx" 31480 31482 31481 >/dev/null
-sed -i 's/^worker_processes auto;/worker_processes 2;/' "$work/nginx/nginx.conf"
 grep -q '^        random two least_conn;$' "$work/nginx/nginx.conf" || {
 	echo "nginx.conf has no 'random two least_conn;' line to switch" >&2
 	exit 1
@@ -69,7 +68,7 @@ for round in $(seq "$rounds"); do
 		[[ $policy == "round robin" ]] && line=
 		awk -v l="$line" '$0 == "        random two least_conn;" {if (l != "") print l; next} {print}' \
 			"$work/nginx.conf.orig" >"$work/nginx/nginx.conf"
-		nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' >/dev/null 2>>"$work/nginx.err" &
+		nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off; worker_processes 2;' >/dev/null 2>>"$work/nginx.err" &
 		nginx_pid=$!
 		ready "http://127.0.0.1:31480/sudoku?puzzle=$(head -1 "$puzzles")"
 		read -ra before <<<"$(served)"

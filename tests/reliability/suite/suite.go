@@ -321,6 +321,7 @@ func allScenarios() []scenario {
 		{"hung-worker", hungWorker},
 		{"all-workers-down", allWorkersDown},
 		{"nginx-reload", nginxReload},
+		{"nginx-master-kill", nginxMasterKill},
 		{"slow-clients", slowClients},
 		{"hostile-input", hostileInput},
 		{"fcgi-abuse", fcgiAbuse},

@@ -1,0 +1,166 @@
+package nginx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"sudoku-fcgi/nginx/nginxtest"
+)
+
+// TestSupervisorRestartsKilledMaster (issue 31, "Nothing lost"): SIGKILL
+// of nginx's master under a steady client that opens a new connection for
+// every request refuses and fails nothing. The supervisor holds the
+// listening socket, so the kernel queues connections while no master
+// runs; it starts a new master on the same socket, counts the restart,
+// and the dead master's orphaned workers quit. Twice, for the backoff.
+func TestSupervisorRestartsKilledMaster(t *testing.T) {
+	bin := nginxtest.NeedNginx(t)
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	port, chPort := nginxtest.FreePort(t), nginxtest.FreePort(t)
+	back := backend(t, "a")
+	metrics := NewMetrics()
+	sup := &Supervisor{
+		Bin: bin, Prefix: dir, Conf: testNginxWorkers(t, 0, dir, runDir, port, "\n    include "+runDir+"/tls.conf;", ""), RunDir: runDir,
+		Listen:  []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))},
+		Workers: targets(t, back.String()), UpstreamParams: "max_fails=0", WorkerProcesses: 3,
+		ResolveInterval: time.Second, BudgetHold: time.Minute,
+		ChallengeListen: fmt.Sprintf("127.0.0.1:%d", chPort), Metrics: metrics,
+		Stdout: io.Discard, Stderr: io.Discard, Log: nginxtest.Logger(t),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := nginxtest.Background(func() error { return sup.Run(ctx) })
+	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	nginxtest.WaitUntil(t, 10*time.Second, "nginx answers", func() error {
+		nginxtest.Running(t, done, "Run")
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	})
+
+	// worker_processes comes from the supervisor (-g); nginx.conf has none.
+	if n := children(t, sup.masters.get().Pid()); n != 3 {
+		t.Errorf("nginx master has %d worker processes, want WorkerProcesses=3", n)
+	}
+
+	// The steady client: one request at a time, a new connection each.
+	type tally struct {
+		ok, refused, failed int
+		firstErr            error
+	}
+	var (
+		mu  sync.Mutex
+		sum tally
+	)
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	loaded := make(chan struct{})
+	go func() {
+		defer close(loaded)
+		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		for loadCtx.Err() == nil {
+			resp, err := c.Get(url)
+			if err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || string(b) != "a" {
+					err = fmt.Errorf("status %d body %q", resp.StatusCode, b)
+				}
+			}
+			mu.Lock()
+			switch {
+			case err == nil:
+				sum.ok++
+			case errors.Is(err, syscall.ECONNREFUSED):
+				sum.refused++
+			default:
+				sum.failed++
+			}
+			if err != nil && sum.firstErr == nil {
+				sum.firstErr = err
+			}
+			mu.Unlock()
+		}
+	}()
+	okNow := func() int { mu.Lock(); defer mu.Unlock(); return sum.ok }
+
+	for kill := 1; kill <= 2; kill++ {
+		time.Sleep(200 * time.Millisecond)
+		old := sup.masters.get().Pid()
+		if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		nginxtest.WaitUntil(t, 15*time.Second, "a new master runs", func() error {
+			nginxtest.Running(t, done, "Run")
+			if n := testutil.ToFloat64(metrics.restarts); n != float64(kill) {
+				return fmt.Errorf("sudoku_edge_nginx_restarts_total = %v, want %d", n, kill)
+			}
+			return nil
+		})
+		before := okNow()
+		nginxtest.WaitUntil(t, 10*time.Second, "requests through the new master", func() error {
+			if okNow() < before+20 {
+				return errors.New("fewer than 20 answers since the restart")
+			}
+			return nil
+		})
+		nginxtest.WaitUntil(t, 15*time.Second, "the dead master's workers exit", func() error {
+			if err := syscall.Kill(-old, 0); !errors.Is(err, syscall.ESRCH) {
+				return fmt.Errorf("process group %d still there: %v", old, err)
+			}
+			return nil
+		})
+	}
+	stopLoad()
+	<-loaded
+	t.Logf("under two SIGKILLs of the master: %d ok, %d refused, %d failed", sum.ok, sum.refused, sum.failed)
+	if sum.refused > 0 || sum.failed > 0 || sum.ok == 0 {
+		t.Errorf("requests across master restarts: %d ok, %d refused, %d failed (first error: %v); want none lost",
+			sum.ok, sum.refused, sum.failed, sum.firstErr)
+	}
+
+	cancel()
+	if err := nginxtest.Returned(t, done, 15*time.Second, "Run after cancel"); err != nil {
+		t.Errorf("Run after cancel = %v, want nil", err)
+	}
+	if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+		c.Close()
+		t.Error("the listening socket is still open after Run returned")
+	}
+}
+
+// children counts the processes whose parent is pid.
+func children(t *testing.T, pid int) int {
+	t.Helper()
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	n := 0
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // gone since the listing
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
+		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+		if fields := strings.Fields(rest); len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			n++
+		}
+	}
+	return n
+}

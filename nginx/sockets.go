@@ -1,0 +1,136 @@
+package nginx
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// ParseListen parses a comma-separated list of nginx listen addresses
+// ("8080", "*:8080", "127.0.0.1:28080", "[::]:8080") into the socket
+// addresses they bind: a bare port or "*" is every IPv4 address, as in
+// nginx. Host names are refused: nginx would resolve them, sudoku-edge
+// does not.
+func ParseListen(list string) ([]netip.AddrPort, error) {
+	var out []netip.AddrPort
+	for _, l := range strings.Split(list, ",") {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		ap, err := parseListen(l)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ap)
+	}
+	return out, nil
+}
+
+func parseListen(l string) (netip.AddrPort, error) {
+	host, port := "", l
+	if i := strings.LastIndexByte(l, ':'); i >= 0 {
+		host, port = l[:i], l[i+1:]
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return netip.AddrPort{}, fmt.Errorf("listen address %q: port must be 1-65535", l)
+	}
+	var ip netip.Addr
+	switch host {
+	case "", "*":
+		ip = netip.IPv4Unspecified()
+	default:
+		if ip, err = netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")); err != nil {
+			return netip.AddrPort{}, fmt.Errorf("listen address %q: an IP address or a port, as nginx's listen takes it", l)
+		}
+		ip = ip.Unmap()
+	}
+	return netip.AddrPortFrom(ip, uint16(n)), nil
+}
+
+// listenBacklog is nginx's own default backlog (NGX_LISTEN_BACKLOG on
+// Linux): while nginx restarts, the kernel queues this many connections.
+const listenBacklog = 511
+
+// openListeners opens a listening TCP socket for each address, as nginx
+// would open it for its listen directive (SO_REUSEADDR, IPV6_V6ONLY for
+// IPv6, non-blocking), to hand it to every nginx master it starts. The
+// sockets then outlive nginx: a restart never refuses a connection, the
+// kernel queues them in the backlog meanwhile.
+func openListeners(addrs []netip.AddrPort) ([]*os.File, error) {
+	var files []*os.File
+	for _, ap := range addrs {
+		f, err := openListener(ap)
+		if err != nil {
+			closeAll(files)
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+func openListener(ap netip.AddrPort) (*os.File, error) {
+	family := syscall.AF_INET
+	if ap.Addr().Is6() {
+		family = syscall.AF_INET6
+	}
+	fd, err := syscall.Socket(family, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", ap, err)
+	}
+	err = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
+	var sa syscall.Sockaddr
+	if family == syscall.AF_INET6 {
+		if err == nil {
+			err = syscall.SetsockoptInt(fd, syscall.IPPROTO_IPV6, syscall.IPV6_V6ONLY, 1)
+		}
+		sa = &syscall.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+	} else {
+		sa = &syscall.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	}
+	if err == nil {
+		err = syscall.Bind(fd, sa)
+	}
+	if err == nil {
+		err = syscall.Listen(fd, listenBacklog)
+	}
+	if err != nil {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("listening on %s: %w", ap, err)
+	}
+	// A blocking fd makes a plain *os.File, whose Fd (os/exec calls it for
+	// ExtraFiles) leaves the mode alone; nginx needs the socket non-blocking.
+	f := os.NewFile(uintptr(fd), "listen "+ap.String())
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("listening on %s: %w", ap, err)
+	}
+	return f, nil
+}
+
+// inheritEnv is the NGINX environment variable that hands n sockets,
+// passed as ExtraFiles (fds 3, 4, ...), to nginx: "3;4;", as nginx's own
+// binary upgrade does.
+func inheritEnv(n int) string {
+	var b strings.Builder
+	b.WriteString("NGINX=")
+	for i := range n {
+		b.WriteString(strconv.Itoa(3 + i))
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
+func closeAll(files []*os.File) error {
+	var errs []error
+	for _, f := range files {
+		errs = append(errs, f.Close())
+	}
+	return errors.Join(errs...)
+}
