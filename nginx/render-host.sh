@@ -31,5 +31,5 @@ fi
 # TLS off until sudoku-edge writes tls.conf: the locations still name $sudoku_hsts.
 # shellcheck disable=SC2016 # nginx variables, written as they are
 [[ -s $dir/run/tls.conf ]] || printf 'map $https $sudoku_hsts {\n    default "";\n}\n' >"$dir/run/tls.conf"
-touch "$dir/run/trusted-clients.conf" "$dir/run/admission.conf"
+touch "$dir/run/trusted-clients.conf" "$dir/run/admission.conf" "$dir/run/admission-http.conf" "$dir/run/admission-queue.conf"
 echo "$dir/nginx.conf"

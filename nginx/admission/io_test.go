@@ -141,13 +141,15 @@ func TestQueueForBoundsTheWait(t *testing.T) {
 	if q := QueueFor(8000, cfg); q != (Queue{Rate: 8000, Burst: 400, Delay: 80}) {
 		t.Errorf("QueueFor(8000) = %+v, want 8000 r/s, burst 400, delay 80", q)
 	}
-	f, err := Render(QueueFor(8000, cfg))
+	f, err := Render(QueueFor(8000, cfg), "/run/sudoku-edge/log.sock")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"limit_req_zone $sudoku_admission_key zone=sudoku_admit:1m rate=8000r/s;"} {
-		if !strings.Contains(string(f.Zone), want) {
-			t.Errorf("zone include lacks %q:\n%s", want, f.Zone)
+	for _, want := range []string{"limit_req_zone $sudoku_admission_key zone=sudoku_admit:1m rate=8000r/s;",
+		"log_format sudoku_admission '" + LogFormat + "';",
+		"access_log syslog:server=unix:/run/sudoku-edge/log.sock,nohostname,tag=nginx sudoku_admission;"} {
+		if !strings.Contains(string(f.HTTP), want) {
+			t.Errorf("http include lacks %q:\n%s", want, f.HTTP)
 		}
 	}
 	for _, want := range []string{"limit_req zone=sudoku_admit burst=400 delay=80;", "limit_req_status 503;"} {
@@ -155,16 +157,19 @@ func TestQueueForBoundsTheWait(t *testing.T) {
 			t.Errorf("location include lacks %q:\n%s", want, f.Location)
 		}
 	}
-	off, err := Render(Queue{})
+	off, err := Render(Queue{}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(off.Zone), "limit_req") && !strings.Contains(string(off.Zone), "# Off") ||
-		strings.Contains(string(off.Location), "limit_req zone") {
-		t.Errorf("off renders a directive:\n%s\n%s", off.Zone, off.Location)
+	for _, f := range [][]byte{off.HTTP, off.Location} {
+		for _, line := range strings.Split(string(f), "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				t.Errorf("off renders a directive: %q", line)
+			}
+		}
 	}
-	if _, err := RenderLog("/run/x;y"); err == nil {
-		t.Error("RenderLog with a ';' = nil error")
+	if _, err := Render(Queue{}, "/run/x;y"); err == nil {
+		t.Error("Render with a ';' in the socket path = nil error")
 	}
 }
 
@@ -254,7 +259,7 @@ func TestLoopAppliesOnlyOnChange(t *testing.T) {
 	if len(applied) < 2 {
 		t.Fatalf("%d applies, want the start rate and at least one estimate", len(applied))
 	}
-	last := string(applied[len(applied)-1].Zone)
+	last := string(applied[len(applied)-1].HTTP)
 	var rate float64
 	if i := strings.Index(last, "rate="); i < 0 {
 		t.Fatalf("last zone has no rate:\n%s", last)

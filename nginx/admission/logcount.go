@@ -12,7 +12,7 @@ import (
 // LogFormat is the nginx log_format the LogCounter reads, one line per
 // request: the status, what limit_req did, the route and the upstream's
 // status ("-" when nginx answered itself). The route map is in the
-// rendered admission-log.conf.
+// rendered admission-http.conf.
 const LogFormat = `$status $limit_req_status $sudoku_admission_route $upstream_status`
 
 // LogCounter counts the lines nginx sends to a unix datagram socket

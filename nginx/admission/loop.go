@@ -48,7 +48,7 @@ func (l *Loop) Start() (Files, error) {
 	if l.Metrics != nil {
 		l.Metrics.floor.Set(l.Config.Floor)
 	}
-	return Render(QueueFor(l.Config.Fixed, l.Config))
+	return Render(QueueFor(l.Config.Fixed, l.Config), l.socket())
 }
 
 // Run runs until ctx ends. With the controller off or a fixed rate it
@@ -101,7 +101,7 @@ func (l *Loop) step(ctx context.Context, now time.Time) {
 	if !d.Render {
 		return
 	}
-	files, err := Render(QueueFor(d.Rate, l.Config))
+	files, err := Render(QueueFor(d.Rate, l.Config), l.socket())
 	if err == nil {
 		err = l.Apply.ApplyAdmission(ctx, files)
 	}
@@ -118,4 +118,12 @@ func (l *Loop) step(ctx context.Context, now time.Time) {
 	ev.Float64("rate", d.Rate).Float64("previous_rate", prev).Float64("capacity", d.Capacity).
 		Float64("target", d.Target).Bool("congested", d.Congested).Int("workers", len(workers)).
 		Str("reason", string(d.Reason)).Msg("admission rate")
+}
+
+// socket is the log socket nginx writes to, "" without a counter.
+func (l *Loop) socket() string {
+	if l.Counter == nil {
+		return ""
+	}
+	return l.Counter.Path
 }

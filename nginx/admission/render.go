@@ -45,42 +45,33 @@ func QueueFor(rate float64, cfg Config) Queue {
 	return q
 }
 
-// Files are the two includes the queue needs: the zone (http level, in
-// nginx.conf) and the location's limit_req (in location = /sudoku).
+// Files are the two includes: HTTP at http level in nginx.conf (the zone
+// with the rate, and the log line for LogCounter), Location inside
+// location = /sudoku (the limit_req).
 type Files struct {
-	Zone, Location []byte
+	HTTP, Location []byte
 }
 
-// Render renders the includes for q; with Rate 0 both carry comments
-// only, and nginx runs without the queue.
-func Render(q Queue) (Files, error) {
+// Render renders the includes for q and the log socket: with Rate 0 no
+// queue, with an empty socket no log line; either way nginx starts.
+func Render(q Queue, logSocket string) (Files, error) {
+	if strings.ContainsAny(logSocket, ";{}#\"'\\\n\r$ \t,") {
+		return Files{}, fmt.Errorf("admission: unsafe log socket path %q", logSocket)
+	}
+	data := struct {
+		Queue          Queue
+		Socket, Format string
+	}{q, logSocket, LogFormat}
 	var f Files
 	for _, t := range []struct {
 		name string
 		out  *[]byte
-	}{{"admission-zone.conf.tmpl", &f.Zone}, {"admission-queue.conf.tmpl", &f.Location}} {
+	}{{"admission-http.conf.tmpl", &f.HTTP}, {"admission-queue.conf.tmpl", &f.Location}} {
 		var buf bytes.Buffer
-		if err := templates.ExecuteTemplate(&buf, t.name, q); err != nil {
+		if err := templates.ExecuteTemplate(&buf, t.name, data); err != nil {
 			return Files{}, fmt.Errorf("rendering %s: %w", t.name, err)
 		}
 		*t.out = buf.Bytes()
 	}
 	return f, nil
-}
-
-// RenderLog renders the http-level include that sends nginx's short
-// access log line (LogFormat) to socket; an empty socket turns it off.
-func RenderLog(socket string) ([]byte, error) {
-	if strings.ContainsAny(socket, ";{}#\"'\\\n\r$ \t,") {
-		return nil, fmt.Errorf("admission: unsafe log socket path %q", socket)
-	}
-	var data any
-	if socket != "" {
-		data = struct{ Socket, Format string }{socket, LogFormat}
-	}
-	var buf bytes.Buffer
-	if err := templates.ExecuteTemplate(&buf, "admission-log.conf.tmpl", data); err != nil {
-		return nil, fmt.Errorf("rendering admission-log.conf: %w", err)
-	}
-	return buf.Bytes(), nil
 }
