@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"sudoku-fcgi/nginx/admission"
 )
 
 // Supervisor runs nginx in the foreground and keeps what it reads in step
@@ -57,6 +59,10 @@ type Supervisor struct {
 	MetricsListen  string
 	MetricsHandler http.Handler
 	Metrics        *Metrics // nil counts nothing
+
+	// Admission runs the admission queue (supervisor_admission.go); nil
+	// writes its includes with comments only.
+	Admission *admission.Loop
 
 	Stdout io.Writer // nginx's stdout (the access log); nil means os.Stdout
 	Stderr io.Writer // where nginx's error log is relayed; nil means os.Stderr
@@ -118,6 +124,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if err := s.writeStartFiles(ctx); err != nil {
 		return err
 	}
+	if err := s.writeAdmissionStart(); err != nil {
+		return err
+	}
 	if s.tls, err = newEdgeTLS(s); err != nil {
 		return err
 	}
@@ -160,6 +169,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	defer cancelBg()
 	go every(bg, s.ResolveInterval, func() { s.round(bg) })
 	go s.tls.run(bg, s.Renew)
+	go s.runAdmission(bg)
 
 	select {
 	case <-s.proc.Done():

@@ -26,6 +26,7 @@ import (
 
 	"sudoku-fcgi/cmd/cli"
 	"sudoku-fcgi/nginx"
+	"sudoku-fcgi/nginx/admission"
 )
 
 const name = "sudoku-edge"
@@ -51,6 +52,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	s.MetricsHandler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	am := admission.NewMetrics()
+	if err := am.Register(reg); err != nil {
+		return err
+	}
+	if s.Admission, err = c.adm.loop(s.RunDir, am, s.Log); err != nil {
+		return err
+	}
 
 	renew := make(chan os.Signal, 1)
 	signal.Notify(renew, syscall.SIGUSR1)
