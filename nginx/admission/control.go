@@ -25,6 +25,11 @@ type Config struct {
 	// above which it is cut too.
 	WaitTarget time.Duration
 	BusyShare  float64
+	// UpstreamTarget is the mean upstream time (nginx's view) above which
+	// the whole stack counts as saturated: with easy puzzles the solver
+	// is a small part of a request and the workers' own queue stays
+	// empty while the CPU they share with nginx is full.
+	UpstreamTarget time.Duration
 	// Utilization is the share of the workers' estimated capacity the
 	// rate aims at; Gain how far the rate moves toward its target per
 	// sample (1 jumps there).
@@ -47,7 +52,7 @@ func DefaultConfig() Config {
 	return Config{
 		Floor: 50, Max: 100000,
 		Step: 0.05, Interval: 5 * time.Second,
-		WaitTarget: 10 * time.Millisecond, BusyShare: 0.01,
+		WaitTarget: 10 * time.Millisecond, BusyShare: 0.01, UpstreamTarget: 20 * time.Millisecond,
 		Utilization: 0.95, Gain: 0.5, Headroom: 0.1,
 		QueueMax: 50 * time.Millisecond, Pass: 10 * time.Millisecond,
 	}
@@ -66,8 +71,8 @@ func (c Config) Check() error {
 		return fmt.Errorf("admission: step %v: want 0 <= step < 1", c.Step)
 	case c.Interval <= 0:
 		return errors.New("admission: interval must be positive")
-	case c.WaitTarget <= 0:
-		return errors.New("admission: wait target must be positive")
+	case c.WaitTarget <= 0 || c.UpstreamTarget <= 0:
+		return errors.New("admission: wait and upstream targets must be positive")
 	case !(c.BusyShare > 0 && c.BusyShare < 1):
 		return fmt.Errorf("admission: busy share %v: want 0 < share < 1", c.BusyShare)
 	case !(c.Utilization > 0 && c.Utilization <= 1):
@@ -103,6 +108,9 @@ type Nginx struct {
 	Passed   float64 // admitted to the workers (delayed ones included)
 	Delayed  float64 // waited in the queue
 	Rejected float64 // turned away by the queue (503)
+	// Upstream is the mean time of the workers' answers as nginx saw
+	// them (0 when none).
+	Upstream time.Duration
 }
 
 // Sample is one observation: every worker that answered its scrape and
@@ -146,11 +154,14 @@ var Reasons = []Reason{ReasonStart, ReasonHold, ReasonRaise, ReasonCut, ReasonNo
 //
 // The law, per sample:
 //
-//	capacity_w = EWMA(answered_w)                         while w is saturated
+//	saturated  = w's queue wait > WaitTarget, its busy 503s > BusyShare, or nginx's
+//	             mean upstream time > UpstreamTarget (the whole stack is full)
+//	capacity_w = EWMA(answered_w), a fall at once       while w is saturated
 //	           = EWMA(slots_w x solves_w / solveSeconds_w / cal_w) otherwise
 //	cal_w      = EWMA(slots_w x solves_w / solveSeconds_w / answered_w) while saturated
 //	others     = sum(answered + busy503) - passed    (other nginx instances; 0 when passed is unknown)
-//	k         *= 0.95 while congested (queue wait > WaitTarget or busy 503s > BusyShare)
+//	k         *= 0.95 while congested (mean queue wait > WaitTarget, busy 503s > BusyShare,
+//	             or the stack saturated)
 //	             under a settled rate within the estimate, else toward 1 by x1.01
 //	target     = clamp(sum(capacity) x Utilization x k - others, Floor, Max),
 //	             at least passed x (1 + Headroom) when others > 0 and nginx turns nobody away
@@ -223,6 +234,7 @@ func (c *Controller) decide(s Sample) Decision {
 	var waitN float64
 	seen := make(map[string]bool, len(s.Workers))
 	var known, unknown int
+	stackSaturated := s.Nginx.Known && s.Nginx.Upstream > cfg.UpstreamTarget
 	for _, w := range s.Workers {
 		seen[w.ID] = true
 		answered += w.Answered
@@ -236,7 +248,7 @@ func (c *Controller) decide(s Sample) Decision {
 			e = &workerEstimate{}
 			c.est[w.ID] = e
 		}
-		if e.update(w, cfg.WaitTarget, cfg.BusyShare) {
+		if e.update(w, cfg.WaitTarget, cfg.BusyShare, stackSaturated) {
 			capacity += e.capacity
 			known++
 		} else {
@@ -257,7 +269,7 @@ func (c *Controller) decide(s Sample) Decision {
 	if waitN > 0 {
 		wait = waitSum / waitN
 	}
-	congested := wait > cfg.WaitTarget.Seconds() ||
+	congested := stackSaturated || wait > cfg.WaitTarget.Seconds() ||
 		(answered+busy503 > 0 && busy503/(answered+busy503) > cfg.BusyShare)
 	// Other nginx instances sending to the same workers: what reached the
 	// workers beyond what this one passed. Each instance aims at what the
@@ -315,11 +327,11 @@ type workerEstimate struct {
 
 // update folds one window of w into e and reports whether e has a figure.
 // A saturated window (queue wait or busy 503s over the congestion's
-// thresholds)
+// thresholds, or nginx's upstream time over its target)
 // measures the capacity itself: what the worker answered. Any other
 // window reads it from the solver: slots x solves / solver seconds, over
 // the calibration when there is one.
-func (e *workerEstimate) update(w Worker, waitTarget time.Duration, busyShare float64) bool {
+func (e *workerEstimate) update(w Worker, waitTarget time.Duration, busyShare float64, stackSaturated bool) bool {
 	slotBased := 0.0
 	if w.SolveSeconds > 0 && w.Solves > 0 && w.Slots > 0 {
 		slotBased = float64(w.Slots) * w.Solves / w.SolveSeconds
@@ -335,7 +347,7 @@ func (e *workerEstimate) update(w Worker, waitTarget time.Duration, busyShare fl
 	// waiting at one instant is common well below the capacity.
 	// A few busy 503s or a short wait come and go below the capacity
 	// (bursts, a noisy CPU); the thresholds are the congestion's.
-	saturated := w.QueueWait > waitTarget || w.Busy503 > busyShare*(w.Answered+w.Busy503)
+	saturated := stackSaturated || w.QueueWait > waitTarget || w.Busy503 > busyShare*(w.Answered+w.Busy503)
 	switch {
 	case saturated && w.Answered > 0:
 		// A fall is followed at once (harder puzzles, a worker's CPU

@@ -187,8 +187,8 @@ func TestLogCounterCountsOverTheSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := []string{
-		"<190>Dec  1 19:00:00 nginx: 200 PASSED get 200",
-		"<190>Dec  1 19:00:00 nginx: 200 DELAYED get 200",
+		"<190>Dec  1 19:00:00 nginx: 200 PASSED get 200 0.004",
+		"<190>Dec  1 19:00:00 nginx: 200 DELAYED get 503, 200 0.001, 0.002",
 		"<190>Dec  1 19:00:00 nginx: 503 REJECTED get -",
 		"<190>Dec  1 19:00:00 nginx: 503 REJECTED get -",
 		"<190>Dec  1 19:00:00 nginx: 429 REJECTED other -",
@@ -209,8 +209,8 @@ func TestLogCounterCountsOverTheSocket(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Serve() = %v", err)
 	}
-	if p, d, r := c.Totals(); p != 2 || d != 1 || r != 2 {
-		t.Errorf("Totals() = %v, %v, %v; want 2 passed, 1 delayed, 2 rejected", p, d, r)
+	if got, want := c.Totals(), (LogTotals{Passed: 2, Delayed: 1, Rejected: 2, Upstream: 2, UpstreamSeconds: 0.006}); got != want {
+		t.Errorf("Totals() = %+v, want %+v", got, want)
 	}
 	for _, tc := range []struct {
 		code, source string

@@ -10,10 +10,10 @@ import (
 )
 
 // LogFormat is the nginx log_format the LogCounter reads, one line per
-// request: the status, what limit_req did, the route and the upstream's
-// status ("-" when nginx answered itself). The route map is in the
+// request: the status, what limit_req did, the route, the upstream's
+// status ("-" when nginx answered itself) and its response time. The route map is in the
 // rendered admission-http.conf.
-const LogFormat = `$status $limit_req_status $sudoku_admission_route $upstream_status`
+const LogFormat = `$status $limit_req_status $sudoku_admission_route $upstream_status $upstream_response_time`
 
 // LogCounter counts the lines nginx sends to a unix datagram socket
 // (access_log syslog:server=unix:<Path>): answers by status and source,
@@ -26,6 +26,7 @@ type LogCounter struct {
 
 	mu                        sync.Mutex
 	passed, delayed, rejected float64 // GET /sudoku, since the start
+	upstreamN, upstreamSec    float64 // GET /sudoku answered by a worker
 }
 
 // Listen creates the socket (replacing a stale one) with mode 0666: nginx's
@@ -69,11 +70,20 @@ func (c *LogCounter) Close() error {
 	return err
 }
 
-// Totals returns what the queue did to GET /sudoku since the start.
-func (c *LogCounter) Totals() (passed, delayed, rejected float64) {
+// LogTotals are the counts since the start, for GET /sudoku.
+type LogTotals struct {
+	Passed, Delayed, Rejected float64
+	// Upstream answers and the sum of their times as nginx saw them
+	// (connect to last byte): the whole stack behind nginx, where a
+	// worker's own queue shows only the part waiting for a solver slot.
+	Upstream, UpstreamSeconds float64
+}
+
+// Totals returns the counts since the start.
+func (c *LogCounter) Totals() LogTotals {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.passed, c.delayed, c.rejected
+	return LogTotals{c.passed, c.delayed, c.rejected, c.upstreamN, c.upstreamSec}
 }
 
 // line counts one syslog datagram: "<pri>timestamp tag: message".
@@ -104,6 +114,14 @@ func (c *LogCounter) line(b []byte) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if source == "worker" && len(f) >= 5 {
+		// "0.003", or "0.001, 0.002" after a retry: the last one answered.
+		t := f[len(f)-1]
+		if v, err := strconv.ParseFloat(string(t), 64); err == nil && v >= 0 {
+			c.upstreamN++
+			c.upstreamSec += v
+		}
+	}
 	var result string
 	switch limit {
 	case "PASSED":

@@ -32,9 +32,9 @@ type Loop struct {
 	Metrics *Metrics
 	Log     zerolog.Logger
 
-	ctl                                   *Controller
-	lastAt                                time.Time
-	lastPassed, lastDelayed, lastRejected float64
+	ctl    *Controller
+	lastAt time.Time
+	last   LogTotals
 }
 
 // Start checks the settings and returns the files for nginx's start: the
@@ -86,13 +86,8 @@ func (l *Loop) step(ctx context.Context, now time.Time) {
 	}
 	s := Sample{At: now, Window: now.Sub(l.lastAt), Workers: workers}
 	if c := l.Counter; c != nil {
-		p, d, r := c.Totals()
-		sec := s.Window.Seconds()
-		if sec > 0 {
-			s.Nginx = Nginx{Known: true, Passed: (p - l.lastPassed) / sec,
-				Delayed: (d - l.lastDelayed) / sec, Rejected: (r - l.lastRejected) / sec}
-		}
-		l.lastPassed, l.lastDelayed, l.lastRejected = p, d, r
+		s.Nginx = nginxWindow(l.last, c.Totals(), s.Window)
+		l.last = c.Totals()
 	}
 	l.lastAt = now
 	prev := l.ctl.Rate()
@@ -126,4 +121,18 @@ func (l *Loop) socket() string {
 		return ""
 	}
 	return l.Counter.Path
+}
+
+// nginxWindow turns two LogTotals into the law's per-second figures.
+func nginxWindow(prev, cur LogTotals, window time.Duration) Nginx {
+	sec := window.Seconds()
+	if sec <= 0 {
+		return Nginx{}
+	}
+	n := Nginx{Known: true, Passed: (cur.Passed - prev.Passed) / sec,
+		Delayed: (cur.Delayed - prev.Delayed) / sec, Rejected: (cur.Rejected - prev.Rejected) / sec}
+	if k := cur.Upstream - prev.Upstream; k > 0 {
+		n.Upstream = time.Duration((cur.UpstreamSeconds - prev.UpstreamSeconds) / k * float64(time.Second))
+	}
+	return n
 }
