@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -23,8 +25,8 @@ type admissionFlags struct {
 func (a *admissionFlags) register(fs *cli.FlagSet) {
 	a.cfg = admission.DefaultConfig()
 	c := &a.cfg
-	fs.BoolVar(&c.Off, "admission-off", false, "no admission queue in nginx: only the concurrency limit (admission.conf) admits, as before the controller")
-	fs.Float64Var(&c.Fixed, "admission-rate", 0, "fixed admission `rate` in requests/s for all clients together; 0 computes it from the workers' metrics")
+	c.Off = true
+	fs.Var(admissionMode{c}, "admission", "admission queue in nginx for all clients together: off (only the concurrency limit admits), auto (the rate follows the workers' metrics) or a fixed `rate` in requests/s")
 	fs.Float64Var(&c.Floor, "admission-min", c.Floor, "lowest admission `rate`, requests/s")
 	fs.Float64Var(&c.Max, "admission-max", c.Max, "highest admission `rate`, requests/s, and the rate before the first figures")
 	fs.Float64Var(&c.Step, "admission-step", c.Step, "relative `change` of the computed rate that reloads nginx with it")
@@ -33,6 +35,35 @@ func (a *admissionFlags) register(fs *cli.FlagSet) {
 	a.every = time.Second
 	fs.Var(positiveDuration{&a.every}, "admission-scrape-interval", "`duration` between two scrapes of the workers' metrics")
 	fs.StringVar(&a.logSocket, "admission-log-socket", "access-log.sock", "unix datagram `socket` nginx sends a short access log line per request to (counted by status), relative to -run-dir; empty turns it off")
+}
+
+// admissionMode is the -admission value: off, auto or a rate.
+type admissionMode struct{ c *admission.Config }
+
+func (m admissionMode) String() string {
+	switch {
+	case m.c == nil || m.c.Off:
+		return "off"
+	case m.c.Fixed > 0:
+		return strconv.FormatFloat(m.c.Fixed, 'f', -1, 64)
+	}
+	return "auto"
+}
+
+func (m admissionMode) Set(v string) error {
+	switch v {
+	case "off":
+		m.c.Off, m.c.Fixed = true, 0
+	case "auto":
+		m.c.Off, m.c.Fixed = false, 0
+	default:
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(r >= 1) || math.IsInf(r, 0) {
+			return fmt.Errorf("%q: want off, auto or a rate >= 1 (requests/s)", v)
+		}
+		m.c.Off, m.c.Fixed = false, r
+	}
+	return nil
 }
 
 // loop validates the flags and returns the loop, nil when off.
@@ -45,7 +76,7 @@ func (a *admissionFlags) loop(runDir string, m *admission.Metrics, log zerolog.L
 	}
 	targets := splitList(a.scrape)
 	if len(targets) == 0 && a.cfg.Fixed == 0 {
-		return nil, fmt.Errorf("-admission-scrape: no targets; give some, a fixed -admission-rate or -admission-off")
+		return nil, fmt.Errorf("-admission-scrape: no targets; give some, a fixed -admission rate or -admission off")
 	}
 	l := &admission.Loop{Config: a.cfg, Every: a.every, Metrics: m, Log: log,
 		Scraper: &admission.Scraper{Targets: targets}}

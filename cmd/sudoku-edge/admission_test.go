@@ -18,8 +18,17 @@ func TestAdmissionFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.adm.cfg != admission.DefaultConfig() || c.adm.scrape != "sudoku:9001" || c.adm.every != time.Second {
-		t.Errorf("defaults: %+v, want admission.DefaultConfig(), sudoku:9001, 1s", c.adm)
+	off := admission.DefaultConfig()
+	off.Off = true
+	if c.adm.cfg != off || c.adm.scrape != "sudoku:9001" || c.adm.every != time.Second {
+		t.Errorf("defaults: %+v, want admission.DefaultConfig() turned off, sudoku:9001, 1s", c.adm)
+	}
+	if l, err := c.adm.loop("/run/x", nil, zerolog.Nop()); l != nil || err != nil {
+		t.Errorf("default: loop() = %v, %v; want nil, nil (today's behaviour)", l, err)
+	}
+	c, err = parseConfig([]string{"-admission", "auto"}, env{}.get, io.Discard)
+	if err != nil {
+		t.Fatal(err)
 	}
 	l, err := c.adm.loop("/run/x", nil, zerolog.Nop())
 	if err != nil || l == nil || l.Counter == nil || l.Counter.Path != "/run/x/access-log.sock" {
@@ -30,7 +39,7 @@ func TestAdmissionFlags(t *testing.T) {
 		"SUDOKU_EDGE_ADMISSION_MAX":      "900",
 		"SUDOKU_EDGE_ADMISSION_INTERVAL": "3s",
 		"SUDOKU_EDGE_ADMISSION_STEP":     "0.1",
-		"SUDOKU_EDGE_ADMISSION_RATE":     "500",
+		"SUDOKU_EDGE_ADMISSION":          "500",
 	}.get, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +48,7 @@ func TestAdmissionFlags(t *testing.T) {
 		t.Errorf("flags and env twins: %+v", a)
 	}
 
-	c, err = parseConfig(nil, env{"SUDOKU_EDGE_ADMISSION_OFF": "true"}.get, io.Discard)
+	c, err = parseConfig([]string{"-admission", "off"}, env{"SUDOKU_EDGE_ADMISSION": "auto"}.get, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,10 +57,12 @@ func TestAdmissionFlags(t *testing.T) {
 	}
 
 	for _, args := range [][]string{
-		{"-admission-min", "0"},
-		{"-admission-min", "100", "-admission-max", "10"},
-		{"-admission-step", "1"},
+		{"-admission", "auto", "-admission-min", "0"},
+		{"-admission", "auto", "-admission-min", "100", "-admission-max", "10"},
+		{"-admission", "auto", "-admission-step", "1"},
 		{"-admission-interval", "0s"},
+		{"-admission", "fast"},
+		{"-admission", "0"},
 	} {
 		_, err := parseConfig(args, env{}.get, io.Discard)
 		var ue *cli.UsageError
