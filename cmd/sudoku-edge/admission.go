@@ -79,7 +79,7 @@ func (a *admissionFlags) loop(runDir string, m *admission.Metrics, log zerolog.L
 		return nil, fmt.Errorf("-admission-scrape: no targets; give some, a fixed -admission rate or -admission off")
 	}
 	l := &admission.Loop{Config: a.cfg, Every: a.every, Metrics: m, Log: log,
-		Scraper: &admission.Scraper{Targets: targets}}
+		Scraper: &admission.Scraper{Targets: targets}, StatusFile: filepath.Join(runDir, "admission.json")}
 	if a.logSocket != "" {
 		path := a.logSocket
 		if !filepath.IsAbs(path) {

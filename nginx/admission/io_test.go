@@ -2,11 +2,13 @@ package admission
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -236,7 +238,8 @@ func TestLoopAppliesOnlyOnChange(t *testing.T) {
 	if err := m.Register(prometheus.NewRegistry()); err != nil {
 		t.Fatal(err)
 	}
-	l := &Loop{Config: cfg, Metrics: m, Log: zerolog.Nop(),
+	status := filepath.Join(t.TempDir(), "admission.json")
+	l := &Loop{Config: cfg, Metrics: m, Log: zerolog.Nop(), StatusFile: status,
 		Scraper: &Scraper{Targets: []string{"127.0.0.1:" + w.port}},
 		Apply: ApplierFunc(func(_ context.Context, f Files) error {
 			applied = append(applied, f)
@@ -276,6 +279,16 @@ func TestLoopAppliesOnlyOnChange(t *testing.T) {
 	}
 	if len(applied) != n {
 		t.Errorf("steady load: %d more applies, want none", len(applied)-n)
+	}
+	b, err := os.ReadFile(status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Rate, Capacity float64
+	}
+	if err := json.Unmarshal(b, &st); err != nil || math.Abs(st.Rate-rate) > 0.5 || st.Capacity != 5000 {
+		t.Errorf("status file %s (%v), want rate %v and capacity 5000", b, err, rate)
 	}
 	if got := testutil.ToFloat64(m.rate); math.Abs(got-rate) > 0.5 {
 		t.Errorf("sudoku_edge_admission_rate = %v, want the rendered %v", got, rate)

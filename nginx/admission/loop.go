@@ -2,6 +2,9 @@ package admission
 
 import (
 	"context"
+	"encoding/json"
+	"math"
+	"os"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -29,8 +32,11 @@ type Loop struct {
 	Counter *LogCounter // nil: nginx's counts are unknown to the law
 	Apply   Applier
 	Every   time.Duration // scrape interval; 0 means 1 s
-	Metrics *Metrics
-	Log     zerolog.Logger
+	// StatusFile, when set, gets the rate and the estimate as JSON after
+	// every step, for the page's live panel (GET /sudoku/admission).
+	StatusFile string
+	Metrics    *Metrics
+	Log        zerolog.Logger
 
 	ctl    *Controller
 	lastAt time.Time
@@ -93,6 +99,7 @@ func (l *Loop) step(ctx context.Context, now time.Time) {
 	prev := l.ctl.Rate()
 	d := l.ctl.Step(s)
 	l.Metrics.decided(d, s, l.ctl.k)
+	defer l.writeStatus(d)
 	if !d.Render {
 		return
 	}
@@ -104,7 +111,7 @@ func (l *Loop) step(ctx context.Context, now time.Time) {
 	if err != nil {
 		// nginx kept the previous files: so does the controller, and it
 		// tries again after the interval.
-		l.ctl.rate = prev
+		l.ctl.rate, d.Rate = prev, prev
 		if l.Metrics != nil {
 			l.Metrics.rate.Set(prev)
 		}
@@ -135,4 +142,26 @@ func nginxWindow(prev, cur LogTotals, window time.Duration) Nginx {
 		n.Upstream = time.Duration((cur.UpstreamSeconds - prev.UpstreamSeconds) / k * float64(time.Second))
 	}
 	return n
+}
+
+// writeStatus writes StatusFile atomically (a reader sees the old or the
+// new content); a failure is logged once per step at debug level only:
+// the page's line is a nicety.
+func (l *Loop) writeStatus(d Decision) {
+	if l.StatusFile == "" {
+		return
+	}
+	b, _ := json.Marshal(struct {
+		Rate      float64 `json:"rate"`
+		Capacity  float64 `json:"capacity"`
+		Congested bool    `json:"congested"`
+	}{math.Round(d.Rate), math.Round(d.Capacity), d.Congested})
+	tmp := l.StatusFile + ".tmp"
+	err := os.WriteFile(tmp, append(b, '\n'), 0o644)
+	if err == nil {
+		err = os.Rename(tmp, l.StatusFile)
+	}
+	if err != nil {
+		l.Log.Debug().Err(err).Str("file", l.StatusFile).Msg("writing the admission status")
+	}
 }
