@@ -34,22 +34,45 @@ func (e *Edge) Workers() []string {
 	return addrStrings(e.s.addrs)
 }
 
-// Apply puts data in RunDir/name when it differs from the file there. Once
-// nginx runs, it then checks the whole configuration and reloads nginx,
-// and puts the old file back when nginx -t rejects it (the error wraps
-// the check's explanation). It reports whether nginx reloaded.
-func (e *Edge) Apply(ctx context.Context, name string, data []byte) (bool, error) {
-	if name == "" || strings.ContainsRune(name, '/') || name != filepath.Clean(name) || strings.HasPrefix(name, ".") {
-		return false, fmt.Errorf("nginx: include name %q: a plain file name in the run directory", name)
+// Include is one file an Extension renders: a plain file name in the run
+// directory and its content.
+type Include struct {
+	Name string
+	Data []byte
+}
+
+// Apply puts each include in the run directory when it differs from the
+// file there. Once nginx runs, it then checks the whole configuration once
+// and reloads nginx, and puts the old files back when nginx -t rejects it
+// (the error wraps the check's explanation). It reports whether nginx
+// reloaded.
+func (e *Edge) Apply(ctx context.Context, includes ...Include) (bool, error) {
+	changes := make([]configChange, len(includes))
+	for i, in := range includes {
+		if in.Name == "" || strings.ContainsRune(in.Name, '/') || in.Name != filepath.Clean(in.Name) || strings.HasPrefix(in.Name, ".") {
+			return false, fmt.Errorf("nginx: include name %q: a plain file name in the run directory", in.Name)
+		}
+		changes[i] = fileChange{Path: e.s.path(in.Name), Data: in.Data}
 	}
-	f := fileChange{Path: e.s.path(name), Data: data}
 	if !e.s.started.Load() { // before nginx starts: nothing to check or reload yet
-		_, _, err := f.Stage()
-		return false, err
+		for _, c := range changes {
+			if _, _, err := c.Stage(); err != nil {
+				return false, err
+			}
+		}
+		return false, nil
 	}
-	outcome, err := applyCounted(ctx, e.s.applier, e.s.Metrics, f)
+	outcome, err := applyCounted(ctx, e.s.applier, e.s.Metrics, changes...)
 	if err != nil && !errors.Is(err, errRejected) {
-		err = fmt.Errorf("applying %s: %w", name, err)
+		err = fmt.Errorf("applying %s: %w", includeNames(includes), err)
 	}
 	return outcome == reloaded, err
+}
+
+func includeNames(includes []Include) string {
+	names := make([]string, len(includes))
+	for i, in := range includes {
+		names[i] = in.Name
+	}
+	return strings.Join(names, ", ")
 }

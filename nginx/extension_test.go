@@ -26,7 +26,7 @@ func TestEdgeApply(t *testing.T) {
 		t.Errorf("Workers() = %q", got)
 	}
 	path := filepath.Join(dir, "rate.conf")
-	if reloaded, err := e.Apply(ctx, "rate.conf", []byte("limit_req_zone x;\n")); reloaded || err != nil || fake.checks != 0 {
+	if reloaded, err := e.Apply(ctx, Include{"rate.conf", []byte("limit_req_zone x;\n")}); reloaded || err != nil || fake.checks != 0 {
 		t.Errorf("Apply before start = %v, %v with %d checks; want written, no check", reloaded, err, fake.checks)
 	}
 	if b, _ := os.ReadFile(path); string(b) != "limit_req_zone x;\n" {
@@ -34,18 +34,22 @@ func TestEdgeApply(t *testing.T) {
 	}
 
 	s.started.Store(true)
-	if reloaded, err := e.Apply(ctx, "rate.conf", []byte("limit_req_zone y;\n")); !reloaded || err != nil || fake.checks != 1 {
+	if reloaded, err := e.Apply(ctx, Include{"rate.conf", []byte("limit_req_zone y;\n")}); !reloaded || err != nil || fake.checks != 1 {
 		t.Errorf("Apply while running = %v, %v with %d checks; want reloaded after one check", reloaded, err, fake.checks)
 	}
+	two := []Include{{"rate.conf", []byte("limit_req_zone z;\n")}, {"queue.conf", []byte("limit_req zone=z;\n")}}
+	if reloaded, err := e.Apply(ctx, two...); !reloaded || err != nil || fake.checks != 2 {
+		t.Errorf("Apply of two includes = %v, %v with %d checks; want reloaded after one more check", reloaded, err, fake.checks)
+	}
 	s.applier.Checker = rejecter{}
-	if reloaded, err := e.Apply(ctx, "rate.conf", []byte("broken\n")); reloaded || !errors.Is(err, errRejected) {
+	if reloaded, err := e.Apply(ctx, Include{"rate.conf", []byte("broken\n")}); reloaded || !errors.Is(err, errRejected) {
 		t.Errorf("Apply of a rejected file = %v, %v; want not reloaded, errRejected", reloaded, err)
 	}
-	if b, _ := os.ReadFile(path); string(b) != "limit_req_zone y;\n" {
+	if b, _ := os.ReadFile(path); string(b) != "limit_req_zone z;\n" {
 		t.Errorf("after a rejected Apply rate.conf = %q, want the previous content", b)
 	}
 	for _, bad := range []string{"", "../x.conf", "a/b.conf", ".hidden"} {
-		if _, err := e.Apply(ctx, bad, nil); err == nil {
+		if _, err := e.Apply(ctx, Include{Name: bad}); err == nil {
 			t.Errorf("Apply(%q) accepted it", bad)
 		}
 	}

@@ -28,6 +28,7 @@ type config struct {
 	renderOnly string // a directory: write the includes there and exit
 	logLevel   string
 	tls        tlsFlags
+	adm        admissionFlags
 }
 
 func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*config, error) {
@@ -67,6 +68,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	fs.IntVar(&o.RedirectPort, "tls-redirect-port", 443, "public HTTPS `port` used in redirects")
 	fs.BoolVar(&o.HSTS, "tls-hsts", false, "send Strict-Transport-Security over HTTPS")
 	fs.IntVar(&o.HSTSMaxAge, "tls-hsts-max-age", 63072000, "HSTS max-age in `seconds`")
+	c.adm.register(fs)
 	if err := fs.Parse(args, getenv); err != nil {
 		return nil, err
 	}
@@ -106,6 +108,9 @@ func (c *config) check() error {
 	}
 	if _, _, err := net.SplitHostPort(c.sup.MetricsListen); err != nil && c.sup.MetricsListen != "" {
 		return fmt.Errorf("-metrics-listen: %w", err)
+	}
+	if err := c.adm.cfg.Check(); err != nil {
+		return fmt.Errorf("-admission-*: %w", err)
 	}
 	if _, err := zerolog.ParseLevel(c.logLevel); err != nil {
 		return fmt.Errorf("-log-level: %w", err)

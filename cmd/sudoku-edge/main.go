@@ -26,6 +26,7 @@ import (
 
 	"sudoku-fcgi/cmd/cli"
 	"sudoku-fcgi/nginx"
+	"sudoku-fcgi/nginx/admission"
 )
 
 const name = "sudoku-edge"
@@ -43,6 +44,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	s := &c.sup
 	s.Log = zerolog.New(os.Stderr).Level(level).With().Timestamp().Str("service", name).Logger()
 	s.Stdout, s.Stderr = os.Stdout, os.Stderr
+	am := admission.NewMetrics()
+	loop, err := c.adm.loop(s.RunDir, am, s.Log)
+	if err != nil {
+		return err
+	}
+	s.Extra = admission.Extension(loop)
 	if c.renderOnly != "" {
 		return s.Render(ctx)
 	}
@@ -54,6 +61,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	s.MetricsHandler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	if err := am.Register(reg); err != nil {
+		return err
+	}
 
 	renew := make(chan os.Signal, 1)
 	signal.Notify(renew, syscall.SIGUSR1)

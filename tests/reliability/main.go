@@ -44,6 +44,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.StringVar(&c.Skip, "skip", "", "leave out scenarios matching this regexp (listed as not run in the results)")
 	fs.DurationVar(&c.SoakDuration, "soak-duration", 10*time.Minute, "soak length")
 	fs.StringVar(&c.Via, "via", "direct", "where load goes: direct (nginx's compose-network address) or published (the loopback port, through Docker's port proxy)")
+	fs.StringVar(&c.Admission, "admission", "", "sudoku-edge's admission controller for this run: off, auto or a fixed rate in requests/s (nginx/README.md, Admission); empty keeps the stack's setting")
 	fs.BoolVar(&c.TrustHost, "trust-host", true, "exempt the host's address from nginx's per-client limits: the suite's load stands for many clients (slow and hostile clients run from containers with their own addresses)")
 	fs.BoolVar(&c.Keep, "keep", false, "leave the stack running at the end")
 	fs.BoolVar(&c.Reuse, "reuse", false, "use an already running stack of this project (no build, no teardown)")

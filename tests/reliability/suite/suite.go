@@ -51,6 +51,7 @@ type Config struct {
 	SLO              time.Duration // p99 objective of the capacity search
 	SLOFallback      time.Duration // p99 objective of a second search when no rate meets SLO (0: none)
 	Isolate          bool          // the suite on CPU 0, the stack on the other cores
+	Admission        string        // sudoku-edge's -admission (off, auto, a rate); "" keeps the stack's
 }
 
 // ErrUsage is wrapped by errors in a Config, reported before anything ran.
@@ -164,6 +165,14 @@ func (s *suite) up(ctx context.Context, began time.Time) error {
 		}
 		s.st.extraFiles = append(s.st.extraFiles, f)
 		fmt.Fprintf(out, "== isolation: the suite and its attackers on CPU %s, the stack on CPU %s\n", loadCPU, s.iso.stackCPUs())
+	}
+	if cfg.Admission != "" {
+		f, err := admissionOverride(cfg.Project, cfg.Admission)
+		if err != nil {
+			return err
+		}
+		s.st.extraFiles = append(s.st.extraFiles, f)
+		fmt.Fprintf(out, "== admission: sudoku-edge -admission %s\n", cfg.Admission)
 	}
 	if cfg.ComposeOverride != "" {
 		s.st.extraFiles = append(s.st.extraFiles, cfg.ComposeOverride)
@@ -419,6 +428,20 @@ func logsOverride(project string) (string, error) {
         max-size: "200m"
         max-file: "5"
 `)
+}
+
+// admissionOverride writes a compose file that runs sudoku-edge's
+// admission controller as mode says (off, auto or a rate in requests/s;
+// nginx/README.md, "Admission"), so that the overload can be measured
+// with it on and off.
+func admissionOverride(project, mode string) (string, error) {
+	if strings.ContainsAny(mode, "\"\n\\") {
+		return "", fmt.Errorf("%w: -admission %q", ErrUsage, mode)
+	}
+	return writeOverride(project, "admission", fmt.Sprintf(`  nginx:
+    environment:
+      SUDOKU_EDGE_ADMISSION: %q
+`, mode))
 }
 
 // writeOverride writes a compose file of the given services, layered on

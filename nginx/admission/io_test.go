@@ -1,0 +1,296 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+)
+
+// workerText is a worker's /metrics with the figures the law reads (the
+// names fcgi/metrics.go registers).
+func workerText(answered, busy, solves int, solveSec float64, waits int, waitSec float64) string {
+	return fmt.Sprintf(`# TYPE sudoku_requests_total counter
+sudoku_requests_total{outcome="solved",route="get"} %d
+sudoku_requests_total{outcome="no_solution",route="get"} 1
+sudoku_requests_total{outcome="too_busy",route="get"} %d
+sudoku_requests_total{outcome="solved",route="batch"} 999
+sudoku_requests_total{outcome="too_busy",route="stats"} 999
+# TYPE sudoku_solve_duration_seconds histogram
+sudoku_solve_duration_seconds_bucket{le="+Inf"} %d
+sudoku_solve_duration_seconds_sum %g
+sudoku_solve_duration_seconds_count %d
+# TYPE sudoku_queue_wait_seconds histogram
+sudoku_queue_wait_seconds_bucket{le="+Inf"} %d
+sudoku_queue_wait_seconds_sum %g
+sudoku_queue_wait_seconds_count %d
+# TYPE sudoku_pool_slots gauge
+sudoku_pool_slots 2
+# TYPE sudoku_pool_slots_busy gauge
+sudoku_pool_slots_busy 1
+# TYPE sudoku_pool_queue_depth gauge
+sudoku_pool_queue_depth 3
+`, answered, busy, solves, solveSec, solves, waits, waitSec, waits)
+}
+
+func TestWindowFromTwoScrapes(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	a, err := parseCounters(strings.NewReader(workerText(100, 10, 110, 0.5, 110, 0.1)), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := parseCounters(strings.NewReader(workerText(300, 30, 330, 1.6, 330, 1.2)), t0.Add(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, ok := window("x", a, b)
+	if !ok {
+		t.Fatal("window(a, b) = false")
+	}
+	want := Worker{ID: "x", Answered: 100, Busy503: 10, Solves: 110, SolveSeconds: 0.55, Slots: 2, SlotsBusy: 1,
+		QueueDepth: 3, QueueWait: 5 * time.Millisecond}
+	if w.Answered != want.Answered || w.Busy503 != want.Busy503 || w.Solves != want.Solves ||
+		fmt.Sprintf("%.3f", w.SolveSeconds) != "0.550" || w.Slots != 2 || w.QueueDepth != 3 ||
+		w.QueueWait.Round(time.Microsecond) != want.QueueWait {
+		t.Errorf("window = %+v, want %+v", w, want)
+	}
+	if _, ok := window("x", b, a); ok {
+		t.Error("window over a counter reset (a restart) = true, want false")
+	}
+	if _, err := parseCounters(strings.NewReader("garbage{"), t0); err == nil {
+		t.Error("parseCounters(garbage) = nil error")
+	}
+}
+
+// fakeResolver maps a host to the listed addresses.
+type fakeResolver map[string][]string
+
+func (f fakeResolver) LookupHost(_ context.Context, host string) ([]string, error) {
+	if a, ok := f[host]; ok {
+		return a, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// fakeWorker serves a worker's /metrics whose counters grow by rate per
+// scrape.
+type fakeWorker struct {
+	mu    sync.Mutex
+	n     int
+	rate  int
+	srv   *httptest.Server
+	port  string
+	wait  float64 // seconds per answer
+	solve float64 // seconds per solve
+}
+
+func newFakeWorker(t *testing.T, rate int) *fakeWorker {
+	f := &fakeWorker{rate: rate, solve: 0.0004}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.n++
+		n := f.n * f.rate
+		text := workerText(n, 0, n, float64(n)*f.solve, n, float64(n)*f.wait)
+		f.mu.Unlock()
+		fmt.Fprint(w, text)
+	}))
+	t.Cleanup(f.srv.Close)
+	_, f.port, _ = net.SplitHostPort(f.srv.Listener.Addr().String())
+	return f
+}
+
+func TestScraperResolvesAndSkipsFailures(t *testing.T) {
+	w := newFakeWorker(t, 100)
+	s := &Scraper{Targets: []string{"workers:" + w.port, "gone:1", "bad"},
+		Resolver: fakeResolver{"workers": {"127.0.0.1"}}}
+	now := time.Now()
+	if ws, failed := s.Scrape(context.Background(), now); len(ws) != 0 || failed != 2 {
+		t.Fatalf("first scrape: %d workers, %d failed; want 0 (no window yet), 2", len(ws), failed)
+	}
+	ws, failed := s.Scrape(context.Background(), now.Add(time.Second))
+	if len(ws) != 1 || failed != 2 {
+		t.Fatalf("second scrape: %d workers, %d failed; want 1, 2", len(ws), failed)
+	}
+	if ws[0].Answered != 100 || ws[0].ID != "127.0.0.1:"+w.port {
+		t.Errorf("worker = %+v, want 100 answers/s from 127.0.0.1:%s", ws[0], w.port)
+	}
+}
+
+func TestQueueForBoundsTheWait(t *testing.T) {
+	cfg := DefaultConfig()
+	for _, rate := range []float64{1, 7, 50, 999, 8000, 123456} {
+		q := QueueFor(rate, cfg)
+		if q.Rate < 1 || float64(q.Burst)/float64(q.Rate) > cfg.QueueMax.Seconds() && q.Burst > 1 {
+			t.Errorf("QueueFor(%v) = %+v: burst / rate over %v", rate, q, cfg.QueueMax)
+		}
+		if q.Delay > q.Burst || q.Burst < 1 {
+			t.Errorf("QueueFor(%v) = %+v: want 1 <= burst, delay <= burst", rate, q)
+		}
+	}
+	if q := QueueFor(8000, cfg); q != (Queue{Rate: 8000, Burst: 400, Delay: 80}) {
+		t.Errorf("QueueFor(8000) = %+v, want 8000 r/s, burst 400, delay 80", q)
+	}
+	f, err := Render(QueueFor(8000, cfg), "/run/sudoku-edge/log.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"limit_req_zone $sudoku_admission_key zone=sudoku_admit:1m rate=8000r/s;",
+		"log_format sudoku_admission '" + LogFormat + "';",
+		"access_log syslog:server=unix:/run/sudoku-edge/log.sock,nohostname,tag=nginx sudoku_admission;"} {
+		if !strings.Contains(string(f.HTTP), want) {
+			t.Errorf("http include lacks %q:\n%s", want, f.HTTP)
+		}
+	}
+	for _, want := range []string{"limit_req zone=sudoku_admit burst=400 delay=80;", "limit_req_status 503;"} {
+		if !strings.Contains(string(f.Location), want) {
+			t.Errorf("location include lacks %q:\n%s", want, f.Location)
+		}
+	}
+	off, err := Render(Queue{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range [][]byte{off.HTTP, off.Location} {
+		for _, line := range strings.Split(string(f), "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				t.Errorf("off renders a directive: %q", line)
+			}
+		}
+	}
+	if _, err := Render(Queue{}, "/run/x;y"); err == nil {
+		t.Error("Render with a ';' in the socket path = nil error")
+	}
+}
+
+func TestLogCounterCountsOverTheSocket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log.sock")
+	m := NewMetrics()
+	c := &LogCounter{Path: path, Metrics: m}
+	if err := c.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Serve() }()
+	conn, err := net.Dial("unixgram", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := []string{
+		"<190>Dec  1 19:00:00 nginx: 200 PASSED get 200 0.004",
+		"<190>Dec  1 19:00:00 nginx: 200 DELAYED get 503, 200 0.001, 0.002",
+		"<190>Dec  1 19:00:00 nginx: 503 REJECTED get -",
+		"<190>Dec  1 19:00:00 nginx: 503 REJECTED get -",
+		"<190>Dec  1 19:00:00 nginx: 429 REJECTED other -",
+		"<190>Dec  1 19:00:00 nginx: 404 - other -",
+		"<190>Dec  1 19:00:00 nginx: nonsense",
+	}
+	for _, l := range lines {
+		if _, err := conn.Write([]byte(l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for testutil.ToFloat64(m.logErrors) < 1 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve() = %v", err)
+	}
+	if got, want := c.Totals(), (LogTotals{Passed: 2, Delayed: 1, Rejected: 2, Upstream: 2, UpstreamSeconds: 0.006}); got != want {
+		t.Errorf("Totals() = %+v, want %+v", got, want)
+	}
+	for _, tc := range []struct {
+		code, source string
+		want         float64
+	}{{"200", "worker", 2}, {"503", "nginx", 2}, {"429", "nginx", 1}, {"404", "nginx", 1}} {
+		if got := testutil.ToFloat64(m.responses.WithLabelValues(tc.code, tc.source)); got != tc.want {
+			t.Errorf("responses{code=%s,source=%s} = %v, want %v", tc.code, tc.source, got, tc.want)
+		}
+	}
+	if got := testutil.ToFloat64(m.admission.WithLabelValues("rejected")); got != 2 {
+		t.Errorf("admission{rejected} = %v, want 2", got)
+	}
+}
+
+// The loop renders the start rate, then the workers' figure, and holds
+// it while the load is steady: one apply per change, none after.
+func TestLoopAppliesOnlyOnChange(t *testing.T) {
+	w := newFakeWorker(t, 1000) // 1,000 answers per scrape, no wait
+	cfg := DefaultConfig()
+	cfg.Interval = time.Nanosecond
+	var applied []Files
+	m := NewMetrics()
+	if err := m.Register(prometheus.NewRegistry()); err != nil {
+		t.Fatal(err)
+	}
+	status := filepath.Join(t.TempDir(), "admission.json")
+	l := &Loop{Config: cfg, Metrics: m, Log: zerolog.Nop(), StatusFile: status,
+		Scraper: &Scraper{Targets: []string{"127.0.0.1:" + w.port}},
+		Apply: ApplierFunc(func(_ context.Context, f Files) error {
+			applied = append(applied, f)
+			return nil
+		})}
+	start, err := l.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(start.Location), "limit_req zone") {
+		t.Errorf("start files carry a queue before any figure:\n%s", start.Location)
+	}
+	ctx := context.Background()
+	now := time.Now()
+	l.lastAt = now
+	l.Scraper.Scrape(ctx, now)
+	for i := 1; i <= 30; i++ {
+		l.step(ctx, now.Add(time.Duration(i)*time.Second))
+	}
+	if len(applied) < 2 {
+		t.Fatalf("%d applies, want the start rate and at least one estimate", len(applied))
+	}
+	last := string(applied[len(applied)-1].HTTP)
+	var rate float64
+	if i := strings.Index(last, "rate="); i < 0 {
+		t.Fatalf("last zone has no rate:\n%s", last)
+	} else if _, err := fmt.Sscanf(last[i:], "rate=%fr/s", &rate); err != nil {
+		t.Fatalf("last zone: %v\n%s", err, last)
+	}
+	// 2 slots x 1 / 0.4 ms, uncalibrated: 5,000/s, x 0.95, within the step.
+	if rate < 4750*(1-cfg.Step) || rate > 4750*(1+cfg.Step) {
+		t.Errorf("last zone's rate %v, want 4750 +- %v", rate, cfg.Step)
+	}
+	n := len(applied)
+	for i := 31; i <= 40; i++ {
+		l.step(ctx, now.Add(time.Duration(i)*time.Second))
+	}
+	if len(applied) != n {
+		t.Errorf("steady load: %d more applies, want none", len(applied)-n)
+	}
+	b, err := os.ReadFile(status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Rate, Capacity float64
+	}
+	if err := json.Unmarshal(b, &st); err != nil || math.Abs(st.Rate-rate) > 0.5 || st.Capacity != 5000 {
+		t.Errorf("status file %s (%v), want rate %v and capacity 5000", b, err, rate)
+	}
+	if got := testutil.ToFloat64(m.rate); math.Abs(got-rate) > 0.5 {
+		t.Errorf("sudoku_edge_admission_rate = %v, want the rendered %v", got, rate)
+	}
+}

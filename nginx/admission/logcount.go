@@ -1,0 +1,149 @@
+package admission
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+)
+
+// LogFormat is the nginx log_format the LogCounter reads, one line per
+// request: the status, what limit_req did, the route, the upstream's
+// status ("-" when nginx answered itself) and its response time. The route map is in the
+// rendered admission-http.conf.
+const LogFormat = `$status $limit_req_status $sudoku_admission_route $upstream_status $upstream_response_time`
+
+// LogCounter counts the lines nginx sends to a unix datagram socket
+// (access_log syslog:server=unix:<Path>): answers by status and source,
+// and what the admission queue did to GET /sudoku. Listen, then Serve.
+type LogCounter struct {
+	Path    string
+	Metrics *Metrics
+
+	conn *net.UnixConn
+
+	mu                        sync.Mutex
+	passed, delayed, rejected float64 // GET /sudoku, since the start
+	upstreamN, upstreamSec    float64 // GET /sudoku answered by a worker
+}
+
+// Listen creates the socket (replacing a stale one) with mode 0666: nginx's
+// workers run as another user.
+func (c *LogCounter) Listen() error {
+	_ = os.Remove(c.Path)
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: c.Path, Net: "unixgram"})
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(c.Path, 0o666); err != nil {
+		conn.Close()
+		return err
+	}
+	c.conn = conn
+	return nil
+}
+
+// Serve reads lines until Close.
+func (c *LogCounter) Serve() error {
+	buf := make([]byte, 8192)
+	for {
+		n, err := c.conn.Read(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		c.line(buf[:n])
+	}
+}
+
+// Close stops Serve and removes the socket.
+func (c *LogCounter) Close() error {
+	if c.conn == nil {
+		return nil
+	}
+	err := c.conn.Close()
+	_ = os.Remove(c.Path)
+	return err
+}
+
+// LogTotals are the counts since the start, for GET /sudoku.
+type LogTotals struct {
+	Passed, Delayed, Rejected float64
+	// Upstream answers and the sum of their times as nginx saw them
+	// (connect to last byte): the whole stack behind nginx, where a
+	// worker's own queue shows only the part waiting for a solver slot.
+	Upstream, UpstreamSeconds float64
+}
+
+// Totals returns the counts since the start.
+func (c *LogCounter) Totals() LogTotals {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return LogTotals{c.passed, c.delayed, c.rejected, c.upstreamN, c.upstreamSec}
+}
+
+// line counts one syslog datagram: "<pri>timestamp tag: message".
+func (c *LogCounter) line(b []byte) {
+	if i := bytes.Index(b, []byte(": ")); i >= 0 && bytes.HasPrefix(b, []byte("<")) {
+		b = b[i+2:]
+	}
+	f := bytes.Fields(b)
+	if len(f) < 4 {
+		c.bad()
+		return
+	}
+	code, err := strconv.Atoi(string(f[0]))
+	if err != nil || code < 100 || code > 599 {
+		c.bad()
+		return
+	}
+	limit, route, upstream := string(f[1]), string(f[2]), f[3]
+	source := "worker"
+	if string(upstream) == "-" {
+		source = "nginx"
+	}
+	if m := c.Metrics; m != nil {
+		m.responses.WithLabelValues(strconv.Itoa(code), source).Inc()
+	}
+	if route != "get" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if source == "worker" && len(f) >= 5 {
+		// "0.003", or "0.001, 0.002" after a retry: the last one answered.
+		t := f[len(f)-1]
+		if v, err := strconv.ParseFloat(string(t), 64); err == nil && v >= 0 {
+			c.upstreamN++
+			c.upstreamSec += v
+		}
+	}
+	var result string
+	switch limit {
+	case "PASSED":
+		c.passed++
+		result = "passed"
+	case "DELAYED":
+		c.passed++
+		c.delayed++
+		result = "delayed"
+	case "REJECTED":
+		c.rejected++
+		result = "rejected"
+	default:
+		return
+	}
+	if m := c.Metrics; m != nil {
+		m.admission.WithLabelValues(result).Inc()
+	}
+}
+
+func (c *LogCounter) bad() {
+	if c.Metrics != nil {
+		c.Metrics.logErrors.Inc()
+	}
+}

@@ -1,0 +1,208 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// counters is one scrape of a worker's /metrics: the figures the law reads.
+type counters struct {
+	at                        time.Time
+	answered, busy503         float64 // requests_total{route="get"}, by outcome
+	solves, solveSeconds      float64 // solve_duration_seconds count, sum
+	waits, waitSeconds        float64 // queue_wait_seconds count, sum
+	slots, slotsBusy, waiting float64 // pool gauges
+}
+
+// parseCounters reads the worker metrics the law needs from Prometheus
+// text. A metric the worker does not expose reads 0.
+func parseCounters(r io.Reader, at time.Time) (counters, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return counters{}, fmt.Errorf("parsing worker metrics: %w", err)
+	}
+	c := counters{at: at}
+	if f := fams["sudoku_requests_total"]; f != nil {
+		for _, m := range f.GetMetric() {
+			var route, outcome string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "route":
+					route = l.GetValue()
+				case "outcome":
+					outcome = l.GetValue()
+				}
+			}
+			if route != "get" {
+				continue
+			}
+			switch outcome {
+			case "solved", "no_solution":
+				c.answered += m.GetCounter().GetValue()
+			case "too_busy":
+				c.busy503 += m.GetCounter().GetValue()
+			}
+		}
+	}
+	hist := func(name string) (count, sum float64) {
+		if f := fams[name]; f != nil && len(f.GetMetric()) > 0 {
+			h := f.GetMetric()[0].GetHistogram()
+			return float64(h.GetSampleCount()), h.GetSampleSum()
+		}
+		return 0, 0
+	}
+	gauge := func(name string) float64 {
+		if f := fams[name]; f != nil && len(f.GetMetric()) > 0 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+		return 0
+	}
+	c.solves, c.solveSeconds = hist("sudoku_solve_duration_seconds")
+	c.waits, c.waitSeconds = hist("sudoku_queue_wait_seconds")
+	c.slots = gauge("sudoku_pool_slots")
+	c.slotsBusy = gauge("sudoku_pool_slots_busy")
+	c.waiting = gauge("sudoku_pool_queue_depth")
+	return c, nil
+}
+
+// window turns two scrapes of one worker into its Worker figures; false
+// when there is no window (first scrape, a restart reset the counters).
+func window(id string, prev, cur counters) (Worker, bool) {
+	dt := cur.at.Sub(prev.at).Seconds()
+	d := func(a, b float64) float64 { return b - a }
+	if dt <= 0 || cur.answered < prev.answered || cur.solves < prev.solves || cur.waits < prev.waits {
+		return Worker{}, false
+	}
+	w := Worker{
+		ID:           id,
+		Answered:     d(prev.answered, cur.answered) / dt,
+		Busy503:      d(prev.busy503, cur.busy503) / dt,
+		Solves:       d(prev.solves, cur.solves) / dt,
+		SolveSeconds: d(prev.solveSeconds, cur.solveSeconds) / dt,
+		Slots:        int(cur.slots),
+		SlotsBusy:    cur.slotsBusy,
+		QueueDepth:   cur.waiting,
+	}
+	if n := cur.waits - prev.waits; n > 0 {
+		w.QueueWait = time.Duration((cur.waitSeconds - prev.waitSeconds) / n * float64(time.Second))
+	}
+	return w, true
+}
+
+// Resolver is the part of net.Resolver the Scraper uses.
+type Resolver interface {
+	LookupHost(ctx context.Context, host string) ([]string, error)
+}
+
+// Scraper reads every worker's /metrics and keeps the previous scrape of
+// each, so that Scrape returns rates over the time between two calls.
+// Targets are host:port; each host is resolved on every scrape, so that a
+// worker that joins is scraped from the next call on.
+type Scraper struct {
+	Targets  []string
+	Resolver Resolver     // nil means net.DefaultResolver
+	Client   *http.Client // nil means a client with a 1 s timeout
+	Path     string       // "" means /metrics
+
+	mu   sync.Mutex
+	prev map[string]counters
+}
+
+// Scrape returns the workers that answered twice in a row, and how many
+// addresses failed.
+func (s *Scraper) Scrape(ctx context.Context, now time.Time) (workers []Worker, failed int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prev == nil {
+		s.prev = map[string]counters{}
+	}
+	res := s.Resolver
+	if res == nil {
+		res = net.DefaultResolver
+	}
+	client := s.Client
+	if client == nil {
+		client = &http.Client{Timeout: time.Second}
+	}
+	path := s.Path
+	if path == "" {
+		path = "/metrics"
+	}
+	var addrs []string
+	for _, t := range s.Targets {
+		host, port, err := net.SplitHostPort(t)
+		if err != nil {
+			failed++
+			continue
+		}
+		ips, err := res.LookupHost(ctx, host)
+		if err != nil {
+			failed++
+			continue
+		}
+		for _, ip := range ips {
+			addrs = append(addrs, net.JoinHostPort(ip, port))
+		}
+	}
+	type result struct {
+		addr string
+		c    counters
+		err  error
+	}
+	results := make(chan result, len(addrs))
+	for _, a := range addrs {
+		go func() {
+			c, err := scrapeOne(ctx, client, "http://"+a+path, now)
+			results <- result{a, c, err}
+		}()
+	}
+	next := make(map[string]counters, len(addrs))
+	for range addrs {
+		r := <-results
+		if r.err != nil {
+			failed++
+			continue
+		}
+		next[r.addr] = r.c
+		if p, ok := s.prev[r.addr]; ok {
+			if w, ok := window(r.addr, p, r.c); ok {
+				workers = append(workers, w)
+			}
+		}
+	}
+	s.prev = next
+	// The order of the answers is the network's; the law's is the IDs'.
+	sortWorkers(workers)
+	return workers, failed
+}
+
+func scrapeOne(ctx context.Context, client *http.Client, url string, now time.Time) (counters, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return counters{}, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return counters{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return counters{}, fmt.Errorf("scraping %s: %s", url, resp.Status)
+	}
+	return parseCounters(io.LimitReader(resp.Body, 4<<20), now)
+}
+
+func sortWorkers(ws []Worker) {
+	slices.SortFunc(ws, func(a, b Worker) int { return strings.Compare(a.ID, b.ID) })
+}
