@@ -395,6 +395,119 @@ case_rate_limit() {
 	expect_status 200
 }
 
+# announce_body METHOD PATH: the status line nginx answers to headers that
+# announce a body of 1 MB that never comes ("" if none within 15 s). A route
+# that reads the body first waits for it until client_body_timeout (10 s)
+# and answers 408.
+announce_body() {
+	local fd line=
+	exec {fd}<>"/dev/tcp/127.0.0.1/$http_port" || return 1
+	printf '%s %s HTTP/1.1\r\nHost: localhost\r\nAccept: text/html\r\nContent-Length: 1000000\r\n\r\n' "$1" "$2" >&"$fd"
+	read -r -t 15 line <&"$fd"
+	exec {fd}>&-
+	printf '%s\n' "${line%$'\r'}"
+}
+
+case_no_body_routes() {
+	# Every route but the batch POST refuses a body before it reads it:
+	# 413 (405 for a method the route does not take), as JSON.
+	local p line
+	for p in "/sudoku/stats" "/sudoku?puzzle=$(puzzle 1)" "/" "/assets/app.js" "/openapi.yaml"; do
+		line=$(announce_body GET "$p")
+		[[ $line == "HTTP/1.1 413 "* ]] || fail "GET $p announcing a 1 MB body that never comes: '$line', want 413 without waiting for it" || return 1
+	done
+	line=$(announce_body PUT /sudoku/stats)
+	[[ $line == "HTTP/1.1 405 "* ]] || fail "PUT /sudoku/stats announcing a body: '$line', want 405" || return 1
+	req GET "$base/sudoku/stats" --data-binary x
+	expect_status 413 && expect_json_error || return 1
+	grep -q 'takes no request body' "$work/body" || fail "413 does not say the route takes no body: $(body)" || return 1
+	req GET "$base/sudoku?puzzle=$(puzzle 1)" -H 'Transfer-Encoding: chunked' --data-binary x
+	expect_status 413 && expect_json_error || fail "chunked body on GET /sudoku" || return 1
+	req PUT "$base/sudoku/stats" --data-binary x
+	expect_status 405 && expect_json_error || return 1
+	[[ $(header Allow) == 'GET, HEAD' ]] || fail "405 on /sudoku/stats: Allow '$(header Allow)', want 'GET, HEAD'" || return 1
+	# Content-Length: 0 is no body.
+	req GET "$base/sudoku/stats" -H 'Content-Length: 0'
+	expect_status 200
+}
+
+# hold_bodies SPEC...: a container from the nginx image on the project's
+# network (an address of its own, not the host's) opens requests with
+# bodies and holds them: all but the last 100 bytes at once, then one byte
+# per request every 3 s, so no client_body_timeout ends them. Each SPEC is
+# "METHOD PATH COUNT SIZE PACE" (PACE: seconds between two opens). Prints
+# the container's id; it logs "opened N answered: <status lines>" once
+# every request is open.
+hold_bodies() {
+	local net image ip
+	net=$(docker network ls -q --filter "label=com.docker.compose.project=$project" | head -1)
+	image=$(docker inspect -f '{{.Config.Image}}' "$(containers nginx | head -1)")
+	ip=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}' "$(containers nginx | head -1)" | awk '{print $1}')
+	[[ -n $net && -n $image && -n $ip ]] || { echo "hold_bodies: no network, image or address" >&2; return 1; }
+	# shellcheck disable=SC2016 # the script runs in the container
+	docker run -d --rm --network "$net" --entrypoint bash "$image" -c '
+		trap "" PIPE
+		host=$1
+		shift
+		fds=()
+		for spec in "$@"; do
+			read -r method path n size pace <<<"$spec"
+			for ((i = 0; i < n; i++)); do
+				exec {fd}<>"/dev/tcp/$host/8080" || break
+				{ printf "%s %s HTTP/1.1\r\nHost: hold\r\nContent-Length: %d\r\n\r\n" "$method" "$path" "$size"
+					head -c $((size - 100)) /dev/zero; } >&"$fd" 2>/dev/null
+				fds+=("$fd")
+				sleep "$pace"
+			done
+		done
+		answered=$(for fd in "${fds[@]}"; do read -r -t 0.01 line <&"$fd" && echo "${line:9:3}"; done | sort | uniq -c | tr "\n" " ")
+		echo "opened ${#fds[@]} answered: $answered"
+		for ((r = 0; r < 30; r++)); do
+			sleep 3
+			for fd in "${fds[@]}"; do printf 0 >&"$fd" 2>/dev/null; done
+		done' hold "$ip" "$@"
+}
+wait_held() { # container: waits (60 s at most) until hold_bodies has opened every request, prints its line
+	local i
+	for i in $(seq 120); do
+		docker logs "$1" 2>/dev/null | grep '^opened ' && return 0
+		sleep 0.5
+	done
+	fail "the holding client never opened its requests: $(docker logs "$1" 2>&1 | tail -3)"
+}
+
+mem_bytes() { # container: its memory use as docker stats reports it, in bytes
+	docker stats --no-stream --format '{{.MemUsage}}' "$1" | awk '{
+		v = $1; u = $1; sub(/[A-Za-z]+$/, "", v); sub(/^[0-9.]+/, "", u)
+		f["B"] = 1; f["KiB"] = 1024; f["MiB"] = 1048576; f["GiB"] = 1073741824; f["kB"] = 1e3; f["MB"] = 1e6; f["GB"] = 1e9
+		printf "%d\n", v * f[u] }'
+}
+
+case_held_bodies_memory() {
+	# One client (a container on the network) holds nearly 1 MiB bodies on
+	# the routes that take none: GET /sudoku/stats and /sudoku, the page.
+	# nginx refuses them at once, so its memory stays within idle + 32 MiB.
+	# A memory bound, measured by docker stats, not a timing.
+	local nginx_id restarts idle peak m holder line i mib=1048576
+	nginx_id=$(containers nginx | head -1)
+	restarts=$(docker inspect -f '{{.RestartCount}}' "$nginx_id")
+	idle=$(mem_bytes "$nginx_id")
+	holder=$(hold_bodies "GET /sudoku/stats 60 $mib 0" "GET /sudoku?puzzle=$(puzzle 1) 60 $mib 0" \
+		"GET / 20 $mib 0") || fail "cannot start the holding client" || return 1
+	line=$(wait_held "$holder") || { docker rm -f "$holder" >/dev/null; return 1; }
+	peak=$idle
+	for i in 1 2 3; do
+		m=$(mem_bytes "$nginx_id")
+		((m > peak)) && peak=$m
+	done
+	docker rm -f "$holder" >/dev/null
+	echo "     one client, 140 GETs with 1 MiB bodies held: $line"
+	echo "     nginx memory idle $((idle / mib)) MiB, peak while held $((peak / mib)) MiB (docker stats)"
+	[[ $(docker inspect -f '{{.State.OOMKilled}} {{.RestartCount}}' "$nginx_id") == "false $restarts" ]] ||
+		fail "nginx was OOM-killed or restarted" || return 1
+	((peak <= idle + 32 * mib)) || fail "nginx grew by $(((peak - idle) / mib)) MiB, past 32 MiB"
+}
+
 # access_lines TAG N: nginx's access-log lines (JSON) of the requests whose
 # id starts with TAG- into $work/TAG.log, once all N are there. nginx buffers
 # its log (buffer=64k flush=1s) per worker process, so this polls, bounded.
@@ -673,6 +786,8 @@ run_case "404 unknown paths (internal endpoints unreachable)" case_unknown_path
 run_case "414 huge URI" case_huge_uri
 run_case "413 huge body" case_huge_body
 run_case "400 huge header" case_huge_header
+run_case "routes without a body refuse one before reading it (413/405, JSON)" case_no_body_routes
+run_case "one client holding bodies on every route: nginx within idle + 32 MiB" case_held_bodies_memory
 run_case "bad Host is 4xx, not 500" case_bad_host
 run_case "stats JSON fields" case_stats
 run_case "headers: server_tokens off, request id, worker" case_headers
