@@ -374,12 +374,13 @@ case_request_id_logged() {
 }
 
 case_rate_limit() {
-	# Batch POSTs have a low per-client rate (20/s, burst 40): 150 at once
-	# must see some JSON 429s with Retry-After, and no 5xx.
+	# Batch POSTs have a low per-client rate (20/s, burst 40): 150, 4 at
+	# once (the per-client count of batches in flight), must see some JSON
+	# 429s with Retry-After, and no 5xx.
 	echo "r:$(puzzle 1)" >"$work/one"
 	for _ in $(seq 150); do echo "$base/sudoku"; done |
-		parallel 50 -X POST --data-binary "@$work/one" >"$work/codes"
-	echo "     150 batch POSTs, 50 at once: $(sort "$work/codes" | uniq -c | tr '\n' ' ')"
+		parallel 4 -X POST --data-binary "@$work/one" >"$work/codes"
+	echo "     150 batch POSTs, 4 at once: $(sort "$work/codes" | uniq -c | tr '\n' ' ')"
 	grep -q '^429$' "$work/codes" || fail "no 429 among 150 concurrent batch POSTs" || return 1
 	! grep -q '^5' "$work/codes" || fail "5xx among rate-limited requests" || return 1
 	# One of the 429 answers in full: JSON body and Retry-After.
@@ -485,15 +486,16 @@ mem_bytes() { # container: its memory use as docker stats reports it, in bytes
 
 case_held_bodies_memory() {
 	# One client (a container on the network) holds nearly 1 MiB bodies on
-	# the routes that take none: GET /sudoku/stats and /sudoku, the page.
-	# nginx refuses them at once, so its memory stays within idle + 32 MiB.
-	# A memory bound, measured by docker stats, not a timing.
+	# every route: GET /sudoku/stats and /sudoku, the page, and batch POSTs.
+	# nginx refuses the first at once and takes at most 4 batches from one
+	# address, so its memory stays within idle + 32 MiB. A memory bound,
+	# measured by docker stats, not a timing.
 	local nginx_id restarts idle peak m holder line i mib=1048576
 	nginx_id=$(containers nginx | head -1)
 	restarts=$(docker inspect -f '{{.RestartCount}}' "$nginx_id")
 	idle=$(mem_bytes "$nginx_id")
 	holder=$(hold_bodies "GET /sudoku/stats 60 $mib 0" "GET /sudoku?puzzle=$(puzzle 1) 60 $mib 0" \
-		"GET / 20 $mib 0") || fail "cannot start the holding client" || return 1
+		"GET / 20 $mib 0" "POST /sudoku 30 $mib 0.1") || fail "cannot start the holding client" || return 1
 	line=$(wait_held "$holder") || { docker rm -f "$holder" >/dev/null; return 1; }
 	peak=$idle
 	for i in 1 2 3; do
@@ -501,11 +503,31 @@ case_held_bodies_memory() {
 		((m > peak)) && peak=$m
 	done
 	docker rm -f "$holder" >/dev/null
-	echo "     one client, 140 GETs with 1 MiB bodies held: $line"
+	echo "     one client, 140 GETs and 30 batch POSTs of 1 MiB bodies held: $line"
 	echo "     nginx memory idle $((idle / mib)) MiB, peak while held $((peak / mib)) MiB (docker stats)"
 	[[ $(docker inspect -f '{{.State.OOMKilled}} {{.RestartCount}}' "$nginx_id") == "false $restarts" ]] ||
 		fail "nginx was OOM-killed or restarted" || return 1
 	((peak <= idle + 32 * mib)) || fail "nginx grew by $(((peak - idle) / mib)) MiB, past 32 MiB"
+}
+
+case_slow_batches_second_client() {
+	# One address (a container) opens 80 batch POSTs paced within its rate
+	# limit and sends their bodies a byte every 3 s. It keeps 4 of the 64
+	# batch slots; another address (the host) meanwhile gets every batch
+	# and GET answered, not one error.
+	local holder line i
+	holder=$(hold_bodies "POST /sudoku 80 100000 0.07") || fail "cannot start the holding client" || return 1
+	line=$(wait_held "$holder") || { docker rm -f "$holder" >/dev/null; return 1; }
+	echo "r:$(puzzle 2)" >"$work/one"
+	: >"$work/second"
+	for i in $(seq 10); do
+		curl -s -m 10 -o /dev/null -w '%{http_code}\n' -X POST --data-binary "@$work/one" "$base/sudoku" >>"$work/second"
+	done
+	for i in $(seq 20); do echo "$base/sudoku?puzzle=$(puzzle $((i % 12 + 1)))"; done | parallel 4 >>"$work/second"
+	docker rm -f "$holder" >/dev/null
+	echo "     slow client: $line"
+	echo "     other client, 10 batch POSTs and 20 GETs meanwhile: $(sort "$work/second" | uniq -c | tr '\n' ' ')"
+	! grep -qv '^200$' "$work/second" || fail "the other client got errors while one address held slow bodies"
 }
 
 # access_lines TAG N: nginx's access-log lines (JSON) of the requests whose
@@ -788,6 +810,7 @@ run_case "413 huge body" case_huge_body
 run_case "400 huge header" case_huge_header
 run_case "routes without a body refuse one before reading it (413/405, JSON)" case_no_body_routes
 run_case "one client holding bodies on every route: nginx within idle + 32 MiB" case_held_bodies_memory
+run_case "one address holding slow batch bodies: another client gets no error" case_slow_batches_second_client
 run_case "bad Host is 4xx, not 500" case_bad_host
 run_case "stats JSON fields" case_stats
 run_case "headers: server_tokens off, request id, worker" case_headers
