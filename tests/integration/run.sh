@@ -726,6 +726,47 @@ case_worker_stopped() {
 	! grep -qv '^200$' "$work/during" || fail "requests failed while a worker stopped"
 }
 
+# answered_ids FILE: the ids of the answer lines of a batch response body in FILE that
+# solve a puzzle ("b<n>:<81 digits>"), one a line.
+answered_ids() { tr -d '\r' <"$1" | grep -E '^b[0-9]+:[1-9]{81}$' | cut -d: -f1 | sort -u; }
+
+case_batch_stream_broken() {
+	# A batch whose worker dies mid-stream (SIGKILL once the first answers
+	# arrive) ends as a broken stream, never as a clean one: nginx closes
+	# the connection without the chunked terminator, which curl reports as
+	# an error (18), where a complete batch ends with status 0. The lines it
+	# left unanswered, sent again as the page does, are all answered.
+	local n=10000 victim='' w rc id i
+	awk -v n=$n '{ p[NR] = $0 } END { for (i = 1; i <= n; i++) print "b" i ":" p[(i - 1) % NR + 1] }' "$data/hard.txt" >"$work/long"
+	curl -s -m 60 -o "$work/long.out" -D "$work/long.headers" -X POST --data-binary "@$work/long" "$base/sudoku" &
+	local pid=$!
+	for i in $(seq 100); do
+		[[ -s $work/long.out ]] && break
+		sleep 0.1
+	done
+	w=$(awk -F': ' 'tolower($1) == "x-sudoku-worker" { sub(/\r$/, "", $2); print $2 }' "$work/long.headers")
+	for id in $(containers sudoku); do
+		[[ $(docker inspect -f '{{.Config.Hostname}}' "$id") == "$w" ]] && victim=$id
+	done
+	[[ -n $victim ]] || { kill "$pid"; fail "no worker container named '$w' answers the batch"; return 1; }
+	docker kill "$victim" >/dev/null
+	wait "$pid"
+	rc=$?
+	docker start "$victim" >/dev/null
+	answered_ids "$work/long.out" >"$work/long.ids"
+	echo "     $n lines, worker $w killed mid-stream: curl exit $rc, $(wc -l <"$work/long.ids") answered"
+	((rc != 0)) || fail "the broken batch looked like a clean end (curl exit 0)" || return 1
+	(($(wc -l <"$work/long.ids") < n)) || fail "every line answered before the kill: nothing to tell" || return 1
+	# Send the unanswered lines again (to the other worker).
+	awk -F: 'NR == FNR { done[$1]; next } !($1 in done)' "$work/long.ids" "$work/long" >"$work/again"
+	curl -s -m 60 -o "$work/again.out" -X POST --data-binary "@$work/again" "$base/sudoku"
+	rc=$?
+	((rc == 0)) || fail "the resent batch ended with curl exit $rc, not a clean end" || return 1
+	sort -u "$work/long.ids" <(answered_ids "$work/again.out") >"$work/all.ids"
+	echo "     resent $(wc -l <"$work/again") lines: clean end, $(wc -l <"$work/all.ids") of $n answered in all"
+	[[ $(wc -l <"$work/all.ids") == "$n" ]] || fail "$((n - $(wc -l <"$work/all.ids"))) lines never answered"
+}
+
 case_worker_metrics() {
 	# Each worker's internal listener (9001: /metrics, /healthz, /readyz) is
 	# reachable inside the compose network only (the 404 case shows nginx does
@@ -825,6 +866,7 @@ run_case "a flood of large batch POSTs: 200 or 503, nginx not OOM-killed" case_b
 run_case "requests reach every worker" case_every_worker
 run_case "worker /metrics on the internal port counts the solves" case_worker_metrics
 run_case "a worker stops, requests keep succeeding" case_worker_stopped
+run_case "a batch whose worker dies mid-stream ends broken, not clean; resent, every line answered" case_batch_stream_broken
 run_case "exporter shows nginx_connections_accepted" case_exporter
 run_case "HTTPS not published without TLS" case_no_https_without_tls
 # Takes the stack down, so it runs last, and not when the stack is to stay up.
