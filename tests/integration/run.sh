@@ -732,10 +732,13 @@ answered_ids() { tr -d '\r' <"$1" | grep -E '^b[0-9]+:[1-9]{81}$' | cut -d: -f1 
 
 case_batch_stream_broken() {
 	# A batch whose worker dies mid-stream (SIGKILL once the first answers
-	# arrive) ends as a broken stream, never as a clean one: nginx closes
-	# the connection without the chunked terminator, which curl reports as
-	# an error (18), where a complete batch ends with status 0. The lines it
-	# left unanswered, sent again as the page does, are all answered.
+	# arrive). nginx 1.22 ends its answer as if it were complete: with
+	# FastCGI unbuffered (the worker sends X-Accel-Buffering: no) the
+	# worker's closed connection is an end of the body, not an error, so
+	# the chunked terminator comes and curl exits 0. What tells the client
+	# is the count: the worker answers every line of a batch it finishes
+	# (ServerTooBusy included), so a batch with lines unanswered broke off.
+	# Those lines, sent again as the page does, are all answered.
 	local n=10000 victim='' w rc id i
 	awk -v n=$n '{ p[NR] = $0 } END { for (i = 1; i <= n; i++) print "b" i ":" p[(i - 1) % NR + 1] }' "$data/hard.txt" >"$work/long"
 	curl -s -m 60 -o "$work/long.out" -D "$work/long.headers" -X POST --data-binary "@$work/long" "$base/sudoku" &
@@ -754,8 +757,7 @@ case_batch_stream_broken() {
 	rc=$?
 	docker start "$victim" >/dev/null
 	answered_ids "$work/long.out" >"$work/long.ids"
-	echo "     $n lines, worker $w killed mid-stream: curl exit $rc, $(wc -l <"$work/long.ids") answered"
-	((rc != 0)) || fail "the broken batch looked like a clean end (curl exit 0)" || return 1
+	echo "     $n lines, worker $w killed mid-stream: curl exit $rc (0: nginx ended the answer cleanly), $(wc -l <"$work/long.ids") answered"
 	(($(wc -l <"$work/long.ids") < n)) || fail "every line answered before the kill: nothing to tell" || return 1
 	# Send the unanswered lines again (to the other worker).
 	awk -F: 'NR == FNR { done[$1]; next } !($1 in done)' "$work/long.ids" "$work/long" >"$work/again"
@@ -866,7 +868,7 @@ run_case "a flood of large batch POSTs: 200 or 503, nginx not OOM-killed" case_b
 run_case "requests reach every worker" case_every_worker
 run_case "worker /metrics on the internal port counts the solves" case_worker_metrics
 run_case "a worker stops, requests keep succeeding" case_worker_stopped
-run_case "a batch whose worker dies mid-stream ends broken, not clean; resent, every line answered" case_batch_stream_broken
+run_case "a batch whose worker dies mid-stream: lines missing, resent, every line answered" case_batch_stream_broken
 run_case "exporter shows nginx_connections_accepted" case_exporter
 run_case "HTTPS not published without TLS" case_no_https_without_tls
 # Takes the stack down, so it runs last, and not when the stack is to stay up.

@@ -502,11 +502,13 @@
   // as soon as it arrives. Lines the service does not answer get an error,
   // with resend set where sending them again may answer them: the request
   // failed on the network, or the answer stream ended before every line.
-  // A stream that breaks off is not a clean end: the worker's FastCGI
-  // connection closes without FCGI_END_REQUEST, so nginx ends its chunked
-  // answer without the last chunk (HTTP/1.1) or resets the stream (HTTP/2),
-  // and reader.read() rejects instead of reporting done. There is no final
-  // line count in the protocol; a clean end with lines missing is resent too.
+  // A worker that dies mid-batch closes its FastCGI connection without
+  // FCGI_END_REQUEST, and nginx 1.22 (unbuffered FastCGI) takes that for
+  // the end of the body: the answer ends as cleanly as a complete one
+  // (tests/integration, "dies mid-stream"). The count tells: the service
+  // answers every line of a batch it finishes, ServerTooBusy included, so
+  // lines still pending at the end are resent. A stream that fails on the
+  // way (reader.read() rejects) is resent the same way.
   async function sendChunk(chunk, onAnswer) {
     const byTag = new Map();
     const own = [];
