@@ -435,7 +435,8 @@ case_no_body_routes() {
 # hold_bodies SPEC...: a container from the nginx image on the project's
 # network (an address of its own, not the host's) opens requests with
 # bodies and holds them: all but the last 100 bytes at once, then one byte
-# per request every 3 s, so no client_body_timeout ends them. Each SPEC is
+# per request every 2-3 s, from the start, so no client_body_timeout (5 s
+# on batches) ends them and frees their slots. Each SPEC is
 # "METHOD PATH COUNT SIZE PACE" (PACE: seconds between two opens). Prints
 # the container's id; it logs "opened N answered: <status lines>" once
 # every request is open.
@@ -451,6 +452,8 @@ hold_bodies() {
 		host=$1
 		shift
 		fds=()
+		trickle() { for fd in "${fds[@]}"; do printf 0 >&"$fd" 2>/dev/null; done; last=$SECONDS; }
+		last=$SECONDS
 		for spec in "$@"; do
 			read -r method path n size pace <<<"$spec"
 			for ((i = 0; i < n; i++)); do
@@ -459,13 +462,14 @@ hold_bodies() {
 					head -c $((size - 100)) /dev/zero; } >&"$fd" 2>/dev/null
 				fds+=("$fd")
 				sleep "$pace"
+				((SECONDS - last < 2)) || trickle
 			done
 		done
 		answered=$(for fd in "${fds[@]}"; do read -r -t 0.01 line <&"$fd" && echo "${line:9:3}"; done | sort | uniq -c | tr "\n" " ")
 		echo "opened ${#fds[@]} answered: $answered"
 		for ((r = 0; r < 30; r++)); do
-			sleep 3
-			for fd in "${fds[@]}"; do printf 0 >&"$fd" 2>/dev/null; done
+			sleep 2
+			trickle
 		done' hold "$ip" "$@"
 }
 wait_held() { # container: waits (60 s at most) until hold_bodies has opened every request, prints its line
