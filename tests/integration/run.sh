@@ -374,12 +374,13 @@ case_request_id_logged() {
 }
 
 case_rate_limit() {
-	# Batch POSTs have a low per-client rate (20/s, burst 40): 150 at once
-	# must see some JSON 429s with Retry-After, and no 5xx.
+	# Batch POSTs have a low per-client rate (20/s, burst 40): 150, 4 at
+	# once (the per-client count of batches in flight), must see some JSON
+	# 429s with Retry-After, and no 5xx.
 	echo "r:$(puzzle 1)" >"$work/one"
 	for _ in $(seq 150); do echo "$base/sudoku"; done |
-		parallel 50 -X POST --data-binary "@$work/one" >"$work/codes"
-	echo "     150 batch POSTs, 50 at once: $(sort "$work/codes" | uniq -c | tr '\n' ' ')"
+		parallel 4 -X POST --data-binary "@$work/one" >"$work/codes"
+	echo "     150 batch POSTs, 4 at once: $(sort "$work/codes" | uniq -c | tr '\n' ' ')"
 	grep -q '^429$' "$work/codes" || fail "no 429 among 150 concurrent batch POSTs" || return 1
 	! grep -q '^5' "$work/codes" || fail "5xx among rate-limited requests" || return 1
 	# One of the 429 answers in full: JSON body and Retry-After.
@@ -393,6 +394,144 @@ case_rate_limit() {
 	sleep 3 # the bucket drains: single POSTs are fine again
 	req POST "$base/sudoku" --data-binary "@$work/one"
 	expect_status 200
+}
+
+# announce_body METHOD PATH: the status line nginx answers to headers that
+# announce a body of 1 MB that never comes ("" if none within 15 s). A route
+# that reads the body first waits for it until client_body_timeout (10 s)
+# and answers 408.
+announce_body() {
+	local fd line=
+	exec {fd}<>"/dev/tcp/127.0.0.1/$http_port" || return 1
+	printf '%s %s HTTP/1.1\r\nHost: localhost\r\nAccept: text/html\r\nContent-Length: 1000000\r\n\r\n' "$1" "$2" >&"$fd"
+	read -r -t 15 line <&"$fd"
+	exec {fd}>&-
+	printf '%s\n' "${line%$'\r'}"
+}
+
+case_no_body_routes() {
+	# Every route but the batch POST refuses a body before it reads it:
+	# 413 (405 for a method the route does not take), as JSON.
+	local p line
+	for p in "/sudoku/stats" "/sudoku?puzzle=$(puzzle 1)" "/" "/assets/app.js" "/openapi.yaml"; do
+		line=$(announce_body GET "$p")
+		[[ $line == "HTTP/1.1 413 "* ]] || fail "GET $p announcing a 1 MB body that never comes: '$line', want 413 without waiting for it" || return 1
+	done
+	line=$(announce_body PUT /sudoku/stats)
+	[[ $line == "HTTP/1.1 405 "* ]] || fail "PUT /sudoku/stats announcing a body: '$line', want 405" || return 1
+	req GET "$base/sudoku/stats" --data-binary x
+	expect_status 413 && expect_json_error || return 1
+	grep -q 'takes no request body' "$work/body" || fail "413 does not say the route takes no body: $(body)" || return 1
+	req GET "$base/sudoku?puzzle=$(puzzle 1)" -H 'Transfer-Encoding: chunked' --data-binary x
+	expect_status 413 && expect_json_error || fail "chunked body on GET /sudoku" || return 1
+	req PUT "$base/sudoku/stats" --data-binary x
+	expect_status 405 && expect_json_error || return 1
+	[[ $(header Allow) == 'GET, HEAD' ]] || fail "405 on /sudoku/stats: Allow '$(header Allow)', want 'GET, HEAD'" || return 1
+	# Content-Length: 0 is no body.
+	req GET "$base/sudoku/stats" -H 'Content-Length: 0'
+	expect_status 200
+}
+
+# hold_bodies SPEC...: a container from the nginx image on the project's
+# network (an address of its own, not the host's) opens requests with
+# bodies and holds them: all but the last 100 bytes at once, then one byte
+# per request every 2-3 s, from the start, so no client_body_timeout (5 s
+# on batches) ends them and frees their slots. Each SPEC is
+# "METHOD PATH COUNT SIZE PACE" (PACE: seconds between two opens). Prints
+# the container's id; it logs "opened N answered: <status lines>" once
+# every request is open.
+hold_bodies() {
+	local net image ip
+	net=$(docker network ls -q --filter "label=com.docker.compose.project=$project" | head -1)
+	image=$(docker inspect -f '{{.Config.Image}}' "$(containers nginx | head -1)")
+	ip=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}' "$(containers nginx | head -1)" | awk '{print $1}')
+	[[ -n $net && -n $image && -n $ip ]] || { echo "hold_bodies: no network, image or address" >&2; return 1; }
+	# shellcheck disable=SC2016 # the script runs in the container
+	docker run -d --rm --network "$net" --entrypoint bash "$image" -c '
+		trap "" PIPE
+		host=$1
+		shift
+		fds=()
+		trickle() { for fd in "${fds[@]}"; do printf 0 >&"$fd" 2>/dev/null; done; last=$SECONDS; }
+		last=$SECONDS
+		for spec in "$@"; do
+			read -r method path n size pace <<<"$spec"
+			for ((i = 0; i < n; i++)); do
+				exec {fd}<>"/dev/tcp/$host/8080" || break
+				{ printf "%s %s HTTP/1.1\r\nHost: hold\r\nContent-Length: %d\r\n\r\n" "$method" "$path" "$size"
+					head -c $((size - 100)) /dev/zero; } >&"$fd" 2>/dev/null
+				fds+=("$fd")
+				sleep "$pace"
+				((SECONDS - last < 2)) || trickle
+			done
+		done
+		answered=$(for fd in "${fds[@]}"; do read -r -t 0.01 line <&"$fd" && echo "${line:9:3}"; done | sort | uniq -c | tr "\n" " ")
+		echo "opened ${#fds[@]} answered: $answered"
+		for ((r = 0; r < 30; r++)); do
+			sleep 2
+			trickle
+		done' hold "$ip" "$@"
+}
+wait_held() { # container: waits (60 s at most) until hold_bodies has opened every request, prints its line
+	local i
+	for i in $(seq 120); do
+		docker logs "$1" 2>/dev/null | grep '^opened ' && return 0
+		sleep 0.5
+	done
+	fail "the holding client never opened its requests: $(docker logs "$1" 2>&1 | tail -3)"
+}
+
+mem_bytes() { # container: its memory use as docker stats reports it, in bytes
+	docker stats --no-stream --format '{{.MemUsage}}' "$1" | awk '{
+		v = $1; u = $1; sub(/[A-Za-z]+$/, "", v); sub(/^[0-9.]+/, "", u)
+		f["B"] = 1; f["KiB"] = 1024; f["MiB"] = 1048576; f["GiB"] = 1073741824; f["kB"] = 1e3; f["MB"] = 1e6; f["GB"] = 1e9
+		printf "%d\n", v * f[u] }'
+}
+
+case_held_bodies_memory() {
+	# One client (a container on the network) holds nearly 1 MiB bodies on
+	# every route: GET /sudoku/stats and /sudoku, the page, and batch POSTs.
+	# nginx refuses the first at once and takes at most 4 batches from one
+	# address, so its memory stays within idle + 32 MiB. A memory bound,
+	# measured by docker stats, not a timing.
+	local nginx_id restarts idle peak m holder line i mib=1048576
+	nginx_id=$(containers nginx | head -1)
+	restarts=$(docker inspect -f '{{.RestartCount}}' "$nginx_id")
+	idle=$(mem_bytes "$nginx_id")
+	holder=$(hold_bodies "GET /sudoku/stats 60 $mib 0" "GET /sudoku?puzzle=$(puzzle 1) 60 $mib 0" \
+		"GET / 20 $mib 0" "POST /sudoku 30 $mib 0.1") || fail "cannot start the holding client" || return 1
+	line=$(wait_held "$holder") || { docker rm -f "$holder" >/dev/null; return 1; }
+	peak=$idle
+	for i in 1 2 3; do
+		m=$(mem_bytes "$nginx_id")
+		((m > peak)) && peak=$m
+	done
+	docker rm -f "$holder" >/dev/null
+	echo "     one client, 140 GETs and 30 batch POSTs of 1 MiB bodies held: $line"
+	echo "     nginx memory idle $((idle / mib)) MiB, peak while held $((peak / mib)) MiB (docker stats)"
+	[[ $(docker inspect -f '{{.State.OOMKilled}} {{.RestartCount}}' "$nginx_id") == "false $restarts" ]] ||
+		fail "nginx was OOM-killed or restarted" || return 1
+	((peak <= idle + 32 * mib)) || fail "nginx grew by $(((peak - idle) / mib)) MiB, past 32 MiB"
+}
+
+case_slow_batches_second_client() {
+	# One address (a container) opens 80 batch POSTs paced within its rate
+	# limit and sends their bodies a byte every 3 s. It keeps 4 of the 64
+	# batch slots; another address (the host) meanwhile gets every batch
+	# and GET answered, not one error.
+	local holder line i
+	holder=$(hold_bodies "POST /sudoku 80 100000 0.07") || fail "cannot start the holding client" || return 1
+	line=$(wait_held "$holder") || { docker rm -f "$holder" >/dev/null; return 1; }
+	echo "r:$(puzzle 2)" >"$work/one"
+	: >"$work/second"
+	for i in $(seq 10); do
+		curl -s -m 10 -o /dev/null -w '%{http_code}\n' -X POST --data-binary "@$work/one" "$base/sudoku" >>"$work/second"
+	done
+	for i in $(seq 20); do echo "$base/sudoku?puzzle=$(puzzle $((i % 12 + 1)))"; done | parallel 4 >>"$work/second"
+	docker rm -f "$holder" >/dev/null
+	echo "     slow client: $line"
+	echo "     other client, 10 batch POSTs and 20 GETs meanwhile: $(sort "$work/second" | uniq -c | tr '\n' ' ')"
+	! grep -qv '^200$' "$work/second" || fail "the other client got errors while one address held slow bodies"
 }
 
 # access_lines TAG N: nginx's access-log lines (JSON) of the requests whose
@@ -591,6 +730,49 @@ case_worker_stopped() {
 	! grep -qv '^200$' "$work/during" || fail "requests failed while a worker stopped"
 }
 
+# answered_ids FILE: the ids of the answer lines of a batch response body in FILE that
+# solve a puzzle ("b<n>:<81 digits>"), one a line.
+answered_ids() { tr -d '\r' <"$1" | grep -E '^b[0-9]+:[1-9]{81}$' | cut -d: -f1 | sort -u; }
+
+case_batch_stream_broken() {
+	# A batch whose worker dies mid-stream (SIGKILL once the first answers
+	# arrive). nginx 1.22 ends its answer as if it were complete: with
+	# FastCGI unbuffered (the worker sends X-Accel-Buffering: no) the
+	# worker's closed connection is an end of the body, not an error, so
+	# the chunked terminator comes and curl exits 0. What tells the client
+	# is the count: the worker answers every line of a batch it finishes
+	# (ServerTooBusy included), so a batch with lines unanswered broke off.
+	# Those lines, sent again as the page does, are all answered.
+	local n=10000 victim='' w rc id i
+	awk -v n=$n '{ p[NR] = $0 } END { for (i = 1; i <= n; i++) print "b" i ":" p[(i - 1) % NR + 1] }' "$data/hard.txt" >"$work/long"
+	curl -s -m 60 -o "$work/long.out" -D "$work/long.headers" -X POST --data-binary "@$work/long" "$base/sudoku" &
+	local pid=$!
+	for i in $(seq 100); do
+		[[ -s $work/long.out ]] && break
+		sleep 0.1
+	done
+	w=$(awk -F': ' 'tolower($1) == "x-sudoku-worker" { sub(/\r$/, "", $2); print $2 }' "$work/long.headers")
+	for id in $(containers sudoku); do
+		[[ $(docker inspect -f '{{.Config.Hostname}}' "$id") == "$w" ]] && victim=$id
+	done
+	[[ -n $victim ]] || { kill "$pid"; fail "no worker container named '$w' answers the batch"; return 1; }
+	docker kill "$victim" >/dev/null
+	wait "$pid"
+	rc=$?
+	docker start "$victim" >/dev/null
+	answered_ids "$work/long.out" >"$work/long.ids"
+	echo "     $n lines, worker $w killed mid-stream: curl exit $rc (0: nginx ended the answer cleanly), $(wc -l <"$work/long.ids") answered"
+	(($(wc -l <"$work/long.ids") < n)) || fail "every line answered before the kill: nothing to tell" || return 1
+	# Send the unanswered lines again (to the other worker).
+	awk -F: 'NR == FNR { done[$1]; next } !($1 in done)' "$work/long.ids" "$work/long" >"$work/again"
+	curl -s -m 60 -o "$work/again.out" -X POST --data-binary "@$work/again" "$base/sudoku"
+	rc=$?
+	((rc == 0)) || fail "the resent batch ended with curl exit $rc, not a clean end" || return 1
+	sort -u "$work/long.ids" <(answered_ids "$work/again.out") >"$work/all.ids"
+	echo "     resent $(wc -l <"$work/again") lines: clean end, $(wc -l <"$work/all.ids") of $n answered in all"
+	[[ $(wc -l <"$work/all.ids") == "$n" ]] || fail "$((n - $(wc -l <"$work/all.ids"))) lines never answered"
+}
+
 case_worker_metrics() {
 	# Each worker's internal listener (9001: /metrics, /healthz, /readyz) is
 	# reachable inside the compose network only (the 404 case shows nginx does
@@ -673,6 +855,9 @@ run_case "404 unknown paths (internal endpoints unreachable)" case_unknown_path
 run_case "414 huge URI" case_huge_uri
 run_case "413 huge body" case_huge_body
 run_case "400 huge header" case_huge_header
+run_case "routes without a body refuse one before reading it (413/405, JSON)" case_no_body_routes
+run_case "one client holding bodies on every route: nginx within idle + 32 MiB" case_held_bodies_memory
+run_case "one address holding slow batch bodies: another client gets no error" case_slow_batches_second_client
 run_case "bad Host is 4xx, not 500" case_bad_host
 run_case "stats JSON fields" case_stats
 run_case "headers: server_tokens off, request id, worker" case_headers
@@ -687,6 +872,7 @@ run_case "a flood of large batch POSTs: 200 or 503, nginx not OOM-killed" case_b
 run_case "requests reach every worker" case_every_worker
 run_case "worker /metrics on the internal port counts the solves" case_worker_metrics
 run_case "a worker stops, requests keep succeeding" case_worker_stopped
+run_case "a batch whose worker dies mid-stream: lines missing, resent, every line answered" case_batch_stream_broken
 run_case "exporter shows nginx_connections_accepted" case_exporter
 run_case "HTTPS not published without TLS" case_no_https_without_tls
 # Takes the stack down, so it runs last, and not when the stack is to stay up.

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -444,12 +445,100 @@ func TestWorkerPortsStayInternal(t *testing.T) {
 						(peer.PodSelector == nil || peer.NamespaceSelector != nil || !matches(peer.PodSelector.MatchLabels, edgeLabels)) {
 						t.Errorf("policy %s admits %+v to the FastCGI port, want only the edge pods", np.Name, peer)
 					}
+					if rp.Port != nil && port(t, workers.Spec.Template.Spec.Containers[0], *rp.Port) == listenPort(t, workers.Spec.Template.Spec.Containers[0], "SUDOKU_FCGI_INTERNAL_LISTEN") && !prometheusOnly(peer) {
+						t.Errorf("policy %s admits %+v to the internal port, want only Prometheus's pods in %s", np.Name, peer, monitoringNamespace)
+					}
 				}
 			}
 		}
 	}
 	if !denyAll || !workerPolicy {
 		t.Errorf("default deny-ingress policy %v, worker policy %v: want both", denyAll, workerPolicy)
+	}
+}
+
+// monitoringNamespace and prometheusLabels are where Prometheus runs: the
+// only peer admitted to the workers' internal port and the edge's metrics.
+const monitoringNamespace = "monitoring"
+
+var prometheusLabels = map[string]string{"app.kubernetes.io/name": "prometheus"}
+
+// prometheusOnly reports whether peer admits Prometheus's pods in the
+// monitoring namespace and nothing else: both selectors in one peer (the
+// namespace and the pod must both match), no IP block.
+func prometheusOnly(peer networkingv1.NetworkPolicyPeer) bool {
+	return peer.IPBlock == nil &&
+		peer.NamespaceSelector != nil && len(peer.NamespaceSelector.MatchExpressions) == 0 &&
+		maps.Equal(peer.NamespaceSelector.MatchLabels, map[string]string{"kubernetes.io/metadata.name": monitoringNamespace}) &&
+		peer.PodSelector != nil && len(peer.PodSelector.MatchExpressions) == 0 &&
+		maps.Equal(peer.PodSelector.MatchLabels, prometheusLabels)
+}
+
+// Issue 31: the edge's own metrics port (-metrics-listen) is declared, the
+// metrics Service carries it, and the policies admit it and the exporter's
+// port from Prometheus's pods only.
+func TestEdgeMetricsPortsAdmitOnlyPrometheus(t *testing.T) {
+	o := render(t)
+	edge := o.deployment(t, edgeApp)
+	labels := edge.Spec.Template.Labels
+	want := map[string]int32{}
+	for _, c := range edge.Spec.Template.Spec.Containers {
+		switch c.Name {
+		case "nginx":
+			n := listenPort(t, c, "SUDOKU_EDGE_METRICS_LISTEN")
+			declared := false
+			for _, cp := range c.Ports {
+				if cp.ContainerPort == n {
+					declared = true
+					want[cp.Name] = n
+				}
+			}
+			if !declared {
+				t.Errorf("container nginx listens for metrics on %d (SUDOKU_EDGE_METRICS_LISTEN) but declares no such port", n)
+			}
+		case "exporter":
+			want["metrics"] = port(t, c, intstr.FromString("metrics"))
+		}
+	}
+	if len(want) != 2 {
+		t.Fatalf("metrics ports found: %v, want the edge's and the exporter's", want)
+	}
+	for _, s := range o.services {
+		if !matches(s.Spec.Selector, labels) || s.Name != "sudoku-edge-metrics" {
+			continue
+		}
+		for name := range want {
+			if !slices.ContainsFunc(s.Spec.Ports, func(sp corev1.ServicePort) bool { return sp.TargetPort.StrVal == name }) {
+				t.Errorf("service %s does not carry port %s", s.Name, name)
+			}
+		}
+	}
+	admitted := map[string]bool{}
+	for _, np := range o.policies {
+		if len(np.Spec.PodSelector.MatchLabels) == 0 || !matches(np.Spec.PodSelector.MatchLabels, labels) {
+			continue
+		}
+		for i, rule := range np.Spec.Ingress {
+			for name := range want {
+				if !slices.ContainsFunc(rule.Ports, func(p networkingv1.NetworkPolicyPort) bool { return p.Port != nil && p.Port.StrVal == name }) && len(rule.Ports) > 0 {
+					continue
+				}
+				if len(rule.From) == 0 {
+					t.Errorf("policy %s ingress rule %d admits anyone to %s", np.Name, i, name)
+				}
+				for _, peer := range rule.From {
+					if !prometheusOnly(peer) {
+						t.Errorf("policy %s ingress rule %d admits %+v to %s, want only Prometheus's pods", np.Name, i, peer, name)
+					}
+				}
+				admitted[name] = true
+			}
+		}
+	}
+	for name := range want {
+		if !admitted[name] {
+			t.Errorf("no policy admits Prometheus to the edge's port %s", name)
+		}
 	}
 }
 

@@ -59,6 +59,9 @@ func TestAnswersMatchDescription(t *testing.T) {
 		{name: "description", method: "GET", target: "/openapi.yaml", status: 200, inBody: "openapi: 3."},
 		{name: "stats", method: "GET", target: "/sudoku/stats", status: 200, inBody: `"worker"`},
 		{name: "stats method not allowed", method: "POST", target: "/sudoku/stats", body: "x", status: 405, noRoute: true},
+		// Issue 31: a route that takes no body refuses one before reading it.
+		{name: "stats with a body", method: "GET", target: "/sudoku/stats", body: "x", status: 413, inBody: "takes no request body"},
+		{name: "solve with a body", method: "GET", target: "/sudoku?puzzle=" + puzzle, body: "x", status: 413, inBody: "takes no request body"},
 		{name: "unknown path", method: "GET", target: "/nope", status: 404},
 		{name: "URI too long", method: "GET", target: "/sudoku?puzzle=" + long, status: 414},
 		{name: "batch", method: "POST", target: "/sudoku", body: "a:" + puzzle + "\nb:" + noSolution + "\nc:123\n", status: 200, inBody: "a:" + solution},

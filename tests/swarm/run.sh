@@ -11,8 +11,8 @@
 #   tests/swarm/run.sh (make test-swarm)
 #
 # Env: SUDOKU_SWARM_STACK (stack name, default sudoku-swarm-test),
-# SUDOKU_SWARM_PORT (published HTTP port, default 28480; HTTPS and the
-# exporter take the next two), SUDOKU_SWARM_RATE (load, requests/s,
+# SUDOKU_SWARM_PORT (published HTTP port, default 28480; HTTPS takes the
+# next one), SUDOKU_SWARM_RATE (load, requests/s,
 # default 200), SUDOKU_SWARM_KEEP=1 (keep the stack for a look afterwards),
 # SUDOKU_PUBLISH_MODE (ingress, the routing mesh; set to host by the script
 # where the kernel has no IPVS), SUDOKU_SWARM_OUT (where the load results
@@ -110,7 +110,7 @@ done
 go build -o "$WORK/sudoku-load" ./cmd/sudoku-load
 
 # --- deploy ----------------------------------------------------------------
-export SUDOKU_HTTP_PORT=$PORT SUDOKU_HTTPS_PORT=$((PORT + 1)) SUDOKU_EXPORTER_PORT=$((PORT + 2))
+export SUDOKU_HTTP_PORT=$PORT SUDOKU_HTTPS_PORT=$((PORT + 1))
 # The routing mesh forwards with the kernel's IPVS; where the kernel has
 # none (some VMs and containers), publish on nginx's own node instead.
 if [[ ! -e /proc/sys/net/ipv4/vs ]]; then

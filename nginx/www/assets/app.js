@@ -342,6 +342,8 @@
   const chunkLines = 500;
   const chunkBytes = 256 << 10;
   const parallel = 2;
+  // How often lines without an answer are sent again.
+  const resendRounds = 2;
 
   const drop = $("drop");
   const fileInput = $("batch-file");
@@ -457,11 +459,14 @@
         else tally.solved++;
         show(false);
       };
-      // Lines the service had no time for go once more, after a pause.
+      // Lines the service had no time for, and lines a broken answer stream
+      // left unanswered (a worker that died mid-batch), go again after a
+      // pause, up to resendRounds times; then they keep their last answer.
       let queue = entries;
-      for (let round = 0; round < 2 && queue.length > 0; round++) {
+      const last = new Map();
+      for (let round = 0; round <= resendRounds && queue.length > 0; round++) {
         if (round > 0) {
-          batchSay("The service was busy for " + queue.length + " lines; sending them again…", "busy");
+          batchSay(queue.length + " lines were not answered (the service was busy, or an answer stream broke off); sending them again…", "busy");
           await sleep(1000);
         }
         const chunks = chunksOf(queue);
@@ -470,9 +475,11 @@
         for (let w = 0; w < parallel; w++) {
           workers.push((async () => {
             for (let c = chunks.shift(); c; c = chunks.shift()) {
-              await sendChunk(c, (e, ans) => {
-                if (ans === "ServerTooBusy" && round === 0) again.push(e);
-                else record(e, ans);
+              await sendChunk(c, (e, ans, resend) => {
+                if (resend || ans === "ServerTooBusy") {
+                  last.set(e, ans);
+                  again.push(e);
+                } else record(e, ans);
               });
             }
           })());
@@ -480,7 +487,7 @@
         await Promise.all(workers);
         queue = again;
       }
-      for (const e of queue) record(e, "ServerTooBusy");
+      for (const e of queue) record(e, last.get(e));
       show(true);
       offerDownload(file.name, entries);
     } catch (err) {
@@ -492,7 +499,16 @@
   }
 
   // sendChunk posts one chunk and hands each streamed answer line to onAnswer
-  // as soon as it arrives. Lines the service does not answer get an error.
+  // as soon as it arrives. Lines the service does not answer get an error,
+  // with resend set where sending them again may answer them: the request
+  // failed on the network, or the answer stream ended before every line.
+  // A worker that dies mid-batch closes its FastCGI connection without
+  // FCGI_END_REQUEST, and nginx 1.22 (unbuffered FastCGI) takes that for
+  // the end of the body: the answer ends as cleanly as a complete one
+  // (tests/integration, "dies mid-stream"). The count tells: the service
+  // answers every line of a batch it finishes, ServerTooBusy included, so
+  // lines still pending at the end are resent. A stream that fails on the
+  // way (reader.read() rejects) is resent the same way.
   async function sendChunk(chunk, onAnswer) {
     const byTag = new Map();
     const own = [];
@@ -514,6 +530,7 @@
       onAnswer(e, ans);
     };
     let failure = null;
+    let resend = false;
     try {
       const body = chunk.map((e) => e.send).join("\n") + "\n";
       const resp = await send("/sudoku", { method: "POST", body: body, headers: { "Content-Type": "text/plain" }, cache: "no-store" },
@@ -536,11 +553,13 @@
         }
         if (buf !== "") take(buf);
         failure = "error: the service sent no answer for this line";
+        resend = true;
       }
     } catch (err) {
       failure = "error: network error (" + err.message + ")";
+      resend = true;
     }
-    for (const e of pending) onAnswer(e, failure);
+    for (const e of pending) onAnswer(e, failure, resend);
   }
 
   function offerDownload(name, entries) {
