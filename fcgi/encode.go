@@ -6,13 +6,6 @@ import (
 	"sudoku-fcgi/solver"
 )
 
-func appendGrid(b []byte, g *solver.Grid) []byte {
-	for _, v := range g {
-		b = append(b, '0'+v)
-	}
-	return b
-}
-
 // errorJSON is the body of every error answer.
 type errorJSON struct {
 	Error string `json:"error"`

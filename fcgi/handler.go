@@ -286,18 +286,6 @@ func wantsText(r *http.Request, req *getRequest) bool {
 	return len(a) > 0 && strings.HasPrefix(a[0], "text/plain")
 }
 
-// appendUniqueWord appends the text answer's " unique" or " not-unique"
-// when the client asked (unique=1), so that text loses nothing JSON says.
-func appendUniqueWord(b []byte, asked bool, count int) []byte {
-	switch {
-	case !asked:
-		return b
-	case count == 1:
-		return append(b, " unique"...)
-	}
-	return append(b, " not-unique"...)
-}
-
 // solveOne runs one puzzle on the pool with its own deadline (net/http/fcgi
 // never cancels a request, so for a GET the deadline is the only bound).
 // parent bounds the wait and the solve too: a batch passes its own context,
@@ -350,13 +338,10 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request, st *reqState) {
 	}
 	st.outcome = outcomeSolved
 	if wantsText(r, &req) {
-		var b []byte
-		if req.id != "" {
-			b = append(b, req.id...)
-			b = append(b, ':')
-		}
-		b = appendGrid(b, &res.Solution)
-		b = appendUniqueWord(b, req.unique, res.Count)
+		// The text answer says " unique" or " not-unique" when the client
+		// asked (unique=1), so that text loses nothing JSON says.
+		b := solver.AppendID(nil, []byte(req.id), req.id != "")
+		b = solver.AppendSolution(b, &res.Solution, req.unique, res.Count)
 		s.write(w, st, http.StatusOK, typeText, append(b, '\n'))
 	} else {
 		s.write(w, st, http.StatusOK, typeJSON, encodeSolution(req.id, &req.grid, &res.Solution, res.Count == 1, req.unique))
