@@ -273,7 +273,7 @@ func (s *Service) write(w http.ResponseWriter, st *reqState, status int, ctype s
 func (s *Service) fail(w http.ResponseWriter, st *reqState, err error, id string) {
 	o, msg := s.classify(err)
 	st.outcome, st.errMsg = o, msg
-	s.write(w, st, outcomeStatus[o], typeJSON, encodeError(msg, id))
+	s.write(w, st, outcomeStatus[o], typeJSON, appendError(make([]byte, 0, 128), msg, id))
 }
 
 // wantsText reports whether a GET is answered in text: format=text, or no
@@ -344,6 +344,7 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request, st *reqState) {
 		b = solver.AppendSolution(b, &res.Solution, req.unique, res.Count)
 		s.write(w, st, http.StatusOK, typeText, append(b, '\n'))
 	} else {
-		s.write(w, st, http.StatusOK, typeJSON, encodeSolution(req.id, &req.grid, &res.Solution, res.Count == 1, req.unique))
+		b := appendSolution(make([]byte, 0, 256), req.id, &req.grid, &res.Solution, res.Count == 1, req.unique)
+		s.write(w, st, http.StatusOK, typeJSON, b)
 	}
 }
