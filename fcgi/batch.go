@@ -43,9 +43,12 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 	}
 
 	h := w.Header()
-	h.Set("Content-Type", typeText)
-	s.setCommon(h)
-	h.Set("X-Accel-Buffering", "no") // nginx passes lines on as they come
+	h["Content-Type"] = hdrText
+	h["X-Sudoku-Worker"] = s.hdrWorker
+	h["Cache-Control"] = hdrNoStore
+	h["X-Content-Type-Options"] = hdrNoSniff
+	h["X-Accel-Buffering"] = hdrNo // nginx passes lines on as they come
+	h["Date"] = s.dateHeader(time.Now())
 	st.status, st.wrote, st.outcome = http.StatusOK, true, outcomeBatch
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
@@ -85,7 +88,8 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 	}
 	go func() { wg.Wait(); close(results) }()
 
-	var out []byte
+	bp := s.getBuf()
+	out := *bp
 	var werr error
 	for line := range results {
 		if werr != nil {
@@ -107,6 +111,8 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 	if len(out) > 0 && werr == nil {
 		w.Write(out)
 	}
+	*bp = out
+	s.putBuf(bp)
 	st.queueWait = time.Duration(run.waited.Load())
 }
 

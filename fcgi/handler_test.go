@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http/httptest"
 	"sort"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -159,7 +158,7 @@ func TestHandlerGET(t *testing.T) {
 	})
 }
 
-func itoa(n int) string { return strconv.Itoa(n) }
+func itoa(n int) string { return smallLengths[n][0] }
 
 func TestHandlerMethods(t *testing.T) {
 	s := newTestService(t, cfg())
