@@ -1,7 +1,6 @@
 package fcgi
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -44,9 +43,12 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 	}
 
 	h := w.Header()
-	h.Set("Content-Type", typeText)
-	s.setCommon(h)
-	h.Set("X-Accel-Buffering", "no") // nginx passes lines on as they come
+	h["Content-Type"] = hdrText
+	h["X-Sudoku-Worker"] = s.hdrWorker
+	h["Cache-Control"] = hdrNoStore
+	h["X-Content-Type-Options"] = hdrNoSniff
+	h["X-Accel-Buffering"] = hdrNo // nginx passes lines on as they come
+	h["Date"] = s.dateHeader(time.Now())
 	st.status, st.wrote, st.outcome = http.StatusOK, true, outcomeBatch
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
@@ -86,7 +88,8 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 	}
 	go func() { wg.Wait(); close(results) }()
 
-	var out []byte
+	bp := s.getBuf()
+	out := *bp
 	var werr error
 	for line := range results {
 		if werr != nil {
@@ -108,6 +111,8 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 	if len(out) > 0 && werr == nil {
 		w.Write(out)
 	}
+	*bp = out
+	s.putBuf(bp)
 	st.queueWait = time.Duration(run.waited.Load())
 }
 
@@ -134,17 +139,10 @@ func flush(w http.ResponseWriter, rc *http.ResponseController) error {
 	return err
 }
 
-// lineID returns the "id:" prefix of a batch line (nil when it has none).
-func lineID(line []byte) []byte {
-	if i := bytes.LastIndexByte(line, ':'); i >= 0 {
-		return line[:i+1]
-	}
-	return nil
-}
-
 // busyLine answers a line the batch had no time left for.
 func (s *Service) busyLine(line []byte) []byte {
-	return s.lineError(append([]byte(nil), lineID(line)...), errBatchEnded)
+	id, _, hasID := solver.SplitLine(line)
+	return s.lineError(solver.AppendID(nil, id, hasID), errBatchEnded)
 }
 
 // lineError counts a batch line that did not solve and appends its answer
@@ -152,7 +150,7 @@ func (s *Service) busyLine(line []byte) []byte {
 func (s *Service) lineError(out []byte, err error) []byte {
 	o, msg := s.classify(err)
 	s.recordLine(o)
-	out = append(out, o.batchAnswer(msg)...)
+	out = o.appendBatchAnswer(out, msg)
 	return append(out, '\n')
 }
 
@@ -170,26 +168,18 @@ func (s *Service) safeBatchLine(ctx context.Context, line []byte, run *batchRun)
 }
 
 // batchLine solves one line within the batch's ctx and returns the answer
-// line.
+// line. A line with a ':' has an id, possibly empty, and its answer repeats
+// "id:" as sent (see solver.SplitLine), so ":<cells>" answers ":<answer>".
 func (s *Service) batchLine(ctx context.Context, line []byte, run *batchRun) []byte {
-	var id, puzzle []byte
-	if i := bytes.LastIndexByte(line, ':'); i >= 0 {
-		id, puzzle = line[:i], line[i+1:]
-	} else {
-		puzzle = line
-	}
-	out := make([]byte, 0, len(id)+1+81+len(" not-unique")+1)
-	if len(id) > 0 {
-		out = append(out, id...)
-		out = append(out, ':')
-	}
+	id, puzzle, hasID := solver.SplitLine(line)
+	out := make([]byte, 0, len(id)+1+81+1+len(solver.WordNotUnique)+1)
+	out = solver.AppendID(out, id, hasID)
 	res, err := s.solveLine(ctx, id, puzzle, run)
 	if err != nil {
 		return s.lineError(out, err)
 	}
 	s.recordLine(outcomeSolved)
-	out = appendGrid(out, &res.Solution)
-	out = appendUniqueWord(out, run.unique, res.Count)
+	out = solver.AppendSolution(out, &res.Solution, run.unique, res.Count)
 	return append(out, '\n')
 }
 

@@ -1,50 +1,91 @@
 package fcgi
 
 import (
-	"encoding/json"
+	"unicode/utf8"
 
 	"sudoku-fcgi/solver"
 )
 
-func appendGrid(b []byte, g *solver.Grid) []byte {
-	for _, v := range g {
-		b = append(b, '0'+v)
+// The JSON answers are written by hand: through encoding/json they cost
+// 2.3% of a whole request (tests/bench/RESULTS.md, "Handler: standard
+// library vs hand-made paths"); FuzzAppendJSONString checks that
+// encoding/json reads them back.
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string, escaping what JSON requires
+// and replacing invalid UTF-8 with U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
 	}
-	return b
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
-// errorJSON is the body of every error answer.
-type errorJSON struct {
-	Error string `json:"error"`
-	ID    string `json:"id,omitempty"`
-}
-
-// solutionJSON is the JSON answer to a GET; Unique is there when the
-// client asked (unique=1).
-type solutionJSON struct {
-	ID       string `json:"id,omitempty"`
-	Puzzle   string `json:"puzzle"`
-	Solution string `json:"solution"`
-	Unique   *bool  `json:"unique,omitempty"`
-}
-
-// encode returns v as a JSON line. The types above always encode.
-func encode(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err) // unreachable: strings and bools only
+// appendError appends {"error":msg[,"id":id]}.
+func appendError(b []byte, msg, id string) []byte {
+	b = append(b, `{"error":`...)
+	b = appendJSONString(b, msg)
+	if id != "" {
+		b = append(b, `,"id":`...)
+		b = appendJSONString(b, id)
 	}
-	return append(b, '\n')
+	return append(b, "}\n"...)
 }
 
-// encodeError returns {"error":msg[,"id":id]}.
-func encodeError(msg, id string) []byte { return encode(errorJSON{Error: msg, ID: id}) }
-
-// encodeSolution returns the JSON answer to a GET.
-func encodeSolution(id string, puzzle, sol *solver.Grid, unique, withUnique bool) []byte {
-	v := solutionJSON{ID: id, Puzzle: puzzle.String(), Solution: sol.String()}
+// appendSolution appends the JSON answer to a GET.
+func appendSolution(b []byte, id string, puzzle, sol *solver.Grid, unique, withUnique bool) []byte {
+	b = append(b, '{')
+	if id != "" {
+		b = append(b, `"id":`...)
+		b = appendJSONString(b, id)
+		b = append(b, ',')
+	}
+	b = append(b, `"puzzle":"`...)
+	b = solver.AppendSolution(b, puzzle, false, 0) // the 81 cells, 0 for a blank
+	b = append(b, `","solution":"`...)
+	b = solver.AppendSolution(b, sol, false, 0)
+	b = append(b, '"')
 	if withUnique {
-		v.Unique = &unique
+		if unique {
+			b = append(b, `,"unique":true`...)
+		} else {
+			b = append(b, `,"unique":false`...)
+		}
 	}
-	return encode(v)
+	return append(b, "}\n"...)
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +78,15 @@ type Service struct {
 
 	draining atomic.Bool
 	counts   counts
+
+	hdrWorker []string
+	date      atomic.Pointer[dateValue]
+	bufs      sync.Pool
+}
+
+type dateValue struct {
+	unix int64
+	v    []string
 }
 
 // New builds a Service; start cfg from DefaultConfig.
@@ -84,13 +94,15 @@ func New(cfg Config, log zerolog.Logger) *Service {
 	cfg = cfg.resolve()
 	m := newMetrics()
 	s := &Service{
-		cfg:   cfg,
-		log:   log,
-		pool:  newPool(cfg.PoolSize, cfg.QueueSize, cfg.QueueTimeout),
-		stats: newStats(time.Now()),
-		m:     m,
-		solve: solver.SolveContext,
+		cfg:       cfg,
+		log:       log,
+		pool:      newPool(cfg.PoolSize, cfg.QueueSize, cfg.QueueTimeout),
+		stats:     newStats(time.Now()),
+		m:         m,
+		solve:     solver.SolveContext,
+		hdrWorker: []string{cfg.WorkerID},
 	}
+	s.bufs.New = func() any { b := make([]byte, 0, 512); return &b }
 	s.pc = newPoolCollector(s.pool, s.draining.Load)
 	return s
 }
@@ -119,10 +131,38 @@ func (s *Service) Collect(ch chan<- prometheus.Metric) {
 // calls it.
 func (s *Service) SetDraining(v bool) { s.draining.Store(v) }
 
-const (
-	typeJSON = "application/json"
-	typeText = "text/plain; charset=utf-8"
+// The header values go into every answer's map as shared slices (never
+// changed after start), Content-Length from a table and Date cached for a
+// second: h.Set's canonical keys, strconv and the Date formatting cost 1.6%
+// of a whole request (tests/bench/RESULTS.md, "Handler: standard library vs
+// hand-made paths").
+var (
+	hdrJSON        = []string{"application/json"}
+	hdrText        = []string{"text/plain; charset=utf-8"}
+	hdrNoStore     = []string{"no-store"}
+	hdrNoSniff     = []string{"nosniff"} // a browser takes the answer for its Content-Type, nothing else
+	hdrRetryAfter  = []string{"1"}
+	hdrNo          = []string{"no"}
+	hdrAllowSudoku = []string{"GET, HEAD, POST"}
+	hdrAllowStats  = []string{"GET, HEAD"}
+	smallLengths   = func() (t [1024][]string) {
+		for i := range t {
+			t[i] = []string{strconv.Itoa(i)}
+		}
+		return t
+	}()
 )
+
+// dateHeader returns the Date field for now, formatted once a second.
+func (s *Service) dateHeader(now time.Time) []string {
+	unix := now.Unix()
+	if d := s.date.Load(); d != nil && d.unix == unix {
+		return d.v
+	}
+	d := &dateValue{unix: unix, v: []string{now.UTC().Format(http.TimeFormat)}}
+	s.date.Store(d)
+	return d.v
+}
 
 // reqState is what one request leaves for the access line and the stats.
 type reqState struct {
@@ -227,13 +267,13 @@ func (s *Service) route(w http.ResponseWriter, r *http.Request, st *reqState, no
 			st.route = routeBatch
 			s.batch(w, r, st)
 		default:
-			w.Header().Set("Allow", "GET, HEAD, POST")
+			w.Header()["Allow"] = hdrAllowSudoku
 			s.fail(w, st, methodNotAllowed(r.Method, "GET, HEAD or POST"), "")
 		}
 	case "/sudoku/stats":
 		st.route = routeStats
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
+			w.Header()["Allow"] = hdrAllowStats
 			s.fail(w, st, methodNotAllowed(r.Method, "GET or HEAD"), "")
 			return
 		}
@@ -243,23 +283,32 @@ func (s *Service) route(w http.ResponseWriter, r *http.Request, st *reqState, no
 	}
 }
 
-// setCommon sets the header fields every public answer carries.
-// X-Content-Type-Options: nosniff keeps a browser to the Content-Type.
-func (s *Service) setCommon(h http.Header) {
-	h.Set("X-Sudoku-Worker", s.cfg.WorkerID)
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
+// getBuf and putBuf pool the buffers answers are built in.
+func (s *Service) getBuf() *[]byte { return s.bufs.Get().(*[]byte) }
+
+func (s *Service) putBuf(b *[]byte) {
+	if cap(*b) <= 64<<10 {
+		*b = (*b)[:0]
+		s.bufs.Put(b)
+	}
 }
 
 // write sends a complete response with explicit Content-Type and
-// Content-Length (golang/go#40928). net/http/fcgi adds the Date.
-func (s *Service) write(w http.ResponseWriter, st *reqState, status int, ctype string, body []byte) {
+// Content-Length (golang/go#40928).
+func (s *Service) write(w http.ResponseWriter, st *reqState, status int, ctype []string, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", ctype)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	s.setCommon(h)
+	h["Content-Type"] = ctype
+	if n := len(body); n < len(smallLengths) {
+		h["Content-Length"] = smallLengths[n]
+	} else {
+		h["Content-Length"] = []string{strconv.Itoa(n)}
+	}
+	h["X-Sudoku-Worker"] = s.hdrWorker
+	h["Cache-Control"] = hdrNoStore
+	h["X-Content-Type-Options"] = hdrNoSniff
+	h["Date"] = s.dateHeader(time.Now())
 	if status == http.StatusServiceUnavailable {
-		h.Set("Retry-After", "1")
+		h["Retry-After"] = hdrRetryAfter
 	}
 	st.status, st.wrote = status, true
 	w.WriteHeader(status)
@@ -273,7 +322,10 @@ func (s *Service) write(w http.ResponseWriter, st *reqState, status int, ctype s
 func (s *Service) fail(w http.ResponseWriter, st *reqState, err error, id string) {
 	o, msg := s.classify(err)
 	st.outcome, st.errMsg = o, msg
-	s.write(w, st, outcomeStatus[o], typeJSON, encodeError(msg, id))
+	bp := s.getBuf()
+	*bp = appendError(*bp, msg, id)
+	s.write(w, st, outcomeStatus[o], hdrJSON, *bp)
+	s.putBuf(bp)
 }
 
 // wantsText reports whether a GET is answered in text: format=text, or no
@@ -284,18 +336,6 @@ func wantsText(r *http.Request, req *getRequest) bool {
 	}
 	a := r.Header["Accept"]
 	return len(a) > 0 && strings.HasPrefix(a[0], "text/plain")
-}
-
-// appendUniqueWord appends the text answer's " unique" or " not-unique"
-// when the client asked (unique=1), so that text loses nothing JSON says.
-func appendUniqueWord(b []byte, asked bool, count int) []byte {
-	switch {
-	case !asked:
-		return b
-	case count == 1:
-		return append(b, " unique"...)
-	}
-	return append(b, " not-unique"...)
 }
 
 // solveOne runs one puzzle on the pool with its own deadline (net/http/fcgi
@@ -349,16 +389,17 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request, st *reqState) {
 		return
 	}
 	st.outcome = outcomeSolved
+	bp := s.getBuf()
 	if wantsText(r, &req) {
-		var b []byte
-		if req.id != "" {
-			b = append(b, req.id...)
-			b = append(b, ':')
-		}
-		b = appendGrid(b, &res.Solution)
-		b = appendUniqueWord(b, req.unique, res.Count)
-		s.write(w, st, http.StatusOK, typeText, append(b, '\n'))
+		// The text answer says " unique" or " not-unique" when the client
+		// asked (unique=1), so that text loses nothing JSON says.
+		b := solver.AppendID(*bp, []byte(req.id), req.id != "")
+		b = solver.AppendSolution(b, &res.Solution, req.unique, res.Count)
+		*bp = append(b, '\n')
+		s.write(w, st, http.StatusOK, hdrText, *bp)
 	} else {
-		s.write(w, st, http.StatusOK, typeJSON, encodeSolution(req.id, &req.grid, &res.Solution, res.Count == 1, req.unique))
+		*bp = appendSolution(*bp, req.id, &req.grid, &res.Solution, res.Count == 1, req.unique)
+		s.write(w, st, http.StatusOK, hdrJSON, *bp)
 	}
+	s.putBuf(bp)
 }

@@ -159,7 +159,7 @@ func TestHandlerGET(t *testing.T) {
 	})
 }
 
-func itoa(n int) string { return strconv.Itoa(n) }
+func itoa(n int) string { return strconv.Itoa(n) } // not smallLengths: the test checks the table
 
 func TestHandlerMethods(t *testing.T) {
 	s := newTestService(t, cfg())
@@ -486,6 +486,31 @@ func TestBatch(t *testing.T) {
 			t.Errorf("%s: %d %q, want %d", tt.name, w.Code, w.Body, tt.status)
 		}
 		decodeError(t, w)
+	}
+}
+
+// A line with a ':' has an id, possibly empty, and its answer repeats it
+// as sent (solver.SplitLine): ":<cells>" answers ":<answer>", whether the
+// line solves, fails or finds no slot.
+func TestBatchEmptyID(t *testing.T) {
+	s := newTestService(t, cfg())
+	body := ":" + easy + "\n" + ":" + dead + "\n" + ":12\n" + "a::" + easy + "\n"
+	w := serve(s, "POST", "/sudoku?unique=1", strings.NewReader(body))
+	if w.Code != 200 {
+		t.Fatalf("batch = %d %q", w.Code, w.Body)
+	}
+	got := strings.Split(strings.TrimSuffix(w.Body.String(), "\n"), "\n")
+	sort.Strings(got)
+	want := []string{":" + solution + " unique", ":NoSolution", ":error: got 2 cells, want 81", "a::error: " + errBadID.Error()}
+	sort.Strings(want)
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("batch answers = %q, want (in any order) %q", got, want)
+	}
+	if got := string(s.busyLine([]byte(":" + easy))); got != ":ServerTooBusy\n" {
+		t.Errorf("busy line with an empty id = %q, want \":ServerTooBusy\\n\"", got)
+	}
+	if got := string(s.busyLine([]byte(easy))); got != "ServerTooBusy\n" {
+		t.Errorf("busy line without an id = %q, want \"ServerTooBusy\\n\"", got)
 	}
 }
 

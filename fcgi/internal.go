@@ -26,7 +26,7 @@ func (s *Service) InternalHandler(g prometheus.Gatherer) http.Handler {
 		w.Write([]byte("ready\n"))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Sudoku-Worker", s.cfg.WorkerID)
+		w.Header()["X-Sudoku-Worker"] = s.hdrWorker
 		mux.ServeHTTP(w, r)
 	})
 }

@@ -89,20 +89,20 @@ var outcomeStatus = [numOutcomes]int{
 	outcomeInternalError:    500,
 }
 
-// batchAnswer is what a batch line that did not solve answers, without its
-// "id:" prefix; msg is the message classify gave.
-func (o outcome) batchAnswer(msg string) string {
+// appendBatchAnswer appends what a batch line that did not solve answers,
+// after its "id:" prefix; msg is the message classify gave.
+func (o outcome) appendBatchAnswer(dst []byte, msg string) []byte {
 	switch o {
 	case outcomeNoSolution:
-		return "NoSolution"
+		return append(dst, solver.AnswerNoSolution...)
 	case outcomeTooBusy, outcomeDraining:
-		return "ServerTooBusy"
+		return append(dst, solver.AnswerTooBusy...)
 	case outcomeTimeout:
-		return "error: solve budget exceeded"
+		return solver.AppendError(dst, "solve budget exceeded")
 	case outcomeInternalError:
-		return "error: internal error"
+		return solver.AppendError(dst, "internal error")
 	}
-	return "error: " + msg
+	return solver.AppendError(dst, msg)
 }
 
 // A requestError is a failure with its outcome and the message the client

@@ -33,7 +33,7 @@ func TestClassify(t *testing.T) {
 		if got := outcomeStatus[o]; got != tt.status {
 			t.Errorf("%s: classify(%v) = %v, status %d; want %d", tt.name, tt.err, o, got, tt.status)
 		}
-		if got := o.batchAnswer(msg); got != tt.batch {
+		if got := string(o.appendBatchAnswer(nil, msg)); got != tt.batch {
 			t.Errorf("%s: batch answer %q, want %q", tt.name, got, tt.batch)
 		}
 	}

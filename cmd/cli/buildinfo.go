@@ -4,7 +4,16 @@ import (
 	"runtime/debug"
 
 	"github.com/prometheus/common/version"
+
+	"sudoku-fcgi/solver"
 )
+
+// Version is what every binary's -version prints: prometheus/common's
+// version block and the solver engine the binary was built with ("scalar"
+// or "simd-avx2", see solver.Engine), which the build tags do not tell.
+func Version(program string) string {
+	return version.Print(program) + "\n  engine:           " + solver.Engine()
+}
 
 // stampVersion fills what -ldflags -X left empty in
 // github.com/prometheus/common/version (make build sets them all) from the

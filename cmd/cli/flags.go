@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/prometheus/common/version"
 )
 
 // A FlagSet is a flag.FlagSet whose flags have environment twins.
@@ -73,7 +71,7 @@ func (fs *FlagSet) Parse(args []string, getenv func(string) string) error {
 		return err
 	}
 	if fs.version {
-		fmt.Fprintln(fs.Output(), version.Print(fs.Name()))
+		fmt.Fprintln(fs.Output(), Version(fs.Name()))
 		return flag.ErrHelp
 	}
 	return nil

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sudoku-fcgi/solver"
 )
 
 func env(m map[string]string) func(string) string {
@@ -112,6 +114,10 @@ func TestVersion(t *testing.T) {
 	}
 	if !strings.HasPrefix(out.String(), "sudoku-load batch, version ") {
 		t.Errorf("-version printed %q", out.String())
+	}
+	// The last line names the engine, one of the two the solver has.
+	if e := solver.Engine(); (e != "scalar" && e != "simd-avx2") || !strings.HasSuffix(out.String(), "\n  engine:           "+e+"\n") {
+		t.Errorf("-version printed %q, want it to end with the engine %q", out.String(), e)
 	}
 	if code := ExitCode("sudoku-load", flag.ErrHelp, &out); code != 0 {
 		t.Errorf("ExitCode(ErrHelp) = %d, want 0", code)

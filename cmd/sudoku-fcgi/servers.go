@@ -15,10 +15,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/rs/zerolog"
+
+	"sudoku-fcgi/solver"
 )
 
 // newRegistry registers the service's and the FastCGI server's metrics,
-// the Go and process collectors, and sudoku_build_info.
+// the Go and process collectors, and sudoku_build_info with the solver's
+// engine as its label engine ("scalar" or "simd-avx2").
 func newRegistry(svc, conns prometheus.Collector) (*prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
 	if err := errors.Join(
@@ -27,7 +30,8 @@ func newRegistry(svc, conns prometheus.Collector) (*prometheus.Registry, error) 
 		reg.Register(collectors.NewGoCollector()),
 		reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
 		reg.Register(collectors.NewBuildInfoCollector()),
-		reg.Register(versioncollector.NewCollector("sudoku")),
+		reg.Register(versioncollector.NewCollector("sudoku",
+			versioncollector.WithExtraConstLabels(prometheus.Labels{"engine": solver.Engine()}))),
 	); err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}

@@ -25,8 +25,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/prometheus/common/version"
-
 	"sudoku-fcgi/cmd/cli"
 	"sudoku-fcgi/cmd/sudoku-load/load"
 )
@@ -72,7 +70,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		usage(stdout)
 		return flag.ErrHelp
 	case "-version", "--version":
-		fmt.Fprintln(stdout, version.Print(name))
+		fmt.Fprintln(stdout, cli.Version(name))
 		return flag.ErrHelp
 	}
 	m, ok := modes[args[0]]

@@ -13,8 +13,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/prometheus/common/version"
-
 	"sudoku-fcgi/cmd/cli"
 )
 
@@ -45,7 +43,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprint(stdout, usage)
 		return nil
 	case "-version", "--version":
-		fmt.Fprintln(stdout, version.Print("sudoku"))
+		fmt.Fprintln(stdout, cli.Version("sudoku"))
 		return nil
 	case "solve":
 		return runSolve(ctx, args[1:], getenv, stdin, stdout)

@@ -255,3 +255,14 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+// sudoku -version names the solver engine the binary was built with.
+func TestVersionNamesTheEngine(t *testing.T) {
+	out, err := runCLI(t, "", "-version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "sudoku, version ") || !strings.Contains(out, "\n  engine:           "+solver.Engine()+"\n") {
+		t.Errorf("sudoku -version = %q, want the version block and engine %q", out, solver.Engine())
+	}
+}
