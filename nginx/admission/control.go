@@ -21,7 +21,7 @@ type Config struct {
 	Interval time.Duration
 
 	// waitTarget is the workers' mean queue wait above which the rate is
-	// cut; BusyShare the share of busy 503s among the workers' answers
+	// cut; busyShare the share of busy 503s among the workers' answers
 	// above which it is cut too.
 	waitTarget time.Duration
 	busyShare  float64
@@ -31,7 +31,7 @@ type Config struct {
 	// empty while the CPU they share with nginx is full.
 	upstreamTarget time.Duration
 	// utilization is the share of the workers' estimated capacity the
-	// rate aims at; Gain how far the rate moves toward its target per
+	// rate aims at; gain how far the rate moves toward its target per
 	// sample (1 jumps there).
 	utilization float64
 	gain        float64
@@ -40,7 +40,7 @@ type Config struct {
 	// the workers: room for its clients to grow.
 	headroom float64
 
-	// queueMax is the longest wait in nginx's queue, burst / rate; Pass
+	// queueMax is the longest wait in nginx's queue, burst / rate; pass
 	// the part of it that passes at once, delay / rate.
 	queueMax time.Duration
 	pass     time.Duration
@@ -122,7 +122,7 @@ type sample struct {
 	Nginx   nginxCounts
 }
 
-// decision is the controller's answer to one Sample.
+// decision is the controller's answer to one sample.
 type decision struct {
 	Rate      float64 // the rate nginx runs with after this sample
 	Computed  float64 // the rate the law computed (Rate lags it by the hysteresis)
@@ -146,7 +146,7 @@ const (
 	reasonOff       reason = "off"     // Config.Off
 )
 
-// reasons lists every Reason, for metrics.
+// reasons lists every reason, for metrics.
 var reasons = []reason{reasonStart, reasonHold, reasonRaise, reasonCut, reasonNoWorkers, reasonFixed, reasonOff}
 
 // controller computes the admission rate. It is not safe for concurrent
@@ -154,19 +154,19 @@ var reasons = []reason{reasonStart, reasonHold, reasonRaise, reasonCut, reasonNo
 //
 // The law, per sample:
 //
-//	saturated  = w's queue wait > WaitTarget, its busy 503s > BusyShare, or nginx's
-//	             mean upstream time > UpstreamTarget (the whole stack is full)
+//	saturated  = w's queue wait > waitTarget, its busy 503s > busyShare, or nginx's
+//	             mean upstream time > upstreamTarget (the whole stack is full)
 //	capacity_w = EWMA(answered_w), a fall at once       while w is saturated
 //	           = EWMA(slots_w x solves_w / solveSeconds_w / cal_w) otherwise
 //	cal_w      = EWMA(slots_w x solves_w / solveSeconds_w / answered_w) while saturated
 //	others     = sum(answered + busy503) - passed    (other nginx instances; 0 when passed is unknown)
-//	k         *= 0.95 while congested (mean queue wait > WaitTarget, busy 503s > BusyShare,
+//	k         *= 0.95 while congested (mean queue wait > waitTarget, busy 503s > busyShare,
 //	             or the stack saturated)
 //	             under a settled rate within the estimate, else toward 1 by x1.01
-//	target     = clamp(sum(capacity) x Utilization x k - others, Floor, Max),
-//	             at least passed x (1 + Headroom) when others > 0 and nginx turns nobody away
+//	target     = clamp(sum(capacity) x utilization x k - others, Floor, Max),
+//	             at least passed x (1 + headroom) when others > 0 and nginx turns nobody away
 //	computed   = target when congested and target < computed (cut at once),
-//	             else computed + Gain x (target - computed)
+//	             else computed + gain x (target - computed)
 //	rate       = computed when it differs from the rendered rate by more than
 //	             Step and Interval has passed since the last render
 type controller struct {
@@ -276,7 +276,7 @@ func (c *controller) decide(s sample) decision {
 	// others leave, so that together they admit the capacity (two
 	// instances that both turn requests away settle on a split of it).
 	// Each moves by its share of what reached the workers, so that
-	// together they move by Gain, however many they are.
+	// together they move by gain, however many they are.
 	others, limited, passed, share := 0.0, false, 0.0, 1.0
 	if n := s.Nginx; n.Known && answered+busy503 > 0 {
 		others = math.Max(0, answered+busy503-n.Passed)

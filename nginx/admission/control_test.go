@@ -235,7 +235,7 @@ func TestConfigCheck(t *testing.T) {
 		cfg := DefaultConfig()
 		tc.mod(&cfg)
 		if _, err := newController(cfg); err == nil {
-			t.Errorf("%s: NewController(%+v) = nil error", tc.name, cfg)
+			t.Errorf("%s: newController(%+v) = nil error", tc.name, cfg)
 		}
 	}
 	if err := DefaultConfig().Check(); err != nil {

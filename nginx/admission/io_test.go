@@ -134,14 +134,14 @@ func TestQueueForBoundsTheWait(t *testing.T) {
 	for _, rate := range []float64{1, 7, 50, 999, 8000, 123456} {
 		q := queueFor(rate, cfg)
 		if q.Rate < 1 || float64(q.Burst)/float64(q.Rate) > cfg.queueMax.Seconds() && q.Burst > 1 {
-			t.Errorf("QueueFor(%v) = %+v: burst / rate over %v", rate, q, cfg.queueMax)
+			t.Errorf("queueFor(%v) = %+v: burst / rate over %v", rate, q, cfg.queueMax)
 		}
 		if q.Delay > q.Burst || q.Burst < 1 {
-			t.Errorf("QueueFor(%v) = %+v: want 1 <= burst, delay <= burst", rate, q)
+			t.Errorf("queueFor(%v) = %+v: want 1 <= burst, delay <= burst", rate, q)
 		}
 	}
 	if q := queueFor(8000, cfg); q != (queue{Rate: 8000, Burst: 400, Delay: 80}) {
-		t.Errorf("QueueFor(8000) = %+v, want 8000 r/s, burst 400, delay 80", q)
+		t.Errorf("queueFor(8000) = %+v, want 8000 r/s, burst 400, delay 80", q)
 	}
 	f, err := render(queueFor(8000, cfg), "/run/sudoku-edge/log.sock")
 	if err != nil {
@@ -209,10 +209,10 @@ func TestLogCounterCountsOverTheSocket(t *testing.T) {
 	}
 	c.close()
 	if err := <-done; err != nil {
-		t.Fatalf("Serve() = %v", err)
+		t.Fatalf("serve() = %v", err)
 	}
 	if got, want := c.totals(), (logTotals{Passed: 2, Delayed: 1, Rejected: 2, Upstream: 2, UpstreamSeconds: 0.006}); got != want {
-		t.Errorf("Totals() = %+v, want %+v", got, want)
+		t.Errorf("totals() = %+v, want %+v", got, want)
 	}
 	for _, tc := range []struct {
 		code, source string

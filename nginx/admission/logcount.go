@@ -17,7 +17,7 @@ const logFormat = `$status $limit_req_status $sudoku_admission_route $upstream_s
 
 // LogCounter counts the lines nginx sends to a unix datagram socket
 // (access_log syslog:server=unix:<Path>): answers by status and source,
-// and what the admission queue did to GET /sudoku. Listen, then Serve.
+// and what the admission queue did to GET /sudoku. listen, then serve.
 type LogCounter struct {
 	Path    string
 	Metrics *Metrics
@@ -45,7 +45,7 @@ func (c *LogCounter) listen() error {
 	return nil
 }
 
-// serve reads lines until Close.
+// serve reads lines until close.
 func (c *LogCounter) serve() error {
 	buf := make([]byte, 8192)
 	for {
@@ -60,7 +60,7 @@ func (c *LogCounter) serve() error {
 	}
 }
 
-// close stops Serve and removes the socket.
+// close stops serve and removes the socket.
 func (c *LogCounter) close() error {
 	if c.conn == nil {
 		return nil

@@ -17,7 +17,7 @@ type applier interface {
 	ApplyAdmission(ctx context.Context, f includeFiles) error
 }
 
-// applierFunc adapts a function to Applier.
+// applierFunc adapts a function to applier.
 type applierFunc func(ctx context.Context, f includeFiles) error
 
 // ApplyAdmission calls f.
@@ -26,8 +26,8 @@ func (f applierFunc) ApplyAdmission(ctx context.Context, files includeFiles) err
 }
 
 // Loop scrapes the workers every Every, steps the controller and applies
-// the includes when it decides to render. Set the fields, call Start for
-// the files nginx starts with, then Run.
+// the includes when it decides to render. Set the fields and hand it to
+// Extension, which calls start for the files nginx starts with, then run.
 type Loop struct {
 	Config  Config
 	Scraper *Scraper
@@ -132,7 +132,7 @@ func (l *Loop) socket() string {
 	return l.Counter.Path
 }
 
-// nginxWindow turns two LogTotals into the law's per-second figures.
+// nginxWindow turns two logTotals into the law's per-second figures.
 func nginxWindow(prev, cur logTotals, window time.Duration) nginxCounts {
 	sec := window.Seconds()
 	if sec <= 0 {

@@ -18,13 +18,13 @@ var templates = template.Must(template.ParseFS(templateFS, "templates/*.tmpl"))
 // delay, all in requests (per second for Rate).
 type queue struct {
 	Rate  int // 0 turns the queue off
-	Burst int // requests that may wait: Rate x QueueMax
-	Delay int // of those, the first pass at once: Rate x Pass
+	Burst int // requests that may wait: Rate x queueMax
+	Delay int // of those, the first pass at once: Rate x pass
 }
 
-// queueFor sizes the queue for rate under cfg: burst / rate <= QueueMax,
+// queueFor sizes the queue for rate under cfg: burst / rate <= queueMax,
 // so no request waits in nginx longer than that before it is passed or
-// turned away, and delay / rate = Pass.
+// turned away, and delay / rate = pass.
 func queueFor(rate float64, cfg Config) queue {
 	if rate <= 0 || cfg.Off {
 		return queue{}

@@ -76,7 +76,7 @@ func parseCounters(r io.Reader, at time.Time) (counters, error) {
 	return c, nil
 }
 
-// window turns two scrapes of one worker into its Worker figures; false
+// window turns two scrapes of one worker into its workerReport; false
 // when there is no window (first scrape, a restart reset the counters).
 func window(id string, prev, cur counters) (workerReport, bool) {
 	dt := cur.at.Sub(prev.at).Seconds()
@@ -106,7 +106,7 @@ type resolver interface {
 }
 
 // Scraper reads every worker's /metrics and keeps the previous scrape of
-// each, so that Scrape returns rates over the time between two calls.
+// each, so that scrape returns rates over the time between two calls.
 // Targets are host:port; each host is resolved on every scrape, so that a
 // worker that joins is scraped from the next call on.
 type Scraper struct {
