@@ -20,30 +20,30 @@ type Config struct {
 	Step     float64
 	Interval time.Duration
 
-	// WaitTarget is the workers' mean queue wait above which the rate is
-	// cut; BusyShare the share of busy 503s among the workers' answers
+	// waitTarget is the workers' mean queue wait above which the rate is
+	// cut; busyShare the share of busy 503s among the workers' answers
 	// above which it is cut too.
-	WaitTarget time.Duration
-	BusyShare  float64
-	// UpstreamTarget is the mean upstream time (nginx's view) above which
+	waitTarget time.Duration
+	busyShare  float64
+	// upstreamTarget is the mean upstream time (nginx's view) above which
 	// the whole stack counts as saturated: with easy puzzles the solver
 	// is a small part of a request and the workers' own queue stays
 	// empty while the CPU they share with nginx is full.
-	UpstreamTarget time.Duration
-	// Utilization is the share of the workers' estimated capacity the
-	// rate aims at; Gain how far the rate moves toward its target per
+	upstreamTarget time.Duration
+	// utilization is the share of the workers' estimated capacity the
+	// rate aims at; gain how far the rate moves toward its target per
 	// sample (1 jumps there).
-	Utilization float64
-	Gain        float64
-	// Headroom is how far above what it admits now an instance whose
+	utilization float64
+	gain        float64
+	// headroom is how far above what it admits now an instance whose
 	// nginx turns nobody away keeps its rate, when other instances share
 	// the workers: room for its clients to grow.
-	Headroom float64
+	headroom float64
 
-	// QueueMax is the longest wait in nginx's queue, burst / rate; Pass
+	// queueMax is the longest wait in nginx's queue, burst / rate; pass
 	// the part of it that passes at once, delay / rate.
-	QueueMax time.Duration
-	Pass     time.Duration
+	queueMax time.Duration
+	pass     time.Duration
 }
 
 // DefaultConfig returns the defaults; the figures behind them are in
@@ -52,9 +52,9 @@ func DefaultConfig() Config {
 	return Config{
 		Floor: 50, Max: 100000,
 		Step: 0.05, Interval: 5 * time.Second,
-		WaitTarget: 10 * time.Millisecond, BusyShare: 0.01, UpstreamTarget: 20 * time.Millisecond,
-		Utilization: 0.95, Gain: 0.5, Headroom: 0.1,
-		QueueMax: 50 * time.Millisecond, Pass: 10 * time.Millisecond,
+		waitTarget: 10 * time.Millisecond, busyShare: 0.01, upstreamTarget: 20 * time.Millisecond,
+		utilization: 0.95, gain: 0.5, headroom: 0.1,
+		queueMax: 50 * time.Millisecond, pass: 10 * time.Millisecond,
 	}
 }
 
@@ -71,25 +71,25 @@ func (c Config) Check() error {
 		return fmt.Errorf("admission: step %v: want 0 <= step < 1", c.Step)
 	case c.Interval <= 0:
 		return errors.New("admission: interval must be positive")
-	case c.WaitTarget <= 0 || c.UpstreamTarget <= 0:
+	case c.waitTarget <= 0 || c.upstreamTarget <= 0:
 		return errors.New("admission: wait and upstream targets must be positive")
-	case !(c.BusyShare > 0 && c.BusyShare < 1):
-		return fmt.Errorf("admission: busy share %v: want 0 < share < 1", c.BusyShare)
-	case !(c.Utilization > 0 && c.Utilization <= 1):
-		return fmt.Errorf("admission: utilization %v: want 0 < u <= 1", c.Utilization)
-	case !(c.Gain > 0 && c.Gain <= 1):
-		return fmt.Errorf("admission: gain %v: want 0 < g <= 1", c.Gain)
-	case !(c.Headroom >= 0 && c.Headroom < 1):
-		return fmt.Errorf("admission: headroom %v: want 0 <= h < 1", c.Headroom)
-	case c.QueueMax <= 0 || c.Pass < 0 || c.Pass > c.QueueMax:
-		return fmt.Errorf("admission: queue %v, pass %v: want 0 <= pass <= queue, queue > 0", c.QueueMax, c.Pass)
+	case !(c.busyShare > 0 && c.busyShare < 1):
+		return fmt.Errorf("admission: busy share %v: want 0 < share < 1", c.busyShare)
+	case !(c.utilization > 0 && c.utilization <= 1):
+		return fmt.Errorf("admission: utilization %v: want 0 < u <= 1", c.utilization)
+	case !(c.gain > 0 && c.gain <= 1):
+		return fmt.Errorf("admission: gain %v: want 0 < g <= 1", c.gain)
+	case !(c.headroom >= 0 && c.headroom < 1):
+		return fmt.Errorf("admission: headroom %v: want 0 <= h < 1", c.headroom)
+	case c.queueMax <= 0 || c.pass < 0 || c.pass > c.queueMax:
+		return fmt.Errorf("admission: queue %v, pass %v: want 0 <= pass <= queue, queue > 0", c.queueMax, c.pass)
 	}
 	return nil
 }
 
-// Worker is what one worker reported over one sample's window, as rates
+// workerReport is what one worker reported over one sample's window, as rates
 // per second where it says so.
-type Worker struct {
+type workerReport struct {
 	ID           string  // stable across samples (its metrics address)
 	Answered     float64 // GET answers per second (solved and no_solution)
 	Busy503      float64 // busy 503s per second (too_busy)
@@ -101,9 +101,9 @@ type Worker struct {
 	QueueWait    time.Duration
 }
 
-// Nginx is what this instance's nginx counted over the window, per second.
+// nginxCounts is what this instance's nginx counted over the window, per second.
 // Known is false when nothing reads nginx's log.
-type Nginx struct {
+type nginxCounts struct {
 	Known    bool
 	Passed   float64 // admitted to the workers (delayed ones included)
 	Delayed  float64 // waited in the queue
@@ -113,63 +113,63 @@ type Nginx struct {
 	Upstream time.Duration
 }
 
-// Sample is one observation: every worker that answered its scrape and
+// sample is one observation: every worker that answered its scrape and
 // this nginx's counts. Window is the time the rates are taken over.
-type Sample struct {
+type sample struct {
 	At      time.Time
 	Window  time.Duration
-	Workers []Worker
-	Nginx   Nginx
+	Workers []workerReport
+	Nginx   nginxCounts
 }
 
-// Decision is the controller's answer to one Sample.
-type Decision struct {
+// decision is the controller's answer to one sample.
+type decision struct {
 	Rate      float64 // the rate nginx runs with after this sample
 	Computed  float64 // the rate the law computed (Rate lags it by the hysteresis)
 	Target    float64 // where the law steers
 	Capacity  float64 // the workers' estimated answers per second
 	Render    bool    // the includes must be rendered with Rate and loaded
-	Reason    Reason  // why Rate moved, or why not
+	Reason    reason  // why Rate moved, or why not
 	Congested bool    // the workers' queue wait or busy 503s are over target
 }
 
-// Reason names a decision in logs and metrics (a small fixed set).
-type Reason string
+// reason names a decision in logs and metrics (a small fixed set).
+type reason string
 
 const (
-	ReasonStart     Reason = "start"   // the first sample
-	ReasonHold      Reason = "hold"    // within the step or the interval
-	ReasonRaise     Reason = "raise"   // rendered a higher rate
-	ReasonCut       Reason = "cut"     // rendered a lower rate
-	ReasonNoWorkers Reason = "no_data" // no worker answered: the rate stays
-	ReasonFixed     Reason = "fixed"   // Config.Fixed
-	ReasonOff       Reason = "off"     // Config.Off
+	reasonStart     reason = "start"   // the first sample
+	reasonHold      reason = "hold"    // within the step or the interval
+	reasonRaise     reason = "raise"   // rendered a higher rate
+	reasonCut       reason = "cut"     // rendered a lower rate
+	reasonNoWorkers reason = "no_data" // no worker answered: the rate stays
+	reasonFixed     reason = "fixed"   // Config.Fixed
+	reasonOff       reason = "off"     // Config.Off
 )
 
-// Reasons lists every Reason, for metrics.
-var Reasons = []Reason{ReasonStart, ReasonHold, ReasonRaise, ReasonCut, ReasonNoWorkers, ReasonFixed, ReasonOff}
+// reasons lists every reason, for metrics.
+var reasons = []reason{reasonStart, reasonHold, reasonRaise, reasonCut, reasonNoWorkers, reasonFixed, reasonOff}
 
-// Controller computes the admission rate. It is not safe for concurrent
+// controller computes the admission rate. It is not safe for concurrent
 // use; Loop owns one.
 //
 // The law, per sample:
 //
-//	saturated  = w's queue wait > WaitTarget, its busy 503s > BusyShare, or nginx's
-//	             mean upstream time > UpstreamTarget (the whole stack is full)
+//	saturated  = w's queue wait > waitTarget, its busy 503s > busyShare, or nginx's
+//	             mean upstream time > upstreamTarget (the whole stack is full)
 //	capacity_w = EWMA(answered_w), a fall at once       while w is saturated
 //	           = EWMA(slots_w x solves_w / solveSeconds_w / cal_w) otherwise
 //	cal_w      = EWMA(slots_w x solves_w / solveSeconds_w / answered_w) while saturated
 //	others     = sum(answered + busy503) - passed    (other nginx instances; 0 when passed is unknown)
-//	k         *= 0.95 while congested (mean queue wait > WaitTarget, busy 503s > BusyShare,
+//	k         *= 0.95 while congested (mean queue wait > waitTarget, busy 503s > busyShare,
 //	             or the stack saturated)
 //	             under a settled rate within the estimate, else toward 1 by x1.01
-//	target     = clamp(sum(capacity) x Utilization x k - others, Floor, Max),
-//	             at least passed x (1 + Headroom) when others > 0 and nginx turns nobody away
+//	target     = clamp(sum(capacity) x utilization x k - others, Floor, Max),
+//	             at least passed x (1 + headroom) when others > 0 and nginx turns nobody away
 //	computed   = target when congested and target < computed (cut at once),
-//	             else computed + Gain x (target - computed)
+//	             else computed + gain x (target - computed)
 //	rate       = computed when it differs from the rendered rate by more than
 //	             Step and Interval has passed since the last render
-type Controller struct {
+type controller struct {
 	cfg      Config
 	est      map[string]*workerEstimate
 	computed float64
@@ -179,46 +179,46 @@ type Controller struct {
 	started  bool
 }
 
-// NewController returns a controller for cfg (see Config.Check).
-func NewController(cfg Config) (*Controller, error) {
+// newController returns a controller for cfg (see Config.Check).
+func newController(cfg Config) (*controller, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
-	return &Controller{cfg: cfg, est: map[string]*workerEstimate{}, k: 1}, nil
+	return &controller{cfg: cfg, est: map[string]*workerEstimate{}, k: 1}, nil
 }
 
 // ewma weight of a new capacity figure.
 const ewmaAlpha = 0.3
 
 // Step takes one sample and decides the rate.
-func (c *Controller) Step(s Sample) Decision {
+func (c *controller) Step(s sample) decision {
 	cfg := c.cfg
 	switch {
 	case cfg.Off:
-		return Decision{Reason: ReasonOff, Render: !c.started, Rate: 0}
+		return decision{Reason: reasonOff, Render: !c.started, Rate: 0}
 	case cfg.Fixed > 0:
 		first := !c.started
 		c.started, c.rate, c.computed = true, cfg.Fixed, cfg.Fixed
-		return Decision{Rate: cfg.Fixed, Computed: cfg.Fixed, Target: cfg.Fixed, Render: first, Reason: ReasonFixed}
+		return decision{Rate: cfg.Fixed, Computed: cfg.Fixed, Target: cfg.Fixed, Render: first, Reason: reasonFixed}
 	}
 	if !c.started {
 		// The first render carries Max and does not count for the
 		// interval: the first estimate renders at once.
 		c.started, c.rate, c.computed = true, cfg.Max, cfg.Max
 		d := c.decide(s)
-		d.Render, d.Reason, d.Rate = true, ReasonStart, c.rate
+		d.Render, d.Reason, d.Rate = true, reasonStart, c.rate
 		return d
 	}
 	if len(s.Workers) == 0 {
-		return Decision{Rate: c.rate, Computed: c.computed, Target: c.computed, Reason: ReasonNoWorkers}
+		return decision{Rate: c.rate, Computed: c.computed, Target: c.computed, Reason: reasonNoWorkers}
 	}
 	d := c.decide(s)
-	d.Rate, d.Reason = c.rate, ReasonHold
+	d.Rate, d.Reason = c.rate, reasonHold
 	moved := math.Abs(c.computed-c.rate) > cfg.Step*c.rate
 	if moved && s.At.Sub(c.last) >= cfg.Interval {
-		d.Reason = ReasonRaise
+		d.Reason = reasonRaise
 		if c.computed < c.rate {
-			d.Reason = ReasonCut
+			d.Reason = reasonCut
 		}
 		c.rate, c.last = c.computed, s.At
 		d.Rate, d.Render = c.rate, true
@@ -227,14 +227,14 @@ func (c *Controller) Step(s Sample) Decision {
 }
 
 // decide updates the estimates and the computed rate.
-func (c *Controller) decide(s Sample) Decision {
+func (c *controller) decide(s sample) decision {
 	cfg := c.cfg
 	var capacity, answered, busy503 float64
 	var waitSum float64
 	var waitN float64
 	seen := make(map[string]bool, len(s.Workers))
 	var known, unknown int
-	stackSaturated := s.Nginx.Known && s.Nginx.Upstream > cfg.UpstreamTarget
+	stackSaturated := s.Nginx.Known && s.Nginx.Upstream > cfg.upstreamTarget
 	for _, w := range s.Workers {
 		seen[w.ID] = true
 		answered += w.Answered
@@ -248,7 +248,7 @@ func (c *Controller) decide(s Sample) Decision {
 			e = &workerEstimate{}
 			c.est[w.ID] = e
 		}
-		if e.update(w, cfg.WaitTarget, cfg.BusyShare, stackSaturated) {
+		if e.update(w, cfg.waitTarget, cfg.busyShare, stackSaturated) {
 			capacity += e.capacity
 			known++
 		} else {
@@ -269,21 +269,21 @@ func (c *Controller) decide(s Sample) Decision {
 	if waitN > 0 {
 		wait = waitSum / waitN
 	}
-	congested := stackSaturated || wait > cfg.WaitTarget.Seconds() ||
-		(answered+busy503 > 0 && busy503/(answered+busy503) > cfg.BusyShare)
+	congested := stackSaturated || wait > cfg.waitTarget.Seconds() ||
+		(answered+busy503 > 0 && busy503/(answered+busy503) > cfg.busyShare)
 	// Other nginx instances sending to the same workers: what reached the
 	// workers beyond what this one passed. Each instance aims at what the
 	// others leave, so that together they admit the capacity (two
 	// instances that both turn requests away settle on a split of it).
 	// Each moves by its share of what reached the workers, so that
-	// together they move by Gain, however many they are.
+	// together they move by gain, however many they are.
 	others, limited, passed, share := 0.0, false, 0.0, 1.0
 	if n := s.Nginx; n.Known && answered+busy503 > 0 {
 		others = math.Max(0, answered+busy503-n.Passed)
 		limited, passed = n.Rejected > 0, n.Passed
 		share = math.Min(1, n.Passed/(answered+busy503))
 	}
-	d := Decision{Capacity: capacity, Congested: congested}
+	d := decision{Capacity: capacity, Congested: congested}
 	if capacity == 0 {
 		// No estimate yet (no solve seen): steer nowhere.
 		d.Target, d.Computed = c.computed, c.computed
@@ -294,7 +294,7 @@ func (c *Controller) decide(s Sample) Decision {
 	// above the estimate is the rate's fault, not the estimate's, and a
 	// correction that runs while the rendered rate lags (the hysteresis)
 	// would wind up.
-	base := capacity*cfg.Utilization - others
+	base := capacity*cfg.utilization - others
 	settled := math.Abs(c.computed-c.rate) <= cfg.Step*c.rate
 	switch {
 	case congested && settled && c.rate <= base:
@@ -302,12 +302,12 @@ func (c *Controller) decide(s Sample) Decision {
 	case !congested:
 		c.k = math.Min(1, c.k*1.01)
 	}
-	target := capacity*cfg.Utilization*c.k - others
+	target := capacity*cfg.utilization*c.k - others
 	if others > 0 && !limited && !congested {
-		target = math.Max(target, passed*(1+cfg.Headroom))
+		target = math.Max(target, passed*(1+cfg.headroom))
 	}
 	target = math.Min(cfg.Max, math.Max(cfg.Floor, target))
-	gain := cfg.Gain
+	gain := cfg.gain
 	if congested && target < c.computed {
 		gain = 1 // cut at once, raise by the gain
 	}
@@ -331,7 +331,7 @@ type workerEstimate struct {
 // measures the capacity itself: what the worker answered. Any other
 // window reads it from the solver: slots x solves / solver seconds, over
 // the calibration when there is one.
-func (e *workerEstimate) update(w Worker, waitTarget time.Duration, busyShare float64, stackSaturated bool) bool {
+func (e *workerEstimate) update(w workerReport, waitTarget time.Duration, busyShare float64, stackSaturated bool) bool {
 	slotBased := 0.0
 	if w.SolveSeconds > 0 && w.Solves > 0 && w.Slots > 0 {
 		slotBased = float64(w.Slots) * w.Solves / w.SolveSeconds
@@ -369,4 +369,4 @@ func (e *workerEstimate) update(w Worker, waitTarget time.Duration, busyShare fl
 }
 
 // Rate is the current rendered rate (0 before the first sample or when off).
-func (c *Controller) Rate() float64 { return c.rate }
+func (c *controller) Rate() float64 { return c.rate }

@@ -211,11 +211,11 @@ func TestBoundsFixedOff(t *testing.T) {
 		t.Errorf("fixed rate rendered %d times, want once", len(e.renders))
 	}
 
-	c, err := NewController(Config{Off: true})
+	c, err := newController(Config{Off: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := c.Step(Sample{}); d.Rate != 0 || d.Reason != ReasonOff {
+	if d := c.Step(sample{}); d.Rate != 0 || d.Reason != reasonOff {
 		t.Errorf("off: %+v, want rate 0 and reason off", d)
 	}
 }
@@ -229,13 +229,13 @@ func TestConfigCheck(t *testing.T) {
 		{"max below floor", func(c *Config) { c.Max = c.Floor - 1 }},
 		{"step one", func(c *Config) { c.Step = 1 }},
 		{"no interval", func(c *Config) { c.Interval = 0 }},
-		{"pass over queue", func(c *Config) { c.Pass = c.QueueMax + 1 }},
+		{"pass over queue", func(c *Config) { c.pass = c.queueMax + 1 }},
 		{"negative fixed", func(c *Config) { c.Fixed = -1 }},
 	} {
 		cfg := DefaultConfig()
 		tc.mod(&cfg)
-		if _, err := NewController(cfg); err == nil {
-			t.Errorf("%s: NewController(%+v) = nil error", tc.name, cfg)
+		if _, err := newController(cfg); err == nil {
+			t.Errorf("%s: newController(%+v) = nil error", tc.name, cfg)
 		}
 	}
 	if err := DefaultConfig().Check(); err != nil {

@@ -18,15 +18,15 @@ type extension struct{ l *Loop }
 var _ nginx.Extension = extension{}
 
 func (x extension) Start(ctx context.Context, e *nginx.Edge) error {
-	files, err := Render(Queue{}, "")
+	files, err := render(queue{}, "")
 	if l := x.l; l != nil {
-		l.Apply = ApplierFunc(func(ctx context.Context, f Files) error {
+		l.apply = applierFunc(func(ctx context.Context, f includeFiles) error {
 			_, err := e.Apply(ctx, includes(f)...)
 			return err
 		})
-		files, err = l.Start()
+		files, err = l.start()
 		if err == nil && l.Counter != nil {
-			err = l.Counter.Listen()
+			err = l.Counter.listen()
 		}
 	}
 	if err != nil {
@@ -44,17 +44,17 @@ func (x extension) Run(ctx context.Context, _ *nginx.Edge) {
 	}
 	if c := l.Counter; c != nil {
 		go func() {
-			if err := c.Serve(); err != nil && ctx.Err() == nil {
+			if err := c.serve(); err != nil && ctx.Err() == nil {
 				l.Log.Error().Err(err).Msg("reading nginx's access log socket")
 			}
 		}()
-		defer c.Close()
+		defer c.close()
 	}
-	l.Run(ctx)
+	l.run(ctx)
 	<-ctx.Done()
 }
 
 // includes names the rendered files as nginx.conf includes them.
-func includes(f Files) []nginx.Include {
+func includes(f includeFiles) []nginx.Include {
 	return []nginx.Include{{Name: "admission-http.conf", Data: f.HTTP}, {Name: "admission-queue.conf", Data: f.Location}}
 }

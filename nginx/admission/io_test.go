@@ -60,7 +60,7 @@ func TestWindowFromTwoScrapes(t *testing.T) {
 	if !ok {
 		t.Fatal("window(a, b) = false")
 	}
-	want := Worker{ID: "x", Answered: 100, Busy503: 10, Solves: 110, SolveSeconds: 0.55, Slots: 2, SlotsBusy: 1,
+	want := workerReport{ID: "x", Answered: 100, Busy503: 10, Solves: 110, SolveSeconds: 0.55, Slots: 2, SlotsBusy: 1,
 		QueueDepth: 3, QueueWait: 5 * time.Millisecond}
 	if w.Answered != want.Answered || w.Busy503 != want.Busy503 || w.Solves != want.Solves ||
 		fmt.Sprintf("%.3f", w.SolveSeconds) != "0.550" || w.Slots != 2 || w.QueueDepth != 3 ||
@@ -115,12 +115,12 @@ func newFakeWorker(t *testing.T, rate int) *fakeWorker {
 func TestScraperResolvesAndSkipsFailures(t *testing.T) {
 	w := newFakeWorker(t, 100)
 	s := &Scraper{Targets: []string{"workers:" + w.port, "gone:1", "bad"},
-		Resolver: fakeResolver{"workers": {"127.0.0.1"}}}
+		resolver: fakeResolver{"workers": {"127.0.0.1"}}}
 	now := time.Now()
-	if ws, failed := s.Scrape(context.Background(), now); len(ws) != 0 || failed != 2 {
+	if ws, failed := s.scrape(context.Background(), now); len(ws) != 0 || failed != 2 {
 		t.Fatalf("first scrape: %d workers, %d failed; want 0 (no window yet), 2", len(ws), failed)
 	}
-	ws, failed := s.Scrape(context.Background(), now.Add(time.Second))
+	ws, failed := s.scrape(context.Background(), now.Add(time.Second))
 	if len(ws) != 1 || failed != 2 {
 		t.Fatalf("second scrape: %d workers, %d failed; want 1, 2", len(ws), failed)
 	}
@@ -132,23 +132,23 @@ func TestScraperResolvesAndSkipsFailures(t *testing.T) {
 func TestQueueForBoundsTheWait(t *testing.T) {
 	cfg := DefaultConfig()
 	for _, rate := range []float64{1, 7, 50, 999, 8000, 123456} {
-		q := QueueFor(rate, cfg)
-		if q.Rate < 1 || float64(q.Burst)/float64(q.Rate) > cfg.QueueMax.Seconds() && q.Burst > 1 {
-			t.Errorf("QueueFor(%v) = %+v: burst / rate over %v", rate, q, cfg.QueueMax)
+		q := queueFor(rate, cfg)
+		if q.Rate < 1 || float64(q.Burst)/float64(q.Rate) > cfg.queueMax.Seconds() && q.Burst > 1 {
+			t.Errorf("queueFor(%v) = %+v: burst / rate over %v", rate, q, cfg.queueMax)
 		}
 		if q.Delay > q.Burst || q.Burst < 1 {
-			t.Errorf("QueueFor(%v) = %+v: want 1 <= burst, delay <= burst", rate, q)
+			t.Errorf("queueFor(%v) = %+v: want 1 <= burst, delay <= burst", rate, q)
 		}
 	}
-	if q := QueueFor(8000, cfg); q != (Queue{Rate: 8000, Burst: 400, Delay: 80}) {
-		t.Errorf("QueueFor(8000) = %+v, want 8000 r/s, burst 400, delay 80", q)
+	if q := queueFor(8000, cfg); q != (queue{Rate: 8000, Burst: 400, Delay: 80}) {
+		t.Errorf("queueFor(8000) = %+v, want 8000 r/s, burst 400, delay 80", q)
 	}
-	f, err := Render(QueueFor(8000, cfg), "/run/sudoku-edge/log.sock")
+	f, err := render(queueFor(8000, cfg), "/run/sudoku-edge/log.sock")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"limit_req_zone $sudoku_admission_key zone=sudoku_admit:1m rate=8000r/s;",
-		"log_format sudoku_admission '" + LogFormat + "';",
+		"log_format sudoku_admission '" + logFormat + "';",
 		"access_log syslog:server=unix:/run/sudoku-edge/log.sock,nohostname,tag=nginx sudoku_admission;"} {
 		if !strings.Contains(string(f.HTTP), want) {
 			t.Errorf("http include lacks %q:\n%s", want, f.HTTP)
@@ -159,7 +159,7 @@ func TestQueueForBoundsTheWait(t *testing.T) {
 			t.Errorf("location include lacks %q:\n%s", want, f.Location)
 		}
 	}
-	off, err := Render(Queue{}, "")
+	off, err := render(queue{}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestQueueForBoundsTheWait(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Render(Queue{}, "/run/x;y"); err == nil {
+	if _, err := render(queue{}, "/run/x;y"); err == nil {
 		t.Error("Render with a ';' in the socket path = nil error")
 	}
 }
@@ -179,11 +179,11 @@ func TestLogCounterCountsOverTheSocket(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "log.sock")
 	m := NewMetrics()
 	c := &LogCounter{Path: path, Metrics: m}
-	if err := c.Listen(); err != nil {
+	if err := c.listen(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- c.Serve() }()
+	go func() { done <- c.serve() }()
 	conn, err := net.Dial("unixgram", path)
 	if err != nil {
 		t.Fatal(err)
@@ -207,12 +207,12 @@ func TestLogCounterCountsOverTheSocket(t *testing.T) {
 	for testutil.ToFloat64(m.logErrors) < 1 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	c.Close()
+	c.close()
 	if err := <-done; err != nil {
-		t.Fatalf("Serve() = %v", err)
+		t.Fatalf("serve() = %v", err)
 	}
-	if got, want := c.Totals(), (LogTotals{Passed: 2, Delayed: 1, Rejected: 2, Upstream: 2, UpstreamSeconds: 0.006}); got != want {
-		t.Errorf("Totals() = %+v, want %+v", got, want)
+	if got, want := c.totals(), (logTotals{Passed: 2, Delayed: 1, Rejected: 2, Upstream: 2, UpstreamSeconds: 0.006}); got != want {
+		t.Errorf("totals() = %+v, want %+v", got, want)
 	}
 	for _, tc := range []struct {
 		code, source string
@@ -233,7 +233,7 @@ func TestLoopAppliesOnlyOnChange(t *testing.T) {
 	w := newFakeWorker(t, 1000) // 1,000 answers per scrape, no wait
 	cfg := DefaultConfig()
 	cfg.Interval = time.Nanosecond
-	var applied []Files
+	var applied []includeFiles
 	m := NewMetrics()
 	if err := m.Register(prometheus.NewRegistry()); err != nil {
 		t.Fatal(err)
@@ -241,11 +241,11 @@ func TestLoopAppliesOnlyOnChange(t *testing.T) {
 	status := filepath.Join(t.TempDir(), "admission.json")
 	l := &Loop{Config: cfg, Metrics: m, Log: zerolog.Nop(), StatusFile: status,
 		Scraper: &Scraper{Targets: []string{"127.0.0.1:" + w.port}},
-		Apply: ApplierFunc(func(_ context.Context, f Files) error {
+		apply: applierFunc(func(_ context.Context, f includeFiles) error {
 			applied = append(applied, f)
 			return nil
 		})}
-	start, err := l.Start()
+	start, err := l.start()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestLoopAppliesOnlyOnChange(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	l.lastAt = now
-	l.Scraper.Scrape(ctx, now)
+	l.Scraper.scrape(ctx, now)
 	for i := 1; i <= 30; i++ {
 		l.step(ctx, now.Add(time.Duration(i)*time.Second))
 	}

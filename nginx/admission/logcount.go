@@ -9,15 +9,15 @@ import (
 	"sync"
 )
 
-// LogFormat is the nginx log_format the LogCounter reads, one line per
+// logFormat is the nginx log_format the LogCounter reads, one line per
 // request: the status, what limit_req did, the route, the upstream's
 // status ("-" when nginx answered itself) and its response time. The route map is in the
 // rendered admission-http.conf.
-const LogFormat = `$status $limit_req_status $sudoku_admission_route $upstream_status $upstream_response_time`
+const logFormat = `$status $limit_req_status $sudoku_admission_route $upstream_status $upstream_response_time`
 
 // LogCounter counts the lines nginx sends to a unix datagram socket
 // (access_log syslog:server=unix:<Path>): answers by status and source,
-// and what the admission queue did to GET /sudoku. Listen, then Serve.
+// and what the admission queue did to GET /sudoku. listen, then serve.
 type LogCounter struct {
 	Path    string
 	Metrics *Metrics
@@ -29,9 +29,9 @@ type LogCounter struct {
 	upstreamN, upstreamSec    float64 // GET /sudoku answered by a worker
 }
 
-// Listen creates the socket (replacing a stale one) with mode 0666: nginx's
+// listen creates the socket (replacing a stale one) with mode 0666: nginx's
 // workers run as another user.
-func (c *LogCounter) Listen() error {
+func (c *LogCounter) listen() error {
 	_ = os.Remove(c.Path)
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: c.Path, Net: "unixgram"})
 	if err != nil {
@@ -45,8 +45,8 @@ func (c *LogCounter) Listen() error {
 	return nil
 }
 
-// Serve reads lines until Close.
-func (c *LogCounter) Serve() error {
+// serve reads lines until close.
+func (c *LogCounter) serve() error {
 	buf := make([]byte, 8192)
 	for {
 		n, err := c.conn.Read(buf)
@@ -60,8 +60,8 @@ func (c *LogCounter) Serve() error {
 	}
 }
 
-// Close stops Serve and removes the socket.
-func (c *LogCounter) Close() error {
+// close stops serve and removes the socket.
+func (c *LogCounter) close() error {
 	if c.conn == nil {
 		return nil
 	}
@@ -70,8 +70,8 @@ func (c *LogCounter) Close() error {
 	return err
 }
 
-// LogTotals are the counts since the start, for GET /sudoku.
-type LogTotals struct {
+// logTotals are the counts since the start, for GET /sudoku.
+type logTotals struct {
 	Passed, Delayed, Rejected float64
 	// Upstream answers and the sum of their times as nginx saw them
 	// (connect to last byte): the whole stack behind nginx, where a
@@ -79,11 +79,11 @@ type LogTotals struct {
 	Upstream, UpstreamSeconds float64
 }
 
-// Totals returns the counts since the start.
-func (c *LogCounter) Totals() LogTotals {
+// totals returns the counts since the start.
+func (c *LogCounter) totals() logTotals {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return LogTotals{c.passed, c.delayed, c.rejected, c.upstreamN, c.upstreamSec}
+	return logTotals{c.passed, c.delayed, c.rejected, c.upstreamN, c.upstreamSec}
 }
 
 // line counts one syslog datagram: "<pri>timestamp tag: message".

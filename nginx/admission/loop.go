@@ -10,27 +10,28 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Applier puts the rendered files in place and makes nginx load them
+// applier puts the rendered files in place and makes nginx load them
 // (nginx -t, then a reload; the old files back when the check fails). It
 // MUST honour ctx. nginx.Supervisor's applier path is the one in use.
-type Applier interface {
-	ApplyAdmission(ctx context.Context, f Files) error
+type applier interface {
+	ApplyAdmission(ctx context.Context, f includeFiles) error
 }
 
-// ApplierFunc adapts a function to Applier.
-type ApplierFunc func(ctx context.Context, f Files) error
+// applierFunc adapts a function to applier.
+type applierFunc func(ctx context.Context, f includeFiles) error
 
 // ApplyAdmission calls f.
-func (f ApplierFunc) ApplyAdmission(ctx context.Context, files Files) error { return f(ctx, files) }
+func (f applierFunc) ApplyAdmission(ctx context.Context, files includeFiles) error {
+	return f(ctx, files)
+}
 
 // Loop scrapes the workers every Every, steps the controller and applies
-// the includes when it decides to render. Set the fields, call Start for
-// the files nginx starts with, then Run.
+// the includes when it decides to render. Set the fields and hand it to
+// Extension, which calls start for the files nginx starts with, then run.
 type Loop struct {
 	Config  Config
 	Scraper *Scraper
-	Counter *LogCounter // nil: nginx's counts are unknown to the law
-	Apply   Applier
+	Counter *LogCounter   // nil: nginx's counts are unknown to the law
 	Every   time.Duration // scrape interval; 0 means 1 s
 	// StatusFile, when set, gets the rate and the estimate as JSON after
 	// every step, for the page's live panel (GET /sudoku/admission).
@@ -38,28 +39,29 @@ type Loop struct {
 	Metrics    *Metrics
 	Log        zerolog.Logger
 
-	ctl    *Controller
+	apply  applier // Extension sets it: the supervisor's check-and-reload path
+	ctl    *controller
 	lastAt time.Time
-	last   LogTotals
+	last   logTotals
 }
 
-// Start checks the settings and returns the files for nginx's start: the
+// start checks the settings and returns the files for nginx's start: the
 // queue off until the first figures (Config.Off or not), or the fixed rate.
-func (l *Loop) Start() (Files, error) {
-	ctl, err := NewController(l.Config)
+func (l *Loop) start() (includeFiles, error) {
+	ctl, err := newController(l.Config)
 	if err != nil {
-		return Files{}, err
+		return includeFiles{}, err
 	}
 	l.ctl = ctl
 	if l.Metrics != nil {
 		l.Metrics.floor.Set(l.Config.Floor)
 	}
-	return Render(QueueFor(l.Config.Fixed, l.Config), l.socket())
+	return render(queueFor(l.Config.Fixed, l.Config), l.socket())
 }
 
-// Run runs until ctx ends. With the controller off or a fixed rate it
+// run runs until ctx ends. With the controller off or a fixed rate it
 // returns at once: there is nothing to follow.
-func (l *Loop) Run(ctx context.Context) {
+func (l *Loop) run(ctx context.Context) {
 	if l.Config.Off || l.Config.Fixed > 0 {
 		return
 	}
@@ -70,7 +72,7 @@ func (l *Loop) Run(ctx context.Context) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	l.lastAt = time.Now()
-	l.Scraper.Scrape(ctx, l.lastAt) // the first scrape only sets the counters' base
+	l.Scraper.scrape(ctx, l.lastAt) // the first scrape only sets the counters' base
 	for {
 		select {
 		case <-ctx.Done():
@@ -83,17 +85,17 @@ func (l *Loop) Run(ctx context.Context) {
 
 // step is one round: scrape, decide, apply.
 func (l *Loop) step(ctx context.Context, now time.Time) {
-	workers, failed := l.Scraper.Scrape(ctx, now)
+	workers, failed := l.Scraper.scrape(ctx, now)
 	if ctx.Err() != nil {
 		return
 	}
 	if l.Metrics != nil && failed > 0 {
 		l.Metrics.scrapeErrors.Add(float64(failed))
 	}
-	s := Sample{At: now, Window: now.Sub(l.lastAt), Workers: workers}
+	s := sample{At: now, Window: now.Sub(l.lastAt), Workers: workers}
 	if c := l.Counter; c != nil {
-		s.Nginx = nginxWindow(l.last, c.Totals(), s.Window)
-		l.last = c.Totals()
+		s.Nginx = nginxWindow(l.last, c.totals(), s.Window)
+		l.last = c.totals()
 	}
 	l.lastAt = now
 	prev := l.ctl.Rate()
@@ -103,9 +105,9 @@ func (l *Loop) step(ctx context.Context, now time.Time) {
 	if !d.Render {
 		return
 	}
-	files, err := Render(QueueFor(d.Rate, l.Config), l.socket())
+	files, err := render(queueFor(d.Rate, l.Config), l.socket())
 	if err == nil {
-		err = l.Apply.ApplyAdmission(ctx, files)
+		err = l.apply.ApplyAdmission(ctx, files)
 	}
 	ev := l.Log.Info()
 	if err != nil {
@@ -130,13 +132,13 @@ func (l *Loop) socket() string {
 	return l.Counter.Path
 }
 
-// nginxWindow turns two LogTotals into the law's per-second figures.
-func nginxWindow(prev, cur LogTotals, window time.Duration) Nginx {
+// nginxWindow turns two logTotals into the law's per-second figures.
+func nginxWindow(prev, cur logTotals, window time.Duration) nginxCounts {
 	sec := window.Seconds()
 	if sec <= 0 {
-		return Nginx{}
+		return nginxCounts{}
 	}
-	n := Nginx{Known: true, Passed: (cur.Passed - prev.Passed) / sec,
+	n := nginxCounts{Known: true, Passed: (cur.Passed - prev.Passed) / sec,
 		Delayed: (cur.Delayed - prev.Delayed) / sec, Rejected: (cur.Rejected - prev.Rejected) / sec}
 	if k := cur.Upstream - prev.Upstream; k > 0 {
 		n.Upstream = time.Duration((cur.UpstreamSeconds - prev.UpstreamSeconds) / k * float64(time.Second))
@@ -147,7 +149,7 @@ func nginxWindow(prev, cur LogTotals, window time.Duration) Nginx {
 // writeStatus writes StatusFile atomically (a reader sees the old or the
 // new content); a failure is logged once per step at debug level only:
 // the page's line is a nicety.
-func (l *Loop) writeStatus(d Decision) {
+func (l *Loop) writeStatus(d decision) {
 	if l.StatusFile == "" {
 		return
 	}

@@ -52,7 +52,7 @@ func NewMetrics() *Metrics {
 		logErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: name("access_log_errors_total"),
 			Help: "Access log lines the edge could not read."}),
 	}
-	for _, r := range Reasons {
+	for _, r := range reasons {
 		m.decisions.WithLabelValues(string(r))
 	}
 	for _, r := range []string{"passed", "delayed", "rejected"} {
@@ -72,7 +72,7 @@ func (m *Metrics) Register(r prometheus.Registerer) error {
 	return errors.Join(errs...)
 }
 
-func (m *Metrics) decided(d Decision, s Sample, k float64) {
+func (m *Metrics) decided(d decision, s sample, k float64) {
 	if m == nil {
 		return
 	}

@@ -29,14 +29,14 @@ func TestNginxAcceptsTheIncludes(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		q      Queue
+		q      queue
 		socket string
 	}{
-		{"on", QueueFor(8000, DefaultConfig()), filepath.Join(dir, "run", "log.sock")},
-		{"floor", QueueFor(1, DefaultConfig()), ""},
-		{"off", Queue{}, ""},
+		{"on", queueFor(8000, DefaultConfig()), filepath.Join(dir, "run", "log.sock")},
+		{"floor", queueFor(1, DefaultConfig()), ""},
+		{"off", queue{}, ""},
 	} {
-		f, err := Render(tc.q, tc.socket)
+		f, err := render(tc.q, tc.socket)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,28 +14,28 @@ var templateFS embed.FS
 
 var templates = template.Must(template.ParseFS(templateFS, "templates/*.tmpl"))
 
-// Queue is the admission queue nginx runs: limit_req's rate, burst and
+// queue is the admission queue nginx runs: limit_req's rate, burst and
 // delay, all in requests (per second for Rate).
-type Queue struct {
+type queue struct {
 	Rate  int // 0 turns the queue off
-	Burst int // requests that may wait: Rate x QueueMax
-	Delay int // of those, the first pass at once: Rate x Pass
+	Burst int // requests that may wait: Rate x queueMax
+	Delay int // of those, the first pass at once: Rate x pass
 }
 
-// QueueFor sizes the queue for rate under cfg: burst / rate <= QueueMax,
+// queueFor sizes the queue for rate under cfg: burst / rate <= queueMax,
 // so no request waits in nginx longer than that before it is passed or
-// turned away, and delay / rate = Pass.
-func QueueFor(rate float64, cfg Config) Queue {
+// turned away, and delay / rate = pass.
+func queueFor(rate float64, cfg Config) queue {
 	if rate <= 0 || cfg.Off {
-		return Queue{}
+		return queue{}
 	}
 	r := int(math.Round(rate))
 	if r < 1 {
 		r = 1
 	}
-	q := Queue{Rate: r,
-		Burst: int(math.Floor(float64(r) * cfg.QueueMax.Seconds())),
-		Delay: int(math.Floor(float64(r) * cfg.Pass.Seconds()))}
+	q := queue{Rate: r,
+		Burst: int(math.Floor(float64(r) * cfg.queueMax.Seconds())),
+		Delay: int(math.Floor(float64(r) * cfg.pass.Seconds()))}
 	if q.Burst < 1 {
 		q.Burst = 1
 	}
@@ -45,31 +45,31 @@ func QueueFor(rate float64, cfg Config) Queue {
 	return q
 }
 
-// Files are the two includes: HTTP at http level in nginx.conf (the zone
+// includeFiles are the two includes: HTTP at http level in nginx.conf (the zone
 // with the rate, and the log line for LogCounter), Location inside
 // location = /sudoku (the limit_req).
-type Files struct {
+type includeFiles struct {
 	HTTP, Location []byte
 }
 
-// Render renders the includes for q and the log socket: with Rate 0 no
+// render renders the includes for q and the log socket: with Rate 0 no
 // queue, with an empty socket no log line; either way nginx starts.
-func Render(q Queue, logSocket string) (Files, error) {
+func render(q queue, logSocket string) (includeFiles, error) {
 	if strings.ContainsAny(logSocket, ";{}#\"'\\\n\r$ \t,") {
-		return Files{}, fmt.Errorf("admission: unsafe log socket path %q", logSocket)
+		return includeFiles{}, fmt.Errorf("admission: unsafe log socket path %q", logSocket)
 	}
 	data := struct {
-		Queue          Queue
+		Queue          queue
 		Socket, Format string
-	}{q, logSocket, LogFormat}
-	var f Files
+	}{q, logSocket, logFormat}
+	var f includeFiles
 	for _, t := range []struct {
 		name string
 		out  *[]byte
 	}{{"admission-http.conf.tmpl", &f.HTTP}, {"admission-queue.conf.tmpl", &f.Location}} {
 		var buf bytes.Buffer
 		if err := templates.ExecuteTemplate(&buf, t.name, data); err != nil {
-			return Files{}, fmt.Errorf("rendering %s: %w", t.name, err)
+			return includeFiles{}, fmt.Errorf("rendering %s: %w", t.name, err)
 		}
 		*t.out = buf.Bytes()
 	}

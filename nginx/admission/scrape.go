@@ -76,15 +76,15 @@ func parseCounters(r io.Reader, at time.Time) (counters, error) {
 	return c, nil
 }
 
-// window turns two scrapes of one worker into its Worker figures; false
+// window turns two scrapes of one worker into its workerReport; false
 // when there is no window (first scrape, a restart reset the counters).
-func window(id string, prev, cur counters) (Worker, bool) {
+func window(id string, prev, cur counters) (workerReport, bool) {
 	dt := cur.at.Sub(prev.at).Seconds()
 	d := func(a, b float64) float64 { return b - a }
 	if dt <= 0 || cur.answered < prev.answered || cur.solves < prev.solves || cur.waits < prev.waits {
-		return Worker{}, false
+		return workerReport{}, false
 	}
-	w := Worker{
+	w := workerReport{
 		ID:           id,
 		Answered:     d(prev.answered, cur.answered) / dt,
 		Busy503:      d(prev.busy503, cur.busy503) / dt,
@@ -100,42 +100,42 @@ func window(id string, prev, cur counters) (Worker, bool) {
 	return w, true
 }
 
-// Resolver is the part of net.Resolver the Scraper uses.
-type Resolver interface {
+// resolver is the part of net.resolver the Scraper uses.
+type resolver interface {
 	LookupHost(ctx context.Context, host string) ([]string, error)
 }
 
 // Scraper reads every worker's /metrics and keeps the previous scrape of
-// each, so that Scrape returns rates over the time between two calls.
+// each, so that scrape returns rates over the time between two calls.
 // Targets are host:port; each host is resolved on every scrape, so that a
 // worker that joins is scraped from the next call on.
 type Scraper struct {
 	Targets  []string
-	Resolver Resolver     // nil means net.DefaultResolver
-	Client   *http.Client // nil means a client with a 1 s timeout
-	Path     string       // "" means /metrics
+	resolver resolver     // nil means net.DefaultResolver
+	client   *http.Client // nil means a client with a 1 s timeout
+	path     string       // "" means /metrics
 
 	mu   sync.Mutex
 	prev map[string]counters
 }
 
-// Scrape returns the workers that answered twice in a row, and how many
+// scrape returns the workers that answered twice in a row, and how many
 // addresses failed.
-func (s *Scraper) Scrape(ctx context.Context, now time.Time) (workers []Worker, failed int) {
+func (s *Scraper) scrape(ctx context.Context, now time.Time) (workers []workerReport, failed int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.prev == nil {
 		s.prev = map[string]counters{}
 	}
-	res := s.Resolver
+	res := s.resolver
 	if res == nil {
 		res = net.DefaultResolver
 	}
-	client := s.Client
+	client := s.client
 	if client == nil {
 		client = &http.Client{Timeout: time.Second}
 	}
-	path := s.Path
+	path := s.path
 	if path == "" {
 		path = "/metrics"
 	}
@@ -203,6 +203,6 @@ func scrapeOne(ctx context.Context, client *http.Client, url string, now time.Ti
 	return parseCounters(io.LimitReader(resp.Body, 4<<20), now)
 }
 
-func sortWorkers(ws []Worker) {
-	slices.SortFunc(ws, func(a, b Worker) int { return strings.Compare(a.ID, b.ID) })
+func sortWorkers(ws []workerReport) {
+	slices.SortFunc(ws, func(a, b workerReport) int { return strings.Compare(a.ID, b.ID) })
 }

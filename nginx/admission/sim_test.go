@@ -30,7 +30,7 @@ type simWorker struct {
 
 // simEdge is one nginx instance with its controller.
 type simEdge struct {
-	c                *Controller
+	c                *controller
 	demand           func(t float64) float64
 	rate             float64
 	renders          []float64 // times of renders, seconds
@@ -59,7 +59,7 @@ func newSim(t *testing.T, seed uint64, noise float64, workers ...*simWorker) *si
 
 func (s *sim) addEdge(cfg Config, demand func(t float64) float64) *simEdge {
 	s.t.Helper()
-	c, err := NewController(cfg)
+	c, err := newController(cfg)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func (s *sim) run(seconds int) {
 			s.onTick(s)
 		}
 		// each edge sees the same workers' window
-		var ws []Worker
+		var ws []workerReport
 		var total float64
 		for _, w := range s.workers {
 			if w.dead {
@@ -94,7 +94,7 @@ func (s *sim) run(seconds int) {
 				wait = w.waitWeighted / (w.answered + w.busy)
 			}
 			busySlots := float64(w.slots) * math.Min(1, w.solveSec/w.bias/float64(w.slots))
-			ws = append(ws, Worker{
+			ws = append(ws, workerReport{
 				ID: w.id, Answered: w.answered, Busy503: w.busy, Solves: w.answered,
 				SolveSeconds: w.solveSec, Slots: w.slots, SlotsBusy: math.Floor(busySlots),
 				QueueDepth: math.Floor(w.queue), QueueWait: time.Duration(wait * float64(time.Second)),
@@ -103,8 +103,8 @@ func (s *sim) run(seconds int) {
 			w.answered, w.busy, w.solveSec, w.waitWeighted = 0, 0, 0, 0
 		}
 		for _, e := range s.edges {
-			smp := Sample{At: start.Add(time.Duration(math.Round(s.now*1000)) * time.Millisecond), Window: time.Second, Workers: ws,
-				Nginx: Nginx{Known: len(s.edges) > 1, Passed: e.passed, Rejected: e.rejected}}
+			smp := sample{At: start.Add(time.Duration(math.Round(s.now*1000)) * time.Millisecond), Window: time.Second, Workers: ws,
+				Nginx: nginxCounts{Known: len(s.edges) > 1, Passed: e.passed, Rejected: e.rejected}}
 			d := e.c.Step(smp)
 			if d.Render {
 				e.rate = d.Rate
