@@ -123,10 +123,14 @@ func TestCertManagerPebble(t *testing.T) {
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pebble.Roots, ServerName: testDomain},
 	}}
-	resp, err := client.Get("https://" + addr + "/")
-	if err != nil {
-		t.Fatalf("GET over HTTPS with Pebble's root: %v", err)
-	}
+	// A reload is not atomic: until the old worker processes have taken
+	// their QUIT, a new connection may still meet one of them and the
+	// placeholder.
+	var resp *http.Response
+	nginxtest.WaitUntil(t, 10*time.Second, "GET over HTTPS with Pebble's root", func() (err error) {
+		resp, err = client.Get("https://" + addr + "/")
+		return err
+	})
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || string(body) != "hello" || resp.Header.Get("Strict-Transport-Security") != "max-age=300" {
