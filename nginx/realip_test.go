@@ -3,7 +3,6 @@ package nginx
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -40,12 +39,10 @@ func TestRealIPFromTrustedProxyOnly(t *testing.T) {
 		Bin: bin, Prefix: dir, Conf: conf, RunDir: runDir, RealIPFrom: trusted,
 		Workers: targets(t, back.String()), UpstreamParams: "max_fails=0",
 		ResolveInterval: time.Second, BudgetHold: time.Minute,
-		ChallengeListen: fmt.Sprintf("127.0.0.1:%d", chPort),
-		Stdout:          io.Discard, Stderr: io.Discard, Log: nginxtest.Logger(t),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := nginxtest.Background(func() error { return sup.Run(ctx) })
+	done := startSupervisor(ctx, t, sup, chPort)
 
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	// get sends one request from the source address from, with

@@ -20,6 +20,15 @@ import (
 	"sudoku-fcgi/nginx/nginxtest"
 )
 
+// startSupervisor runs sup in the background until ctx ends, with the
+// challenge listener on 127.0.0.1:chPort, nginx's output discarded and the
+// test's logger. It returns what Run returns.
+func startSupervisor(ctx context.Context, t *testing.T, sup *Supervisor, chPort int) <-chan error {
+	sup.ChallengeListen = fmt.Sprintf("127.0.0.1:%d", chPort)
+	sup.Stdout, sup.Stderr, sup.Log = io.Discard, io.Discard, nginxtest.Logger(t)
+	return nginxtest.Background(func() error { return sup.Run(ctx) })
+}
+
 // supervisorConf is a host variant of the project's nginx.conf layout:
 // upstream from runDir/servers.conf, tls.conf at http level, challenges
 // proxied to the supervisor's responder, and trusted-clients.conf in a geo
@@ -77,14 +86,12 @@ func TestSupervisorServesAndStopsGracefully(t *testing.T) {
 		Bin: bin, Prefix: dir, Conf: supervisorConf(t, dir, runDir, port, chPort), RunDir: runDir,
 		Workers: targets(t, backendAddrs...), UpstreamParams: "max_fails=0 max_conns=64",
 		ResolveInterval: 100 * time.Millisecond, BudgetHold: time.Second, TrustedClients: trusted,
-		ChallengeListen: fmt.Sprintf("127.0.0.1:%d", chPort),
-		MetricsListen:   fmt.Sprintf("127.0.0.1:%d", metricsPort), Metrics: metrics,
+		MetricsListen: fmt.Sprintf("127.0.0.1:%d", metricsPort), Metrics: metrics,
 		MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-		Stdout:         io.Discard, Stderr: io.Discard, Log: nginxtest.Logger(t),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := nginxtest.Background(func() error { return sup.Run(ctx) })
+	done := startSupervisor(ctx, t, sup, chPort)
 
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	seen := map[string]bool{}
@@ -230,12 +237,10 @@ func TestSupervisorUnixWorkers(t *testing.T) {
 		Bin: bin, Prefix: dir, Conf: supervisorConf(t, dir, runDir, port, chPort), RunDir: runDir,
 		Workers: targets(t, "unix:"+sockDir+"/*.sock"), UpstreamParams: "max_fails=0 max_conns=64",
 		ResolveInterval: 100 * time.Millisecond, BudgetHold: time.Minute,
-		ChallengeListen: fmt.Sprintf("127.0.0.1:%d", chPort),
-		Stdout:          io.Discard, Stderr: io.Discard, Log: nginxtest.Logger(t),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := nginxtest.Background(func() error { return sup.Run(ctx) })
+	done := startSupervisor(ctx, t, sup, chPort)
 
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	reached := func(want ...string) {
