@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,10 +18,7 @@ import (
 // is limited; a client that is not trusted (127.0.0.2) forging
 // X-Forwarded-For keeps its own address and its own single request.
 func TestRealIPFromTrustedProxyOnly(t *testing.T) {
-	bin := nginxtest.NeedNginx(t)
-	dir := t.TempDir()
-	runDir := filepath.Join(dir, "run")
-	port, chPort := nginxtest.FreePort(t), nginxtest.FreePort(t)
+	bin, dir, runDir, port, chPort := supervisorSetup(t)
 	back := backend(t, "a")
 	trusted, err := ParsePrefixes("127.0.0.1")
 	if err != nil {

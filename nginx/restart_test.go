@@ -29,10 +29,7 @@ import (
 // runs; it starts a new master on the same socket, counts the restart,
 // and the dead master's orphaned workers quit. Twice, for the backoff.
 func TestSupervisorRestartsKilledMaster(t *testing.T) {
-	bin := nginxtest.NeedNginx(t)
-	dir := t.TempDir()
-	runDir := filepath.Join(dir, "run")
-	port, chPort := nginxtest.FreePort(t), nginxtest.FreePort(t)
+	bin, dir, runDir, port, chPort := supervisorSetup(t)
 	back := backend(t, "a")
 	metrics := NewMetrics()
 	sup := &Supervisor{

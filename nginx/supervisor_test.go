@@ -20,6 +20,16 @@ import (
 	"sudoku-fcgi/nginx/nginxtest"
 )
 
+// supervisorSetup skips the test where nginx is missing; it returns the
+// nginx binary, a fresh prefix directory, the run directory in it, and
+// free loopback ports for nginx and for the challenge listener.
+func supervisorSetup(t *testing.T) (bin, dir, runDir string, port, chPort int) {
+	t.Helper()
+	bin = nginxtest.NeedNginx(t)
+	dir = t.TempDir()
+	return bin, dir, filepath.Join(dir, "run"), nginxtest.FreePort(t), nginxtest.FreePort(t)
+}
+
 // startSupervisor runs sup in the background until ctx ends, with the
 // challenge listener on 127.0.0.1:chPort, nginx's output discarded and the
 // test's logger. It returns what Run returns.
@@ -61,10 +71,8 @@ func readRun(runDir, name string) string {
 // are served on the metrics listener; and cancelling the context stops
 // nginx with status 0.
 func TestSupervisorServesAndStopsGracefully(t *testing.T) {
-	bin := nginxtest.NeedNginx(t)
-	dir := t.TempDir()
-	runDir := filepath.Join(dir, "run")
-	port, chPort, metricsPort := nginxtest.FreePort(t), nginxtest.FreePort(t), nginxtest.FreePort(t)
+	bin, dir, runDir, port, chPort := supervisorSetup(t)
+	metricsPort := nginxtest.FreePort(t)
 	var backendAddrs []string
 	var backends []*httptest.Server
 	for _, id := range []string{"a", "b"} {
@@ -213,13 +221,11 @@ func TestSupervisorRejectsBadConfig(t *testing.T) {
 // get traffic through `server unix:...` lines; one killed (its socket file
 // left behind, refusing) leaves the upstream, and a new socket joins it.
 func TestSupervisorUnixWorkers(t *testing.T) {
-	bin := nginxtest.NeedNginx(t)
-	dir := t.TempDir()
-	runDir, sockDir := filepath.Join(dir, "run"), filepath.Join(dir, "sock")
+	bin, dir, runDir, port, chPort := supervisorSetup(t)
+	sockDir := filepath.Join(dir, "sock")
 	if err := os.Mkdir(sockDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	port, chPort := nginxtest.FreePort(t), nginxtest.FreePort(t)
 	serve := func(id string) (*net.UnixListener, string) {
 		path := filepath.Join(sockDir, id+".sock")
 		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
