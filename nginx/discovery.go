@@ -126,36 +126,36 @@ func (t Target) String() string {
 // ParseTargets splits a comma-separated list of targets, host:port or
 // unix:<glob> (an absolute filepath.Match pattern), and checks each one.
 func ParseTargets(s string) ([]Target, error) {
-	var out []Target
-	for _, t := range strings.Split(s, ",") {
-		t = strings.TrimSpace(t)
-		if t == "" {
-			continue
-		}
-		if pattern, ok := strings.CutPrefix(t, unixPrefix); ok {
-			if err := checkSocketPattern(pattern); err != nil {
-				return nil, fmt.Errorf("worker target %q: %w", t, err)
-			}
-			out = append(out, Target{pattern: pattern})
-			continue
-		}
-		host, port, err := net.SplitHostPort(t)
-		if err != nil {
-			return nil, fmt.Errorf("worker target %q: %w", t, err)
-		}
-		if host == "" {
-			return nil, fmt.Errorf("worker target %q: empty host", t)
-		}
-		n, err := strconv.Atoi(port)
-		if err != nil || n < 1 || n > 65535 {
-			return nil, fmt.Errorf("worker target %q: port must be 1-65535", t)
-		}
-		out = append(out, Target{host: host, port: uint16(n)})
+	out, err := parseList(s, parseTarget)
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no worker target given")
 	}
 	return out, nil
+}
+
+// parseTarget parses one item of ParseTargets's list.
+func parseTarget(t string) (Target, error) {
+	if pattern, ok := strings.CutPrefix(t, unixPrefix); ok {
+		if err := checkSocketPattern(pattern); err != nil {
+			return Target{}, fmt.Errorf("worker target %q: %w", t, err)
+		}
+		return Target{pattern: pattern}, nil
+	}
+	host, port, err := net.SplitHostPort(t)
+	if err != nil {
+		return Target{}, fmt.Errorf("worker target %q: %w", t, err)
+	}
+	if host == "" {
+		return Target{}, fmt.Errorf("worker target %q: empty host", t)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return Target{}, fmt.Errorf("worker target %q: port must be 1-65535", t)
+	}
+	return Target{host: host, port: uint16(n)}, nil
 }
 
 // joinTargets writes targets back as the comma-separated list they came from.

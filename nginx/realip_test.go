@@ -3,10 +3,8 @@ package nginx
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,10 +18,7 @@ import (
 // is limited; a client that is not trusted (127.0.0.2) forging
 // X-Forwarded-For keeps its own address and its own single request.
 func TestRealIPFromTrustedProxyOnly(t *testing.T) {
-	bin := nginxtest.NeedNginx(t)
-	dir := t.TempDir()
-	runDir := filepath.Join(dir, "run")
-	port, chPort := nginxtest.FreePort(t), nginxtest.FreePort(t)
+	bin, dir, runDir, port, chPort := supervisorSetup(t)
 	back := backend(t, "a")
 	trusted, err := ParsePrefixes("127.0.0.1")
 	if err != nil {
@@ -40,12 +35,10 @@ func TestRealIPFromTrustedProxyOnly(t *testing.T) {
 		Bin: bin, Prefix: dir, Conf: conf, RunDir: runDir, RealIPFrom: trusted,
 		Workers: targets(t, back.String()), UpstreamParams: "max_fails=0",
 		ResolveInterval: time.Second, BudgetHold: time.Minute,
-		ChallengeListen: fmt.Sprintf("127.0.0.1:%d", chPort),
-		Stdout:          io.Discard, Stderr: io.Discard, Log: nginxtest.Logger(t),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := nginxtest.Background(func() error { return sup.Run(ctx) })
+	done := startSupervisor(ctx, t, sup, chPort)
 
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	// get sends one request from the source address from, with

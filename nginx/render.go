@@ -142,26 +142,42 @@ func shareMaxConns(params string, maxConns, workers, budget int) string {
 // and prefixes ("203.0.113.7, 10.0.0.0/8, fd00::/8"); a bare address is a
 // prefix of its full length. An empty list is valid and trusts nobody.
 func ParsePrefixes(list string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
+	return parseList(list, parsePrefix)
+}
+
+// parsePrefix parses one item of ParsePrefixes's list.
+func parsePrefix(f string) (netip.Prefix, error) {
+	var p netip.Prefix
+	var err error
+	if strings.Contains(f, "/") {
+		p, err = netip.ParsePrefix(f)
+	} else {
+		var a netip.Addr
+		if a, err = netip.ParseAddr(f); err == nil {
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+	}
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q: want an IP address or a CIDR prefix", f)
+	}
+	return p.Masked(), nil
+}
+
+// parseList parses each item of a comma-separated list with parse, white
+// space around items trimmed and empty items skipped, and stops at the
+// first error.
+func parseList[T any](list string, parse func(string) (T, error)) ([]T, error) {
+	var out []T
 	for _, f := range strings.Split(list, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
 			continue
 		}
-		var p netip.Prefix
-		var err error
-		if strings.Contains(f, "/") {
-			p, err = netip.ParsePrefix(f)
-		} else {
-			var a netip.Addr
-			if a, err = netip.ParseAddr(f); err == nil {
-				p = netip.PrefixFrom(a, a.BitLen())
-			}
-		}
+		v, err := parse(f)
 		if err != nil {
-			return nil, fmt.Errorf("%q: want an IP address or a CIDR prefix", f)
+			return nil, err
 		}
-		out = append(out, p.Masked())
+		out = append(out, v)
 	}
 	return out, nil
 }

@@ -29,10 +29,7 @@ import (
 // runs; it starts a new master on the same socket, counts the restart,
 // and the dead master's orphaned workers quit. Twice, for the backoff.
 func TestSupervisorRestartsKilledMaster(t *testing.T) {
-	bin := nginxtest.NeedNginx(t)
-	dir := t.TempDir()
-	runDir := filepath.Join(dir, "run")
-	port, chPort := nginxtest.FreePort(t), nginxtest.FreePort(t)
+	bin, dir, runDir, port, chPort := supervisorSetup(t)
 	back := backend(t, "a")
 	metrics := NewMetrics()
 	sup := &Supervisor{
@@ -40,12 +37,11 @@ func TestSupervisorRestartsKilledMaster(t *testing.T) {
 		Listen:  []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))},
 		Workers: targets(t, back.String()), UpstreamParams: "max_fails=0", WorkerProcesses: 3,
 		ResolveInterval: time.Second, BudgetHold: time.Minute,
-		ChallengeListen: fmt.Sprintf("127.0.0.1:%d", chPort), Metrics: metrics,
-		Stdout: io.Discard, Stderr: io.Discard, Log: nginxtest.Logger(t),
+		Metrics: metrics,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := nginxtest.Background(func() error { return sup.Run(ctx) })
+	done := startSupervisor(ctx, t, sup, chPort)
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	nginxtest.WaitUntil(t, 10*time.Second, "nginx answers", func() error {
 		nginxtest.Running(t, done, "Run")

@@ -16,19 +16,7 @@ import (
 // nginx. Host names are refused: nginx would resolve them, sudoku-edge
 // does not.
 func ParseListen(list string) ([]netip.AddrPort, error) {
-	var out []netip.AddrPort
-	for _, l := range strings.Split(list, ",") {
-		l = strings.TrimSpace(l)
-		if l == "" {
-			continue
-		}
-		ap, err := parseListen(l)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ap)
-	}
-	return out, nil
+	return parseList(list, parseListen)
 }
 
 func parseListen(l string) (netip.AddrPort, error) {

@@ -430,22 +430,23 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 	s.setAddrs(addrs)
 	s.Metrics.workersNow(len(addrs), n)
 	s.Log.Info().Strs("workers", addrStrings(addrs)).Str("file", s.path("servers.conf")).Msg("upstream servers written")
-	trusted, err := renderTrustedClients(s.TrustedClients)
+	if err := s.writePrefixes("trusted-clients.conf", "trusted clients", s.TrustedClients, renderTrustedClients); err != nil {
+		return err
+	}
+	return s.writePrefixes("real-ip.conf", "trusted balancers", s.RealIPFrom, renderRealIP)
+}
+
+// writePrefixes writes the include name of the run directory, rendered
+// from prefixes by render, and logs that the prefixes of what are written.
+func (s *Supervisor) writePrefixes(name, what string, prefixes []netip.Prefix, render func([]netip.Prefix) ([]byte, error)) error {
+	b, err := render(prefixes)
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(s.path("trusted-clients.conf"), trusted, 0o644); err != nil {
-		return fmt.Errorf("writing trusted-clients.conf: %w", err)
+	if err := writeFileAtomic(s.path(name), b, 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
 	}
-	s.Log.Info().Int("prefixes", len(s.TrustedClients)).Str("file", s.path("trusted-clients.conf")).Msg("trusted clients written")
-	realIP, err := renderRealIP(s.RealIPFrom)
-	if err != nil {
-		return err
-	}
-	if err := writeFileAtomic(s.path("real-ip.conf"), realIP, 0o644); err != nil {
-		return fmt.Errorf("writing real-ip.conf: %w", err)
-	}
-	s.Log.Info().Int("prefixes", len(s.RealIPFrom)).Str("file", s.path("real-ip.conf")).Msg("trusted balancers written")
+	s.Log.Info().Int("prefixes", len(prefixes)).Str("file", s.path(name)).Msg(what + " written")
 	return nil
 }
 

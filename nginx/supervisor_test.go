@@ -20,6 +20,25 @@ import (
 	"sudoku-fcgi/nginx/nginxtest"
 )
 
+// supervisorSetup skips the test where nginx is missing; it returns the
+// nginx binary, a fresh prefix directory, the run directory in it, and
+// free loopback ports for nginx and for the challenge listener.
+func supervisorSetup(t *testing.T) (bin, dir, runDir string, port, chPort int) {
+	t.Helper()
+	bin = nginxtest.NeedNginx(t)
+	dir = t.TempDir()
+	return bin, dir, filepath.Join(dir, "run"), nginxtest.FreePort(t), nginxtest.FreePort(t)
+}
+
+// startSupervisor runs sup in the background until ctx ends, with the
+// challenge listener on 127.0.0.1:chPort, nginx's output discarded and the
+// test's logger. It returns what Run returns.
+func startSupervisor(ctx context.Context, t *testing.T, sup *Supervisor, chPort int) <-chan error {
+	sup.ChallengeListen = fmt.Sprintf("127.0.0.1:%d", chPort)
+	sup.Stdout, sup.Stderr, sup.Log = io.Discard, io.Discard, nginxtest.Logger(t)
+	return nginxtest.Background(func() error { return sup.Run(ctx) })
+}
+
 // supervisorConf is a host variant of the project's nginx.conf layout:
 // upstream from runDir/servers.conf, tls.conf at http level, challenges
 // proxied to the supervisor's responder, and trusted-clients.conf in a geo
@@ -52,10 +71,8 @@ func readRun(runDir, name string) string {
 // are served on the metrics listener; and cancelling the context stops
 // nginx with status 0.
 func TestSupervisorServesAndStopsGracefully(t *testing.T) {
-	bin := nginxtest.NeedNginx(t)
-	dir := t.TempDir()
-	runDir := filepath.Join(dir, "run")
-	port, chPort, metricsPort := nginxtest.FreePort(t), nginxtest.FreePort(t), nginxtest.FreePort(t)
+	bin, dir, runDir, port, chPort := supervisorSetup(t)
+	metricsPort := nginxtest.FreePort(t)
 	var backendAddrs []string
 	var backends []*httptest.Server
 	for _, id := range []string{"a", "b"} {
@@ -77,14 +94,12 @@ func TestSupervisorServesAndStopsGracefully(t *testing.T) {
 		Bin: bin, Prefix: dir, Conf: supervisorConf(t, dir, runDir, port, chPort), RunDir: runDir,
 		Workers: targets(t, backendAddrs...), UpstreamParams: "max_fails=0 max_conns=64",
 		ResolveInterval: 100 * time.Millisecond, BudgetHold: time.Second, TrustedClients: trusted,
-		ChallengeListen: fmt.Sprintf("127.0.0.1:%d", chPort),
-		MetricsListen:   fmt.Sprintf("127.0.0.1:%d", metricsPort), Metrics: metrics,
+		MetricsListen: fmt.Sprintf("127.0.0.1:%d", metricsPort), Metrics: metrics,
 		MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-		Stdout:         io.Discard, Stderr: io.Discard, Log: nginxtest.Logger(t),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := nginxtest.Background(func() error { return sup.Run(ctx) })
+	done := startSupervisor(ctx, t, sup, chPort)
 
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	seen := map[string]bool{}
@@ -206,13 +221,11 @@ func TestSupervisorRejectsBadConfig(t *testing.T) {
 // get traffic through `server unix:...` lines; one killed (its socket file
 // left behind, refusing) leaves the upstream, and a new socket joins it.
 func TestSupervisorUnixWorkers(t *testing.T) {
-	bin := nginxtest.NeedNginx(t)
-	dir := t.TempDir()
-	runDir, sockDir := filepath.Join(dir, "run"), filepath.Join(dir, "sock")
+	bin, dir, runDir, port, chPort := supervisorSetup(t)
+	sockDir := filepath.Join(dir, "sock")
 	if err := os.Mkdir(sockDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	port, chPort := nginxtest.FreePort(t), nginxtest.FreePort(t)
 	serve := func(id string) (*net.UnixListener, string) {
 		path := filepath.Join(sockDir, id+".sock")
 		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
@@ -230,12 +243,10 @@ func TestSupervisorUnixWorkers(t *testing.T) {
 		Bin: bin, Prefix: dir, Conf: supervisorConf(t, dir, runDir, port, chPort), RunDir: runDir,
 		Workers: targets(t, "unix:"+sockDir+"/*.sock"), UpstreamParams: "max_fails=0 max_conns=64",
 		ResolveInterval: 100 * time.Millisecond, BudgetHold: time.Minute,
-		ChallengeListen: fmt.Sprintf("127.0.0.1:%d", chPort),
-		Stdout:          io.Discard, Stderr: io.Discard, Log: nginxtest.Logger(t),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := nginxtest.Background(func() error { return sup.Run(ctx) })
+	done := startSupervisor(ctx, t, sup, chPort)
 
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	reached := func(want ...string) {

@@ -107,11 +107,30 @@ func buildTables() *tables {
 	return t
 }
 
-// closeDigit applies band and stack closure to digit d until nothing
-// changes, then takes the cells each digit now holds alone in a row out of
-// play for the other digits. It reports false on a contradiction, and
-// returns the other digits that lost candidates.
+// closeDigit applies band and stack closure to digit d, then takes the
+// cells each digit now holds alone in a row out of play for the other
+// digits. It reports false on a contradiction, and returns the other
+// digits that lost candidates.
 func (s *state) closeDigit(d int) (lost uint32, ok bool) {
+	if !s.closeOnly(d) {
+		return 0, false
+	}
+	a0, a1, a2 := s.cand[0][d], s.cand[1][d], s.cand[2][d]
+	// Hidden singles: a row of a band where the digit has one cell left.
+	p0 := rowSingles(a0) & s.unsolved[0]
+	p1 := rowSingles(a1) & s.unsolved[1]
+	p2 := rowSingles(a2) & s.unsolved[2]
+	if p0|p1|p2 == 0 {
+		return 0, true
+	}
+	lost = s.claim(d, 0, p0) | s.claim(d, 1, p1) | s.claim(d, 2, p2)
+	return lost &^ (1 << d), true
+}
+
+// closeOnly applies band and stack closure to digit d until nothing
+// changes and leaves its patterns in s.pat. It reports false on a
+// contradiction.
+func (s *state) closeOnly(d int) bool {
 	t := tab
 	a0, a1, a2 := s.cand[0][d], s.cand[1][d], s.cand[2][d]
 	for {
@@ -134,7 +153,7 @@ func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 		p0, p1, p2 := t.perm[v0], t.perm[v1], t.perm[v2]
 		// A band left empty by its closure empties every stack pattern.
 		if p0 == 0 || p1 == 0 || p2 == 0 {
-			return 0, false
+			return false
 		}
 		k0 := uint32(p0&7) | uint32(p1&7)<<3 | uint32(p2&7)<<6
 		k1 := uint32(p0>>3&7) | uint32(p1>>3&7)<<3 | uint32(p2>>3&7)<<6
@@ -150,15 +169,7 @@ func (s *state) closeDigit(d int) (lost uint32, ok bool) {
 		}
 	}
 	s.cand[0][d], s.cand[1][d], s.cand[2][d] = a0, a1, a2
-	// Hidden singles: a row of a band where the digit has one cell left.
-	p0 := rowSingles(a0) & s.unsolved[0]
-	p1 := rowSingles(a1) & s.unsolved[1]
-	p2 := rowSingles(a2) & s.unsolved[2]
-	if p0|p1|p2 == 0 {
-		return 0, true
-	}
-	lost = s.claim(d, 0, p0) | s.claim(d, 1, p1) | s.claim(d, 2, p2)
-	return lost &^ (1 << d), true
+	return true
 }
 
 // rowSingles returns the cells of a band mask that are alone in their row.
@@ -194,67 +205,26 @@ func (s *state) claim(d, b int, p uint32) (lost uint32) {
 type patterns [9]uint64
 
 // propagate runs closure on the changed digits (a 9-bit set) and naked
-// singles until nothing changes. It reports false on a contradiction.
-func (s *state) propagate(changed uint32) bool {
-	t := tab
+// singles until nothing changes, closing with closeVec when vec is true
+// and with closeWaves otherwise. It reports false on a contradiction.
+func (s *state) propagate(changed uint32, vec bool) bool {
 	for {
-		// Close the changed digits in waves: a digit that loses
-		// candidates while it waits in the current wave is closed once,
-		// after the losses.
-		for changed != 0 {
-			cur := changed
-			changed = 0
-			for cur != 0 {
-				d := bits.TrailingZeros32(cur)
-				cur &= cur - 1
-				lost, ok := s.closeDigit(d)
-				if !ok {
-					return false
-				}
-				changed |= lost &^ cur
-			}
+		var ok bool
+		if vec {
+			ok = s.closeVec(changed)
+		} else {
+			ok = s.closeWaves(changed)
 		}
-		// Naked singles, a band at a time.
-		for b := range s.cand {
-			var once, twice uint32
-			for _, m := range &s.cand[b] {
-				twice |= once & m
-				once |= m
-			}
-			if once != bandAll {
-				return false // a cell with no candidate left
-			}
-			naked := once &^ twice & s.unsolved[b]
-			if naked == 0 {
-				continue
-			}
-			s.unsolved[b] &^= naked
-			for d, a := range &s.cand[b] {
-				n := a & naked
-				if n == 0 {
-					continue
-				}
-				changed |= 1 << d
-				var cols uint32
-				for m := n; m != 0; m &= m - 1 {
-					pos := bits.TrailingZeros32(m)
-					a &^= t.peers[pos]
-					cols |= 1 << (pos % 9)
-				}
-				s.cand[b][d] = a
-				clear := t.colExpand[cols]
-				for o := 0; o < 3; o++ {
-					if o != b {
-						s.cand[o][d] &^= clear
-					}
-				}
-			}
+		if !ok {
+			return false
+		}
+		if changed, ok = s.nakedSingles(); !ok {
+			return false
 		}
 		if changed == 0 {
 			if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {
 				return true // solved: nothing left to pick
 			}
-			var ok bool
 			if changed, ok = s.minilines(); !ok {
 				return false
 			}
@@ -263,6 +233,70 @@ func (s *state) propagate(changed uint32) bool {
 			}
 		}
 	}
+}
+
+// closeWaves closes the changed digits in waves until none loses a
+// candidate: a digit that loses candidates while it waits in the current
+// wave is closed once, after the losses. It reports false on a
+// contradiction.
+func (s *state) closeWaves(changed uint32) bool {
+	for changed != 0 {
+		cur := changed
+		changed = 0
+		for cur != 0 {
+			d := bits.TrailingZeros32(cur)
+			cur &= cur - 1
+			lost, ok := s.closeDigit(d)
+			if !ok {
+				return false
+			}
+			changed |= lost &^ cur
+		}
+	}
+	return true
+}
+
+// nakedSingles places, a band at a time, every unsolved cell left with one
+// candidate: its digit leaves the cell's row, box and column. It returns
+// the digits that changed, and false when a cell has no candidate left.
+func (s *state) nakedSingles() (changed uint32, ok bool) {
+	t := tab
+	for b := range s.cand {
+		var once, twice uint32
+		for _, m := range &s.cand[b] {
+			twice |= once & m
+			once |= m
+		}
+		if once != bandAll {
+			return 0, false // a cell with no candidate left
+		}
+		naked := once &^ twice & s.unsolved[b]
+		if naked == 0 {
+			continue
+		}
+		s.unsolved[b] &^= naked
+		for d, a := range &s.cand[b] {
+			n := a & naked
+			if n == 0 {
+				continue
+			}
+			changed |= 1 << d
+			var cols uint32
+			for m := n; m != 0; m &= m - 1 {
+				pos := bits.TrailingZeros32(m)
+				a &^= t.peers[pos]
+				cols |= 1 << (pos % 9)
+			}
+			s.cand[b][d] = a
+			clear := t.colExpand[cols]
+			for o := 0; o < 3; o++ {
+				if o != b {
+					s.cand[o][d] &^= clear
+				}
+			}
+		}
+	}
+	return changed, true
 }
 
 // Masks over 27 bits seen as nine 3-bit groups (g0: each group's first
@@ -392,11 +426,7 @@ func (sr *search) budgetOver() bool {
 // run propagates s, records a solution or guesses, and recurses.
 func (sr *search) run(s *state, changed uint32) {
 	for {
-		if sr.vec {
-			if !s.propagateVec(changed) {
-				return
-			}
-		} else if !s.propagate(changed) {
+		if !s.propagate(changed, sr.vec) {
 			return
 		}
 		if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {

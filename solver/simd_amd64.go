@@ -3,7 +3,6 @@
 package solver
 
 import (
-	"math/bits"
 	"simd/archsimd"
 )
 
@@ -145,41 +144,6 @@ func (s *state) closeAll() bool {
 	return true
 }
 
-// closeOnly is closeDigit's closure without the hidden singles.
-func (s *state) closeOnly(d int) bool {
-	t := tab
-	a0, a1, a2 := s.cand[0][d], s.cand[1][d], s.cand[2][d]
-	for {
-		x0 := uint(t.triad[a0&511]) | uint(t.triad[a0>>9&511])<<3 | uint(t.triad[a0>>18&511])<<6
-		n0 := a0 & t.bandKeep[x0&511]
-		x1 := uint(t.triad[a1&511]) | uint(t.triad[a1>>9&511])<<3 | uint(t.triad[a1>>18&511])<<6
-		n1 := a1 & t.bandKeep[x1&511]
-		x2 := uint(t.triad[a2&511]) | uint(t.triad[a2>>9&511])<<3 | uint(t.triad[a2>>18&511])<<6
-		n2 := a2 & t.bandKeep[x2&511]
-		h := uint32(t.perm[x0&511]) | uint32(t.perm[x1&511])<<9 | uint32(t.perm[x2&511])<<18
-		c0 := (n0 | n0>>9 | n0>>18) & 511
-		c1 := (n1 | n1>>9 | n1>>18) & 511
-		c2 := (n2 | n2>>9 | n2>>18) & 511
-		v0 := c0&7 | (c1&7)<<3 | (c2&7)<<6
-		v1 := c0>>3&7 | (c1>>3&7)<<3 | (c2>>3&7)<<6
-		v2 := c0>>6 | (c1>>6)<<3 | (c2>>6)<<6
-		p0, p1, p2 := t.perm[v0], t.perm[v1], t.perm[v2]
-		if p0 == 0 || p1 == 0 || p2 == 0 {
-			return false
-		}
-		k0 := uint32(p0&7) | uint32(p1&7)<<3 | uint32(p2&7)<<6
-		k1 := uint32(p0>>3&7) | uint32(p1>>3&7)<<3 | uint32(p2>>3&7)<<6
-		k2 := uint32(p0>>6) | uint32(p1>>6)<<3 | uint32(p2>>6)<<6
-		a0, a1, a2 = n0&t.colExpand[k0], n1&t.colExpand[k1], n2&t.colExpand[k2]
-		if a0 == n0 && a1 == n1 && a2 == n2 {
-			s.pat[d] = uint64(h) | (uint64(p0)|uint64(p1)<<9|uint64(p2)<<18)<<32
-			break
-		}
-	}
-	s.cand[0][d], s.cand[1][d], s.cand[2][d] = a0, a1, a2
-	return true
-}
-
 // rowSinglesVec is rowSingles lane by lane: a row's 9 bits y hold one
 // cell when y&(y-1) == 0 (an empty row gives 0 either way). The rows are
 // unrolled so that every left shift has a constant count.
@@ -233,72 +197,21 @@ func (s *state) claimAll() (lost uint32, ok bool) {
 	return lost, true
 }
 
-// propagateVec is propagate with closeAll and claimAll.
-func (s *state) propagateVec(changed uint32) bool {
-	t := tab
-	for {
-		// Close the changed digits (all of 0-7 when one of them
-		// changed: a vector costs the same) and take their row singles,
-		// until no digit loses a candidate.
-		for changed != 0 {
-			if changed&0xFF != 0 && !s.closeAll() {
-				return false
-			}
-			if changed&(1<<8) != 0 && !s.closeOnly(8) {
-				return false
-			}
-			var ok bool
-			if changed, ok = s.claimAll(); !ok {
-				return false
-			}
+// closeVec closes the changed digits (all of 0-7 when one of them
+// changed: a vector costs the same) and takes their row singles, until no
+// digit loses a candidate. It reports false on a contradiction.
+func (s *state) closeVec(changed uint32) bool {
+	for changed != 0 {
+		if changed&0xFF != 0 && !s.closeAll() {
+			return false
 		}
-		// Naked singles, a band at a time, as in propagate.
-		for b := range s.cand {
-			var once, twice uint32
-			for _, m := range &s.cand[b] {
-				twice |= once & m
-				once |= m
-			}
-			if once != bandAll {
-				return false
-			}
-			naked := once &^ twice & s.unsolved[b]
-			if naked == 0 {
-				continue
-			}
-			s.unsolved[b] &^= naked
-			for d, a := range &s.cand[b] {
-				n := a & naked
-				if n == 0 {
-					continue
-				}
-				changed |= 1 << d
-				var cols uint32
-				for m := n; m != 0; m &= m - 1 {
-					pos := bits.TrailingZeros32(m)
-					a &^= t.peers[pos]
-					cols |= 1 << (pos % 9)
-				}
-				s.cand[b][d] = a
-				clear := t.colExpand[cols]
-				for o := 0; o < 3; o++ {
-					if o != b {
-						s.cand[o][d] &^= clear
-					}
-				}
-			}
+		if changed&(1<<8) != 0 && !s.closeOnly(8) {
+			return false
 		}
-		if changed == 0 {
-			if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {
-				return true
-			}
-			var ok bool
-			if changed, ok = s.minilines(); !ok {
-				return false
-			}
-			if changed == 0 {
-				return true
-			}
+		var ok bool
+		if changed, ok = s.claimAll(); !ok {
+			return false
 		}
 	}
+	return true
 }

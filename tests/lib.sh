@@ -28,3 +28,14 @@ wait_for() {
 	echo "not answering: $1" >&2
 	return 1
 }
+
+# say MESSAGE... writes a progress line with the UTC time to stderr.
+say() { echo "== $(date -u +%T) $*" >&2; }
+
+# stop_pids PID... kills the processes and waits for this shell's
+# children: the benchmarks' EXIT trap.
+stop_pids() {
+	local p
+	for p in "$@"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+}

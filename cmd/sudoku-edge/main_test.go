@@ -144,17 +144,11 @@ func TestRunServesMetricsAndStops(t *testing.T) {
 	conf := renderHostConf(t, dir, httpPort, statusPort, acmePort)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := nginxtest.Background(func() error {
-		return run(ctx, []string{
-			"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", filepath.Join(dir, "run"),
-			"-listen", fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", httpPort, statusPort),
-			"-workers", fcgiWorker(t, "w1"), "-upstream-params", "max_fails=0",
-			"-challenge-listen", fmt.Sprintf("127.0.0.1:%d", acmePort), "-resolve-interval", "100ms",
-		}, env{
-			"SUDOKU_EDGE_METRICS_LISTEN": fmt.Sprintf("127.0.0.1:%d", metricsPort),
-			"SUDOKU_EDGE_LOG_LEVEL":      "warn",
-		}.get, io.Discard)
-	})
+	edge := edgeRun{bin: bin, dir: dir, conf: conf, worker: fcgiWorker(t, "w1"), http: httpPort, status: statusPort, acme: acmePort}
+	done := edge.start(ctx, env{
+		"SUDOKU_EDGE_METRICS_LISTEN": fmt.Sprintf("127.0.0.1:%d", metricsPort),
+		"SUDOKU_EDGE_LOG_LEVEL":      "warn",
+	}, "-resolve-interval", "100ms")
 	get := func(url string) (int, string, error) {
 		nginxtest.Running(t, done, "run")
 		resp, err := http.Get(url)

@@ -49,6 +49,26 @@ func renderHostConf(t *testing.T, dir string, httpPort, statusPort, acmePort int
 	return strings.TrimSpace(string(out))
 }
 
+// edgeRun is one run of the command in a test: nginx bin with the config
+// conf under dir, the public listeners on the ports http and status, the
+// ACME challenge listener on acme, and the FastCGI worker worker.
+type edgeRun struct {
+	bin, dir, conf, worker string
+	http, status, acme     int
+}
+
+// start runs the command in the background with those flags, the flags
+// extra and the environment e; cancelling ctx stops it.
+func (r edgeRun) start(ctx context.Context, e env, extra ...string) <-chan error {
+	args := append([]string{
+		"-nginx", r.bin, "-nginx-prefix", r.dir, "-nginx-conf", r.conf, "-run-dir", filepath.Join(r.dir, "run"),
+		"-listen", fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", r.http, r.status),
+		"-workers", r.worker, "-upstream-params", "max_fails=0",
+		"-challenge-listen", fmt.Sprintf("127.0.0.1:%d", r.acme),
+	}, extra...)
+	return nginxtest.Background(func() error { return run(ctx, args, e.get, io.Discard) })
+}
+
 // TestRunTLSWithPebble runs sudoku-edge with the project's nginx config and
 // TLS on against an in-process Pebble: the certificate comes over HTTP-01
 // through nginx, HTTPS reaches the FastCGI worker, plain HTTP for the name
@@ -65,27 +85,21 @@ func TestRunTLSWithPebble(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := nginxtest.Background(func() error {
-		return run(ctx, []string{
-			"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", filepath.Join(dir, "run"),
-			"-listen", fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", httpPort, statusPort),
-			"-workers", worker, "-upstream-params", "max_fails=0",
-			"-challenge-listen", fmt.Sprintf("127.0.0.1:%d", acmePort),
-		}, env{
-			"SUDOKU_EDGE_TLS_DOMAINS":       domain,
-			"SUDOKU_EDGE_TLS_EMAIL":         "ops@sudoku.test",
-			"SUDOKU_EDGE_TLS_CA":            ca.URL,
-			"SUDOKU_EDGE_TLS_CA_ROOT":       ca.WriteTrust(t, dir),
-			"SUDOKU_EDGE_TLS_STORAGE":       filepath.Join(dir, "acme"),
-			"SUDOKU_EDGE_TLS_LISTEN":        fmt.Sprintf("127.0.0.1:%d", httpsPort),
-			"SUDOKU_EDGE_HTTP_LISTEN":       fmt.Sprintf("127.0.0.1:%d", httpPort),
-			"SUDOKU_EDGE_TLS_LOCATIONS":     filepath.Join(dir, "sudoku-locations.conf"),
-			"SUDOKU_EDGE_TLS_REDIRECT":      "true",
-			"SUDOKU_EDGE_TLS_REDIRECT_PORT": fmt.Sprint(httpsPort),
-			"SUDOKU_EDGE_TLS_HSTS":          "true",
-			"SUDOKU_EDGE_LOG_LEVEL":         "warn",
-			"SUDOKU_EDGE_METRICS_LISTEN":    metricsAddr,
-		}.get, io.Discard)
+	edge := edgeRun{bin: bin, dir: dir, conf: conf, worker: worker, http: httpPort, status: statusPort, acme: acmePort}
+	done := edge.start(ctx, env{
+		"SUDOKU_EDGE_TLS_DOMAINS":       domain,
+		"SUDOKU_EDGE_TLS_EMAIL":         "ops@sudoku.test",
+		"SUDOKU_EDGE_TLS_CA":            ca.URL,
+		"SUDOKU_EDGE_TLS_CA_ROOT":       ca.WriteTrust(t, dir),
+		"SUDOKU_EDGE_TLS_STORAGE":       filepath.Join(dir, "acme"),
+		"SUDOKU_EDGE_TLS_LISTEN":        fmt.Sprintf("127.0.0.1:%d", httpsPort),
+		"SUDOKU_EDGE_HTTP_LISTEN":       fmt.Sprintf("127.0.0.1:%d", httpPort),
+		"SUDOKU_EDGE_TLS_LOCATIONS":     filepath.Join(dir, "sudoku-locations.conf"),
+		"SUDOKU_EDGE_TLS_REDIRECT":      "true",
+		"SUDOKU_EDGE_TLS_REDIRECT_PORT": fmt.Sprint(httpsPort),
+		"SUDOKU_EDGE_TLS_HSTS":          "true",
+		"SUDOKU_EDGE_LOG_LEVEL":         "warn",
+		"SUDOKU_EDGE_METRICS_LISTEN":    metricsAddr,
 	})
 
 	httpsAddr := fmt.Sprintf("127.0.0.1:%d", httpsPort)

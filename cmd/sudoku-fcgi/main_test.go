@@ -227,21 +227,12 @@ func freePort(t *testing.T) string {
 func TestRun(t *testing.T) {
 	fcgiAddr, internal := freePort(t), freePort(t)
 	stop := start(t, "-listen", fcgiAddr, "-internal-listen", internal, "-id", "t1")
-	var resp *http.Response
-	var err error
-	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(20 * time.Millisecond) {
-		if resp, err = http.Get("http://" + internal + "/readyz"); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatalf("worker never became ready: %v", err)
-	}
+	resp := getWhenUp(t, "http://"+internal+"/readyz", "worker")
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("/readyz = %s", resp.Status)
 	}
-	resp, err = http.Get("http://" + internal + "/metrics")
+	resp, err := http.Get("http://" + internal + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,6 +258,22 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// getWhenUp GETs url until the listener behind it answers, for up to 5 s,
+// and fails the test naming what when it never does. The caller closes the
+// body.
+func getWhenUp(t *testing.T, url, what string) *http.Response {
+	t.Helper()
+	var err error
+	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(20 * time.Millisecond) {
+		var resp *http.Response
+		if resp, err = http.Get(url); err == nil {
+			return resp
+		}
+	}
+	t.Fatalf("%s never answered: %v", what, err)
+	return nil
+}
+
 // waitForSocket waits up to 5 s for the worker to accept on sock.
 func waitForSocket(t *testing.T, sock string) {
 	t.Helper()
@@ -285,16 +292,7 @@ func waitForSocket(t *testing.T, sock string) {
 func TestRunPprof(t *testing.T) {
 	pp := freePort(t)
 	start(t, "-listen", freePort(t), "-internal-listen", freePort(t), "-pprof-listen", pp)
-	var resp *http.Response
-	var err error
-	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(20 * time.Millisecond) {
-		if resp, err = http.Get("http://" + pp + "/debug/pprof/"); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatalf("pprof listener never answered: %v", err)
-	}
+	resp := getWhenUp(t, "http://"+pp+"/debug/pprof/", "pprof listener")
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Errorf("-pprof-listen /debug/pprof/ = %s, want 200", resp.Status)

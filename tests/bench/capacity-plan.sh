@@ -21,22 +21,14 @@ out=$(cd "$out" && pwd)
 work=$(mktemp -d)
 bin=$work/bin
 pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-say() { echo "== $(date -u +%T) $*" >&2; }
+# shellcheck source=tests/lib.sh
+source "$root/tests/lib.sh" # wait_for, say, stop_pids
+trap 'stop_pids "${pids[@]}"; rm -rf "$work"' EXIT
 
 say "building into $bin"
 mkdir -p "$bin"
 go build -trimpath -o "$bin/" ./cmd/sudoku-fcgi ./cmd/sudoku-load
 p1=$(grep -m1 -E '^[0-9.]{81}$' "$puzzles")
-
-# shellcheck source=tests/lib.sh
-source "$root/tests/lib.sh" # wait_for
 
 say "starting $nworkers sudoku-fcgi workers"
 servers=""

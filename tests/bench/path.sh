@@ -48,23 +48,15 @@ chmod 755 "$work" # nginx's worker processes (another user when run as root) rea
 out=${OUT:-$work/out}
 mkdir -p "$out"
 pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-say() { echo "== $(date -u +%T) $*" >&2; }
+# shellcheck source=tests/lib.sh
+source "$root/tests/lib.sh" # wait_for, say, stop_pids
+trap 'stop_pids "${pids[@]}"; rm -rf "$work"' EXIT
 
 say "building into $work/bin"
 go build -trimpath -o "$work/bin/" ./cmd/sudoku-fcgi ./cmd/sudoku-load
 load=$work/bin/sudoku-load
 big=$work/puzzles.txt
 grep -E '^[0-9.]{81}$' "$puzzles" | awk -v n="$n" '{p[c++] = $0} END {for (i = 0; i < n; i++) print p[i % c]}' >"$big"
-
-# shellcheck source=tests/lib.sh
-source "$root/tests/lib.sh" # wait_for
 
 oncpu() { # pids...: nanoseconds on CPU, summed over their threads
 	local p t sum=0 ns
