@@ -20,6 +20,9 @@ RUN go mod download
 # an edit to the nginx config files below does not recompile the edge.
 COPY nginx/*.go nginx/
 COPY nginx/templates/ nginx/templates/
+COPY nginx/admission/ nginx/admission/
+# cmd/cli names the solver engine in -version.
+COPY solver/ solver/
 COPY cmd/cli/ cmd/cli/
 COPY cmd/sudoku-edge/ cmd/sudoku-edge/
 # Stamped into -version and sudoku_build_info (make passes them).
