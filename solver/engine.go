@@ -107,30 +107,11 @@ func buildTables() *tables {
 	return t
 }
 
-// closeDigit applies band and stack closure to digit d, then takes the
-// cells each digit now holds alone in a row out of play for the other
-// digits. It reports false on a contradiction, and returns the other
-// digits that lost candidates.
+// closeDigit applies band and stack closure to digit d until nothing
+// changes, then takes the cells each digit now holds alone in a row out of
+// play for the other digits. It reports false on a contradiction, and
+// returns the other digits that lost candidates.
 func (s *state) closeDigit(d int) (lost uint32, ok bool) {
-	if !s.closeOnly(d) {
-		return 0, false
-	}
-	a0, a1, a2 := s.cand[0][d], s.cand[1][d], s.cand[2][d]
-	// Hidden singles: a row of a band where the digit has one cell left.
-	p0 := rowSingles(a0) & s.unsolved[0]
-	p1 := rowSingles(a1) & s.unsolved[1]
-	p2 := rowSingles(a2) & s.unsolved[2]
-	if p0|p1|p2 == 0 {
-		return 0, true
-	}
-	lost = s.claim(d, 0, p0) | s.claim(d, 1, p1) | s.claim(d, 2, p2)
-	return lost &^ (1 << d), true
-}
-
-// closeOnly applies band and stack closure to digit d until nothing
-// changes and leaves its patterns in s.pat. It reports false on a
-// contradiction.
-func (s *state) closeOnly(d int) bool {
 	t := tab
 	a0, a1, a2 := s.cand[0][d], s.cand[1][d], s.cand[2][d]
 	for {
@@ -153,7 +134,7 @@ func (s *state) closeOnly(d int) bool {
 		p0, p1, p2 := t.perm[v0], t.perm[v1], t.perm[v2]
 		// A band left empty by its closure empties every stack pattern.
 		if p0 == 0 || p1 == 0 || p2 == 0 {
-			return false
+			return 0, false
 		}
 		k0 := uint32(p0&7) | uint32(p1&7)<<3 | uint32(p2&7)<<6
 		k1 := uint32(p0>>3&7) | uint32(p1>>3&7)<<3 | uint32(p2>>3&7)<<6
@@ -169,7 +150,15 @@ func (s *state) closeOnly(d int) bool {
 		}
 	}
 	s.cand[0][d], s.cand[1][d], s.cand[2][d] = a0, a1, a2
-	return true
+	// Hidden singles: a row of a band where the digit has one cell left.
+	p0 := rowSingles(a0) & s.unsolved[0]
+	p1 := rowSingles(a1) & s.unsolved[1]
+	p2 := rowSingles(a2) & s.unsolved[2]
+	if p0|p1|p2 == 0 {
+		return 0, true
+	}
+	lost = s.claim(d, 0, p0) | s.claim(d, 1, p1) | s.claim(d, 2, p2)
+	return lost &^ (1 << d), true
 }
 
 // rowSingles returns the cells of a band mask that are alone in their row.

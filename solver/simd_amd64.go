@@ -144,6 +144,41 @@ func (s *state) closeAll() bool {
 	return true
 }
 
+// closeOnly is closeDigit's closure without the hidden singles.
+func (s *state) closeOnly(d int) bool {
+	t := tab
+	a0, a1, a2 := s.cand[0][d], s.cand[1][d], s.cand[2][d]
+	for {
+		x0 := uint(t.triad[a0&511]) | uint(t.triad[a0>>9&511])<<3 | uint(t.triad[a0>>18&511])<<6
+		n0 := a0 & t.bandKeep[x0&511]
+		x1 := uint(t.triad[a1&511]) | uint(t.triad[a1>>9&511])<<3 | uint(t.triad[a1>>18&511])<<6
+		n1 := a1 & t.bandKeep[x1&511]
+		x2 := uint(t.triad[a2&511]) | uint(t.triad[a2>>9&511])<<3 | uint(t.triad[a2>>18&511])<<6
+		n2 := a2 & t.bandKeep[x2&511]
+		h := uint32(t.perm[x0&511]) | uint32(t.perm[x1&511])<<9 | uint32(t.perm[x2&511])<<18
+		c0 := (n0 | n0>>9 | n0>>18) & 511
+		c1 := (n1 | n1>>9 | n1>>18) & 511
+		c2 := (n2 | n2>>9 | n2>>18) & 511
+		v0 := c0&7 | (c1&7)<<3 | (c2&7)<<6
+		v1 := c0>>3&7 | (c1>>3&7)<<3 | (c2>>3&7)<<6
+		v2 := c0>>6 | (c1>>6)<<3 | (c2>>6)<<6
+		p0, p1, p2 := t.perm[v0], t.perm[v1], t.perm[v2]
+		if p0 == 0 || p1 == 0 || p2 == 0 {
+			return false
+		}
+		k0 := uint32(p0&7) | uint32(p1&7)<<3 | uint32(p2&7)<<6
+		k1 := uint32(p0>>3&7) | uint32(p1>>3&7)<<3 | uint32(p2>>3&7)<<6
+		k2 := uint32(p0>>6) | uint32(p1>>6)<<3 | uint32(p2>>6)<<6
+		a0, a1, a2 = n0&t.colExpand[k0], n1&t.colExpand[k1], n2&t.colExpand[k2]
+		if a0 == n0 && a1 == n1 && a2 == n2 {
+			s.pat[d] = uint64(h) | (uint64(p0)|uint64(p1)<<9|uint64(p2)<<18)<<32
+			break
+		}
+	}
+	s.cand[0][d], s.cand[1][d], s.cand[2][d] = a0, a1, a2
+	return true
+}
+
 // rowSinglesVec is rowSingles lane by lane: a row's 9 bits y hold one
 // cell when y&(y-1) == 0 (an empty row gives 0 either way). The rows are
 // unrolled so that every left shift has a constant count.
