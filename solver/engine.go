@@ -194,26 +194,67 @@ func (s *state) claim(d, b int, p uint32) (lost uint32) {
 type patterns [9]uint64
 
 // propagate runs closure on the changed digits (a 9-bit set) and naked
-// singles until nothing changes, closing with closeVec when vec is true
-// and with closeWaves otherwise. It reports false on a contradiction.
-func (s *state) propagate(changed uint32, vec bool) bool {
+// singles until nothing changes. It reports false on a contradiction.
+func (s *state) propagate(changed uint32) bool {
+	t := tab
 	for {
-		var ok bool
-		if vec {
-			ok = s.closeVec(changed)
-		} else {
-			ok = s.closeWaves(changed)
+		// Close the changed digits in waves: a digit that loses
+		// candidates while it waits in the current wave is closed once,
+		// after the losses.
+		for changed != 0 {
+			cur := changed
+			changed = 0
+			for cur != 0 {
+				d := bits.TrailingZeros32(cur)
+				cur &= cur - 1
+				lost, ok := s.closeDigit(d)
+				if !ok {
+					return false
+				}
+				changed |= lost &^ cur
+			}
 		}
-		if !ok {
-			return false
-		}
-		if changed, ok = s.nakedSingles(); !ok {
-			return false
+		// Naked singles, a band at a time.
+		for b := range s.cand {
+			var once, twice uint32
+			for _, m := range &s.cand[b] {
+				twice |= once & m
+				once |= m
+			}
+			if once != bandAll {
+				return false // a cell with no candidate left
+			}
+			naked := once &^ twice & s.unsolved[b]
+			if naked == 0 {
+				continue
+			}
+			s.unsolved[b] &^= naked
+			for d, a := range &s.cand[b] {
+				n := a & naked
+				if n == 0 {
+					continue
+				}
+				changed |= 1 << d
+				var cols uint32
+				for m := n; m != 0; m &= m - 1 {
+					pos := bits.TrailingZeros32(m)
+					a &^= t.peers[pos]
+					cols |= 1 << (pos % 9)
+				}
+				s.cand[b][d] = a
+				clear := t.colExpand[cols]
+				for o := 0; o < 3; o++ {
+					if o != b {
+						s.cand[o][d] &^= clear
+					}
+				}
+			}
 		}
 		if changed == 0 {
 			if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {
 				return true // solved: nothing left to pick
 			}
+			var ok bool
 			if changed, ok = s.minilines(); !ok {
 				return false
 			}
@@ -222,70 +263,6 @@ func (s *state) propagate(changed uint32, vec bool) bool {
 			}
 		}
 	}
-}
-
-// closeWaves closes the changed digits in waves until none loses a
-// candidate: a digit that loses candidates while it waits in the current
-// wave is closed once, after the losses. It reports false on a
-// contradiction.
-func (s *state) closeWaves(changed uint32) bool {
-	for changed != 0 {
-		cur := changed
-		changed = 0
-		for cur != 0 {
-			d := bits.TrailingZeros32(cur)
-			cur &= cur - 1
-			lost, ok := s.closeDigit(d)
-			if !ok {
-				return false
-			}
-			changed |= lost &^ cur
-		}
-	}
-	return true
-}
-
-// nakedSingles places, a band at a time, every unsolved cell left with one
-// candidate: its digit leaves the cell's row, box and column. It returns
-// the digits that changed, and false when a cell has no candidate left.
-func (s *state) nakedSingles() (changed uint32, ok bool) {
-	t := tab
-	for b := range s.cand {
-		var once, twice uint32
-		for _, m := range &s.cand[b] {
-			twice |= once & m
-			once |= m
-		}
-		if once != bandAll {
-			return 0, false // a cell with no candidate left
-		}
-		naked := once &^ twice & s.unsolved[b]
-		if naked == 0 {
-			continue
-		}
-		s.unsolved[b] &^= naked
-		for d, a := range &s.cand[b] {
-			n := a & naked
-			if n == 0 {
-				continue
-			}
-			changed |= 1 << d
-			var cols uint32
-			for m := n; m != 0; m &= m - 1 {
-				pos := bits.TrailingZeros32(m)
-				a &^= t.peers[pos]
-				cols |= 1 << (pos % 9)
-			}
-			s.cand[b][d] = a
-			clear := t.colExpand[cols]
-			for o := 0; o < 3; o++ {
-				if o != b {
-					s.cand[o][d] &^= clear
-				}
-			}
-		}
-	}
-	return changed, true
 }
 
 // Masks over 27 bits seen as nine 3-bit groups (g0: each group's first
@@ -415,7 +392,11 @@ func (sr *search) budgetOver() bool {
 // run propagates s, records a solution or guesses, and recurses.
 func (sr *search) run(s *state, changed uint32) {
 	for {
-		if !s.propagate(changed, sr.vec) {
+		if sr.vec {
+			if !s.propagateVec(changed) {
+				return
+			}
+		} else if !s.propagate(changed) {
 			return
 		}
 		if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {

@@ -3,6 +3,7 @@
 package solver
 
 import (
+	"math/bits"
 	"simd/archsimd"
 )
 
@@ -232,21 +233,72 @@ func (s *state) claimAll() (lost uint32, ok bool) {
 	return lost, true
 }
 
-// closeVec closes the changed digits (all of 0-7 when one of them
-// changed: a vector costs the same) and takes their row singles, until no
-// digit loses a candidate. It reports false on a contradiction.
-func (s *state) closeVec(changed uint32) bool {
-	for changed != 0 {
-		if changed&0xFF != 0 && !s.closeAll() {
-			return false
+// propagateVec is propagate with closeAll and claimAll.
+func (s *state) propagateVec(changed uint32) bool {
+	t := tab
+	for {
+		// Close the changed digits (all of 0-7 when one of them
+		// changed: a vector costs the same) and take their row singles,
+		// until no digit loses a candidate.
+		for changed != 0 {
+			if changed&0xFF != 0 && !s.closeAll() {
+				return false
+			}
+			if changed&(1<<8) != 0 && !s.closeOnly(8) {
+				return false
+			}
+			var ok bool
+			if changed, ok = s.claimAll(); !ok {
+				return false
+			}
 		}
-		if changed&(1<<8) != 0 && !s.closeOnly(8) {
-			return false
+		// Naked singles, a band at a time, as in propagate.
+		for b := range s.cand {
+			var once, twice uint32
+			for _, m := range &s.cand[b] {
+				twice |= once & m
+				once |= m
+			}
+			if once != bandAll {
+				return false
+			}
+			naked := once &^ twice & s.unsolved[b]
+			if naked == 0 {
+				continue
+			}
+			s.unsolved[b] &^= naked
+			for d, a := range &s.cand[b] {
+				n := a & naked
+				if n == 0 {
+					continue
+				}
+				changed |= 1 << d
+				var cols uint32
+				for m := n; m != 0; m &= m - 1 {
+					pos := bits.TrailingZeros32(m)
+					a &^= t.peers[pos]
+					cols |= 1 << (pos % 9)
+				}
+				s.cand[b][d] = a
+				clear := t.colExpand[cols]
+				for o := 0; o < 3; o++ {
+					if o != b {
+						s.cand[o][d] &^= clear
+					}
+				}
+			}
 		}
-		var ok bool
-		if changed, ok = s.claimAll(); !ok {
-			return false
+		if changed == 0 {
+			if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {
+				return true
+			}
+			var ok bool
+			if changed, ok = s.minilines(); !ok {
+				return false
+			}
+			if changed == 0 {
+				return true
+			}
 		}
 	}
-	return true
 }

@@ -7,5 +7,5 @@ const vecEngine = false
 
 func engineName() string { return "scalar" }
 
-// closeVec is never called when vecEngine is false.
-func (s *state) closeVec(changed uint32) bool { return s.closeWaves(changed) }
+// propagateVec is never called when vecEngine is false.
+func (s *state) propagateVec(changed uint32) bool { return s.propagate(changed) }
