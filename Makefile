@@ -88,10 +88,10 @@ fuzz: ## every Fuzz target in PKG for FUZZTIME each (30s)
 # The end-to-end suites bring up their own compose projects on loopback
 # ports, so they never meet the stack of `make up` (nor each other's names).
 IT_PROJECT ?= $(or $(SUDOKU_IT_PROJECT),sudoku-it)
-nginx-test: ## nginx -t with the project's config in the nginx image; the image's CA bundle is there
+nginx-test: ## nginx -t with the project's config in the nginx image, its includes rendered by sudoku-edge -render-only; the image's CA bundle is there
 	$(COMPOSE) -p $(IT_PROJECT) build nginx
 	$(COMPOSE) -p $(IT_PROJECT) run --rm --no-deps -T --entrypoint bash nginx -c \
-		'echo "server 127.0.0.1:9 down;" >/run/sudoku-edge/servers.conf && printf "map \$$https \$$sudoku_hsts { default \"\"; }\n" >/run/sudoku-edge/tls.conf && : >/run/sudoku-edge/trusted-clients.conf && : >/run/sudoku-edge/admission.conf && : >/run/sudoku-edge/admission-http.conf && : >/run/sudoku-edge/admission-queue.conf && nginx -t && test -s /etc/ssl/certs/ca-certificates.crt && echo "CA bundle: /etc/ssl/certs/ca-certificates.crt"'
+		'sudoku-edge -render-only /run/sudoku-edge -workers 127.0.0.1:9 -log-level warn && nginx -t && test -s /etc/ssl/certs/ca-certificates.crt && echo "CA bundle: /etc/ssl/certs/ca-certificates.crt"'
 	$(COMPOSE) -p $(IT_PROJECT) down -v --remove-orphans
 
 integration: ## curl suite against a fresh compose stack (tests/integration/run.sh)
