@@ -20,25 +20,21 @@ type Config struct {
 	Step     float64
 	Interval time.Duration
 
-	// waitTarget is the workers' mean queue wait above which the rate is
-	// cut; busyShare the share of busy 503s among the workers' answers
-	// above which it is cut too.
-	waitTarget time.Duration
-	busyShare  float64
-	// upstreamTarget is the mean upstream time (nginx's view) above which
-	// the whole stack counts as saturated: with easy puzzles the solver
-	// is a small part of a request and the workers' own queue stays
-	// empty while the CPU they share with nginx is full.
-	upstreamTarget time.Duration
-	// utilization is the share of the workers' estimated capacity the
-	// rate aims at; gain how far the rate moves toward its target per
-	// sample (1 jumps there).
-	utilization float64
-	gain        float64
-	// headroom is how far above what it admits now an instance whose
-	// nginx turns nobody away keeps its rate, when other instances share
-	// the workers: room for its clients to grow.
-	headroom float64
+	// The workers' mean requests in flight per solver slot over a window
+	// (Little's law on their request time): above inFlightHigh the rate is
+	// cut, below inFlightLow it is raised while nginx's queue is what holds
+	// the clients back; in between it holds (the deadband).
+	inFlightLow, inFlightHigh float64
+	// busyShare is the share of busy 503s among the workers' answers
+	// above which the rate is cut too.
+	busyShare float64
+	// cut is the factor a cut applies to what the workers answered; raise
+	// the factor a raise applies to the rendered rate, fastRaise the one
+	// while the slots are mostly idle (in flight below inFlightLow / 2).
+	cut, raise, fastRaise float64
+	// settle is how long a rendered rate runs before the law judges it:
+	// the windows before it still show the old rate's queue.
+	settle time.Duration
 
 	// queueMax is the longest wait in nginx's queue, burst / rate; pass
 	// the part of it that passes at once, delay / rate.
@@ -52,8 +48,8 @@ func DefaultConfig() Config {
 	return Config{
 		Floor: 50, Max: 100000,
 		Step: 0.05, Interval: 5 * time.Second,
-		waitTarget: 10 * time.Millisecond, busyShare: 0.01, upstreamTarget: 20 * time.Millisecond,
-		utilization: 0.95, gain: 0.5, headroom: 0.1,
+		inFlightLow: 1.5, inFlightHigh: 3, busyShare: 0.01,
+		cut: 0.9, raise: 1.1, fastRaise: 1.5, settle: 2 * time.Second,
 		queueMax: 50 * time.Millisecond, pass: 10 * time.Millisecond,
 	}
 }
@@ -71,16 +67,14 @@ func (c Config) Check() error {
 		return fmt.Errorf("admission: step %v: want 0 <= step < 1", c.Step)
 	case c.Interval <= 0:
 		return errors.New("admission: interval must be positive")
-	case c.waitTarget <= 0 || c.upstreamTarget <= 0:
-		return errors.New("admission: wait and upstream targets must be positive")
+	case !(c.inFlightLow > 0 && c.inFlightHigh > c.inFlightLow):
+		return fmt.Errorf("admission: in flight band %v..%v: want 0 < low < high", c.inFlightLow, c.inFlightHigh)
 	case !(c.busyShare > 0 && c.busyShare < 1):
 		return fmt.Errorf("admission: busy share %v: want 0 < share < 1", c.busyShare)
-	case !(c.utilization > 0 && c.utilization <= 1):
-		return fmt.Errorf("admission: utilization %v: want 0 < u <= 1", c.utilization)
-	case !(c.gain > 0 && c.gain <= 1):
-		return fmt.Errorf("admission: gain %v: want 0 < g <= 1", c.gain)
-	case !(c.headroom >= 0 && c.headroom < 1):
-		return fmt.Errorf("admission: headroom %v: want 0 <= h < 1", c.headroom)
+	case !(c.cut > 0 && c.cut < 1 && c.raise > 1 && c.fastRaise >= c.raise):
+		return fmt.Errorf("admission: cut %v, raise %v, fast raise %v: want 0 < cut < 1 < raise <= fast raise", c.cut, c.raise, c.fastRaise)
+	case c.settle < 0:
+		return errors.New("admission: settle must not be negative")
 	case c.queueMax <= 0 || c.pass < 0 || c.pass > c.queueMax:
 		return fmt.Errorf("admission: queue %v, pass %v: want 0 <= pass <= queue, queue > 0", c.queueMax, c.pass)
 	}
@@ -96,9 +90,12 @@ type workerReport struct {
 	Solves       float64 // solver runs per second
 	SolveSeconds float64 // solver time per second: busy slot-seconds
 	Slots        int     // pool size
-	SlotsBusy    float64 // slots in use at the scrape
-	QueueDepth   float64 // puzzles waiting for a slot at the scrape
-	QueueWait    time.Duration
+	// InFlight is the mean number of requests inside the worker's handler
+	// over the window: its request seconds per second (Little's law).
+	InFlight   float64
+	SlotsBusy  float64 // slots in use at the scrape
+	QueueDepth float64 // puzzles waiting for a slot at the scrape
+	QueueWait  time.Duration
 }
 
 // nginxCounts is what this instance's nginx counted over the window, per second.
@@ -126,11 +123,11 @@ type sample struct {
 type decision struct {
 	Rate      float64 // the rate nginx runs with after this sample
 	Computed  float64 // the rate the law computed (Rate lags it by the hysteresis)
-	Target    float64 // where the law steers
-	Capacity  float64 // the workers' estimated answers per second
+	Capacity  float64 // the workers' answers per second while congested (EWMA)
+	InFlight  float64 // the workers' mean requests in flight per slot
 	Render    bool    // the includes must be rendered with Rate and loaded
 	Reason    reason  // why Rate moved, or why not
-	Congested bool    // the workers' queue wait or busy 503s are over target
+	Congested bool    // in flight per slot or busy 503s over target
 }
 
 // reason names a decision in logs and metrics (a small fixed set).
@@ -138,7 +135,7 @@ type reason string
 
 const (
 	reasonStart     reason = "start"   // the first sample
-	reasonHold      reason = "hold"    // within the step or the interval
+	reasonHold      reason = "hold"    // within the deadband, the step or the interval
 	reasonRaise     reason = "raise"   // rendered a higher rate
 	reasonCut       reason = "cut"     // rendered a lower rate
 	reasonNoWorkers reason = "no_data" // no worker answered: the rate stays
@@ -152,30 +149,31 @@ var reasons = []reason{reasonStart, reasonHold, reasonRaise, reasonCut, reasonNo
 // controller computes the admission rate. It is not safe for concurrent
 // use; Loop owns one.
 //
-// The law, per sample:
+// The law is additive-increase/multiplicative-decrease's cousin on the
+// workers' own depth, the signal TCP Vegas and adaptive concurrency
+// limiters read: requests in flight per solver slot, l = sum(InFlight) /
+// sum(Slots). Per sample, once the rendered rate has run for settle:
 //
-//	saturated  = w's queue wait > waitTarget, its busy 503s > busyShare, or nginx's
-//	             mean upstream time > upstreamTarget (the whole stack is full)
-//	capacity_w = EWMA(answered_w), a fall at once       while w is saturated
-//	           = EWMA(slots_w x solves_w / solveSeconds_w / cal_w) otherwise
-//	cal_w      = EWMA(slots_w x solves_w / solveSeconds_w / answered_w) while saturated
-//	others     = sum(answered + busy503) - passed    (other nginx instances; 0 when passed is unknown)
-//	k         *= 0.95 while congested (mean queue wait > waitTarget, busy 503s > busyShare,
-//	             or the stack saturated)
-//	             under a settled rate within the estimate, else toward 1 by x1.01
-//	target     = clamp(sum(capacity) x utilization x k - others, Floor, Max),
-//	             at least passed x (1 + headroom) when others > 0 and nginx turns nobody away
-//	computed   = target when congested and target < computed (cut at once),
-//	             else computed + gain x (target - computed)
-//	rate       = computed when it differs from the rendered rate by more than
-//	             Step and Interval has passed since the last render
+//	share    = passed / what reached the workers   (1 when nginx's counts are unknown)
+//	binding  = nginx delayed or turned away over 1% of what it passed
+//	           (unknown counts: what reached the workers >= 0.9 x rate)
+//	l > inFlightHigh or busy 503s > busyShare:
+//	           computed = min(rate, answered x share) x cut      (an instance
+//	           that is not binding, among others, cuts only past 2 x inFlightHigh)
+//	l < inFlightLow and binding:
+//	           computed = rate x raise (x fastRaise below inFlightLow / 2)
+//	otherwise  computed = rate                                   (deadband)
+//
+// and the rendered rate follows computed when it moves by more than Step,
+// at most once per Interval. Each branch is computed from the rendered
+// rate, not from the last computed one, so that windows waiting out the
+// interval do not compound a cut or a raise.
 type controller struct {
 	cfg      Config
-	est      map[string]*workerEstimate
 	computed float64
 	rate     float64 // rendered
-	k        float64
-	last     time.Time
+	capacity float64
+	last     time.Time // last render
 	started  bool
 }
 
@@ -184,7 +182,7 @@ func newController(cfg Config) (*controller, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
-	return &controller{cfg: cfg, est: map[string]*workerEstimate{}, k: 1}, nil
+	return &controller{cfg: cfg}, nil
 }
 
 // ewma weight of a new capacity figure.
@@ -199,18 +197,19 @@ func (c *controller) Step(s sample) decision {
 	case cfg.Fixed > 0:
 		first := !c.started
 		c.started, c.rate, c.computed = true, cfg.Fixed, cfg.Fixed
-		return decision{Rate: cfg.Fixed, Computed: cfg.Fixed, Target: cfg.Fixed, Render: first, Reason: reasonFixed}
+		return decision{Rate: cfg.Fixed, Computed: cfg.Fixed, Render: first, Reason: reasonFixed}
 	}
 	if !c.started {
 		// The first render carries Max and does not count for the
-		// interval: the first estimate renders at once.
+		// interval: the first move renders at once.
 		c.started, c.rate, c.computed = true, cfg.Max, cfg.Max
 		d := c.decide(s)
-		d.Render, d.Reason, d.Rate = true, reasonStart, c.rate
+		c.computed = cfg.Max
+		d.Render, d.Reason, d.Rate, d.Computed = true, reasonStart, c.rate, c.computed
 		return d
 	}
 	if len(s.Workers) == 0 {
-		return decision{Rate: c.rate, Computed: c.computed, Target: c.computed, Reason: reasonNoWorkers}
+		return decision{Rate: c.rate, Computed: c.computed, Capacity: c.capacity, Reason: reasonNoWorkers}
 	}
 	d := c.decide(s)
 	d.Rate, d.Reason = c.rate, reasonHold
@@ -226,146 +225,56 @@ func (c *controller) Step(s sample) decision {
 	return d
 }
 
-// decide updates the estimates and the computed rate.
+// decide reads the sample and sets the computed rate.
 func (c *controller) decide(s sample) decision {
 	cfg := c.cfg
-	var capacity, answered, busy503 float64
-	var waitSum float64
-	var waitN float64
-	seen := make(map[string]bool, len(s.Workers))
-	var known, unknown int
-	stackSaturated := s.Nginx.Known && s.Nginx.Upstream > cfg.upstreamTarget
+	var answered, received, inFlight float64
+	slots := 0
 	for _, w := range s.Workers {
-		seen[w.ID] = true
 		answered += w.Answered
-		busy503 += w.Busy503
-		if w.Answered+w.Busy503 > 0 {
-			waitSum += w.QueueWait.Seconds() * (w.Answered + w.Busy503)
-			waitN += w.Answered + w.Busy503
+		received += w.Answered + w.Busy503
+		inFlight += w.InFlight
+		slots += max(1, w.Slots)
+	}
+	l := 0.0
+	if slots > 0 {
+		l = inFlight / float64(slots)
+	}
+	busy := received > 0 && (received-answered)/received > cfg.busyShare
+	congested := l > cfg.inFlightHigh || busy
+	if congested && answered > 0 {
+		if c.capacity == 0 {
+			c.capacity = answered
 		}
-		e := c.est[w.ID]
-		if e == nil {
-			e = &workerEstimate{}
-			c.est[w.ID] = e
+		c.capacity += ewmaAlpha * (answered - c.capacity)
+	}
+	d := decision{Capacity: c.capacity, InFlight: l, Congested: congested}
+
+	share, binding, alone := 1.0, received >= 0.9*c.rate, true
+	if n := s.Nginx; n.Known {
+		binding = n.Delayed+n.Rejected > 0.01*n.Passed
+		if received > 0 {
+			share = math.Min(1, n.Passed/received)
 		}
-		if e.update(w, cfg.waitTarget, cfg.busyShare, stackSaturated) {
-			capacity += e.capacity
-			known++
-		} else {
-			unknown++
-		}
+		alone = share >= 0.95
 	}
-	for id := range c.est {
-		if !seen[id] {
-			delete(c.est, id) // a worker gone takes its capacity with it
-		}
-	}
-	if known > 0 && unknown > 0 {
-		// A worker without a figure yet (it just joined, or it is idle)
-		// counts as the mean of the others.
-		capacity += capacity / float64(known) * float64(unknown)
-	}
-	wait := 0.0
-	if waitN > 0 {
-		wait = waitSum / waitN
-	}
-	congested := stackSaturated || wait > cfg.waitTarget.Seconds() ||
-		(answered+busy503 > 0 && busy503/(answered+busy503) > cfg.busyShare)
-	// Other nginx instances sending to the same workers: what reached the
-	// workers beyond what this one passed. Each instance aims at what the
-	// others leave, so that together they admit the capacity (two
-	// instances that both turn requests away settle on a split of it).
-	// Each moves by its share of what reached the workers, so that
-	// together they move by gain, however many they are.
-	others, limited, passed, share := 0.0, false, 0.0, 1.0
-	if n := s.Nginx; n.Known && answered+busy503 > 0 {
-		others = math.Max(0, answered+busy503-n.Passed)
-		limited, passed = n.Rejected > 0, n.Passed
-		share = math.Min(1, n.Passed/(answered+busy503))
-	}
-	d := decision{Capacity: capacity, Congested: congested}
-	if capacity == 0 {
-		// No estimate yet (no solve seen): steer nowhere.
-		d.Target, d.Computed = c.computed, c.computed
-		return d
-	}
-	// k corrects the estimate only while nginx runs about the computed
-	// rate and that rate is within the estimate: congestion under a rate
-	// above the estimate is the rate's fault, not the estimate's, and a
-	// correction that runs while the rendered rate lags (the hysteresis)
-	// would wind up.
-	base := capacity*cfg.utilization - others
-	settled := math.Abs(c.computed-c.rate) <= cfg.Step*c.rate
+	computed := c.rate
 	switch {
-	case congested && settled && c.rate <= base:
-		c.k = math.Max(0.2, c.k*0.95)
-	case !congested:
-		c.k = math.Min(1, c.k*1.01)
+	case !s.At.IsZero() && s.At.Sub(c.last) < cfg.settle:
+		// The windows still show the previous rate's queue.
+		computed = c.computed
+	case congested && (binding || alone || l > 2*cfg.inFlightHigh) && answered > 0:
+		computed = math.Min(c.rate, answered*share) * cfg.cut
+	case !congested && l < cfg.inFlightLow && binding:
+		f := cfg.raise
+		if l < cfg.inFlightLow/2 {
+			f = cfg.fastRaise
+		}
+		computed = c.rate * f
 	}
-	target := capacity*cfg.utilization*c.k - others
-	if others > 0 && !limited && !congested {
-		target = math.Max(target, passed*(1+cfg.headroom))
-	}
-	target = math.Min(cfg.Max, math.Max(cfg.Floor, target))
-	gain := cfg.gain
-	if congested && target < c.computed {
-		gain = 1 // cut at once, raise by the gain
-	}
-	c.computed += gain * share * (target - c.computed)
-	d.Target, d.Computed = target, c.computed
+	c.computed = math.Min(cfg.Max, math.Max(cfg.Floor, computed))
+	d.Computed = c.computed
 	return d
-}
-
-// workerEstimate is what the controller keeps per worker.
-type workerEstimate struct {
-	capacity float64 // answers per second (EWMA)
-	// calibration is the slot-based figure over the answers, measured
-	// while the worker was saturated: the share of a request's cost that
-	// is not the solver's (parsing, FastCGI, nginx on the same cores).
-	calibration float64
-}
-
-// update folds one window of w into e and reports whether e has a figure.
-// A saturated window (queue wait or busy 503s over the congestion's
-// thresholds, or nginx's upstream time over its target)
-// measures the capacity itself: what the worker answered. Any other
-// window reads it from the solver: slots x solves / solver seconds, over
-// the calibration when there is one.
-func (e *workerEstimate) update(w workerReport, waitTarget time.Duration, busyShare float64, stackSaturated bool) bool {
-	slotBased := 0.0
-	if w.SolveSeconds > 0 && w.Solves > 0 && w.Slots > 0 {
-		slotBased = float64(w.Slots) * w.Solves / w.SolveSeconds
-	}
-	fold := func(old *float64, v float64) {
-		if *old == 0 {
-			*old = v
-		} else {
-			*old += ewmaAlpha * (v - *old)
-		}
-	}
-	// Over the window, not at the scrape: every slot busy or a puzzle
-	// waiting at one instant is common well below the capacity.
-	// A few busy 503s or a short wait come and go below the capacity
-	// (bursts, a noisy CPU); the thresholds are the congestion's.
-	saturated := stackSaturated || w.QueueWait > waitTarget || w.Busy503 > busyShare*(w.Answered+w.Busy503)
-	switch {
-	case saturated && w.Answered > 0:
-		// A fall is followed at once (harder puzzles, a worker's CPU
-		// taken): the workers are already behind.
-		if w.Answered < e.capacity {
-			e.capacity = w.Answered
-		} else {
-			fold(&e.capacity, w.Answered)
-		}
-		if slotBased > 0 {
-			fold(&e.calibration, slotBased/w.Answered)
-		}
-	case slotBased > 0 && e.calibration > 0:
-		fold(&e.capacity, slotBased/e.calibration)
-	case slotBased > 0:
-		fold(&e.capacity, slotBased)
-	}
-	return e.capacity > 0
 }
 
 // Rate is the current rendered rate (0 before the first sample or when off).

@@ -22,7 +22,9 @@ import (
 
 // workerText is a worker's /metrics with the figures the law reads (the
 // names fcgi/metrics.go registers).
-func workerText(answered, busy, solves int, solveSec float64, waits int, waitSec float64) string {
+// workerText is a worker's /metrics with these counters; requestSec is
+// the request_duration_seconds sum.
+func workerText(answered, busy, solves int, solveSec float64, waits int, waitSec, requestSec float64) string {
 	return fmt.Sprintf(`# TYPE sudoku_requests_total counter
 sudoku_requests_total{outcome="solved",route="get"} %d
 sudoku_requests_total{outcome="no_solution",route="get"} 1
@@ -33,6 +35,10 @@ sudoku_requests_total{outcome="too_busy",route="stats"} 999
 sudoku_solve_duration_seconds_bucket{le="+Inf"} %d
 sudoku_solve_duration_seconds_sum %g
 sudoku_solve_duration_seconds_count %d
+# TYPE sudoku_request_duration_seconds histogram
+sudoku_request_duration_seconds_bucket{le="+Inf"} %d
+sudoku_request_duration_seconds_sum %g
+sudoku_request_duration_seconds_count %d
 # TYPE sudoku_queue_wait_seconds histogram
 sudoku_queue_wait_seconds_bucket{le="+Inf"} %d
 sudoku_queue_wait_seconds_sum %g
@@ -43,16 +49,16 @@ sudoku_pool_slots 2
 sudoku_pool_slots_busy 1
 # TYPE sudoku_pool_queue_depth gauge
 sudoku_pool_queue_depth 3
-`, answered, busy, solves, solveSec, solves, waits, waitSec, waits)
+`, answered, busy, solves, solveSec, solves, answered, requestSec, answered, waits, waitSec, waits)
 }
 
 func TestWindowFromTwoScrapes(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	a, err := parseCounters(strings.NewReader(workerText(100, 10, 110, 0.5, 110, 0.1)), t0)
+	a, err := parseCounters(strings.NewReader(workerText(100, 10, 110, 0.5, 110, 0.1, 1)), t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := parseCounters(strings.NewReader(workerText(300, 30, 330, 1.6, 330, 1.2)), t0.Add(2*time.Second))
+	b, err := parseCounters(strings.NewReader(workerText(300, 30, 330, 1.6, 330, 1.2, 7)), t0.Add(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,10 +67,10 @@ func TestWindowFromTwoScrapes(t *testing.T) {
 		t.Fatal("window(a, b) = false")
 	}
 	want := workerReport{ID: "x", Answered: 100, Busy503: 10, Solves: 110, SolveSeconds: 0.55, Slots: 2, SlotsBusy: 1,
-		QueueDepth: 3, QueueWait: 5 * time.Millisecond}
+		QueueDepth: 3, QueueWait: 5 * time.Millisecond, InFlight: 3}
 	if w.Answered != want.Answered || w.Busy503 != want.Busy503 || w.Solves != want.Solves ||
 		fmt.Sprintf("%.3f", w.SolveSeconds) != "0.550" || w.Slots != 2 || w.QueueDepth != 3 ||
-		w.QueueWait.Round(time.Microsecond) != want.QueueWait {
+		w.QueueWait.Round(time.Microsecond) != want.QueueWait || w.InFlight != want.InFlight {
 		t.Errorf("window = %+v, want %+v", w, want)
 	}
 	if _, ok := window("x", b, a); ok {
@@ -95,6 +101,9 @@ type fakeWorker struct {
 	port  string
 	wait  float64 // seconds per answer
 	solve float64 // seconds per solve
+	// inFlight is the mean requests in flight the worker shows over a
+	// scrape (request seconds per scrape).
+	inFlight float64
 }
 
 func newFakeWorker(t *testing.T, rate int) *fakeWorker {
@@ -103,7 +112,7 @@ func newFakeWorker(t *testing.T, rate int) *fakeWorker {
 		f.mu.Lock()
 		f.n++
 		n := f.n * f.rate
-		text := workerText(n, 0, n, float64(n)*f.solve, n, float64(n)*f.wait)
+		text := workerText(n, 0, n, float64(n)*f.solve, n, float64(n)*f.wait, float64(f.n)*f.inFlight)
 		f.mu.Unlock()
 		fmt.Fprint(w, text)
 	}))
@@ -227,10 +236,12 @@ func TestLogCounterCountsOverTheSocket(t *testing.T) {
 	}
 }
 
-// The loop renders the start rate, then the workers' figure, and holds
-// it while the load is steady: one apply per change, none after.
+// The loop renders the start rate, cuts it when the workers are deep,
+// and holds it once they are within the deadband: one apply per change,
+// none after.
 func TestLoopAppliesOnlyOnChange(t *testing.T) {
-	w := newFakeWorker(t, 1000) // 1,000 answers per scrape, no wait
+	w := newFakeWorker(t, 1000) // 1,000 answers per scrape
+	w.inFlight = 20             // 10 per slot: congested
 	cfg := DefaultConfig()
 	cfg.Interval = time.Nanosecond
 	var applied []includeFiles
@@ -256,11 +267,16 @@ func TestLoopAppliesOnlyOnChange(t *testing.T) {
 	now := time.Now()
 	l.lastAt = now
 	l.Scraper.scrape(ctx, now)
-	for i := 1; i <= 30; i++ {
+	l.step(ctx, now.Add(time.Second)) // the start: Max
+	l.step(ctx, now.Add(2*time.Second))
+	w.mu.Lock()
+	w.inFlight = 4 // 2 per slot: within the deadband from now on
+	w.mu.Unlock()
+	for i := 3; i <= 30; i++ {
 		l.step(ctx, now.Add(time.Duration(i)*time.Second))
 	}
-	if len(applied) < 2 {
-		t.Fatalf("%d applies, want the start rate and at least one estimate", len(applied))
+	if len(applied) != 2 {
+		t.Fatalf("%d applies, want the start rate and one cut", len(applied))
 	}
 	last := string(applied[len(applied)-1].HTTP)
 	var rate float64
@@ -269,16 +285,9 @@ func TestLoopAppliesOnlyOnChange(t *testing.T) {
 	} else if _, err := fmt.Sscanf(last[i:], "rate=%fr/s", &rate); err != nil {
 		t.Fatalf("last zone: %v\n%s", err, last)
 	}
-	// 2 slots x 1 / 0.4 ms, uncalibrated: 5,000/s, x 0.95, within the step.
-	if rate < 4750*(1-cfg.Step) || rate > 4750*(1+cfg.Step) {
-		t.Errorf("last zone's rate %v, want 4750 +- %v", rate, cfg.Step)
-	}
-	n := len(applied)
-	for i := 31; i <= 40; i++ {
-		l.step(ctx, now.Add(time.Duration(i)*time.Second))
-	}
-	if len(applied) != n {
-		t.Errorf("steady load: %d more applies, want none", len(applied)-n)
+	// The cut: what the worker answered (1,000/s) x cut.
+	if want := 1000 * cfg.cut; math.Abs(rate-want) > 1 {
+		t.Errorf("last zone's rate %v, want %v", rate, want)
 	}
 	b, err := os.ReadFile(status)
 	if err != nil {
@@ -287,8 +296,8 @@ func TestLoopAppliesOnlyOnChange(t *testing.T) {
 	var st struct {
 		Rate, Capacity float64
 	}
-	if err := json.Unmarshal(b, &st); err != nil || math.Abs(st.Rate-rate) > 0.5 || st.Capacity != 5000 {
-		t.Errorf("status file %s (%v), want rate %v and capacity 5000", b, err, rate)
+	if err := json.Unmarshal(b, &st); err != nil || math.Abs(st.Rate-rate) > 0.5 || st.Capacity != 1000 {
+		t.Errorf("status file %s (%v), want rate %v and capacity 1000", b, err, rate)
 	}
 	if got := testutil.ToFloat64(m.rate); math.Abs(got-rate) > 0.5 {
 		t.Errorf("sudoku_edge_admission_rate = %v, want the rendered %v", got, rate)

@@ -100,7 +100,7 @@ func (l *Loop) step(ctx context.Context, now time.Time) {
 	l.lastAt = now
 	prev := l.ctl.Rate()
 	d := l.ctl.Step(s)
-	l.Metrics.decided(d, s, l.ctl.k)
+	l.Metrics.decided(d, s)
 	defer l.writeStatus(d)
 	if !d.Render {
 		return
@@ -120,7 +120,7 @@ func (l *Loop) step(ctx context.Context, now time.Time) {
 		ev = l.Log.Error().Err(err)
 	}
 	ev.Float64("rate", d.Rate).Float64("previous_rate", prev).Float64("capacity", d.Capacity).
-		Float64("target", d.Target).Bool("congested", d.Congested).Int("workers", len(workers)).
+		Float64("in_flight_per_slot", d.InFlight).Bool("congested", d.Congested).Int("workers", len(workers)).
 		Str("reason", string(d.Reason)).Msg("admission rate")
 }
 

@@ -10,14 +10,14 @@ import (
 // and nginx's own answers as the log counter reads them. A nil *Metrics
 // counts nothing.
 type Metrics struct {
-	rate, computed, target, capacity, floor prometheus.Gauge
-	answered, busy503, wait, k, congested   prometheus.Gauge
-	workers                                 prometheus.Gauge
-	decisions                               *prometheus.CounterVec
-	scrapeErrors                            prometheus.Counter
-	admission                               *prometheus.CounterVec
-	responses                               *prometheus.CounterVec
-	logErrors                               prometheus.Counter
+	rate, computed, capacity, floor              prometheus.Gauge
+	answered, busy503, wait, inFlight, congested prometheus.Gauge
+	workers                                      prometheus.Gauge
+	decisions                                    *prometheus.CounterVec
+	scrapeErrors                                 prometheus.Counter
+	admission                                    *prometheus.CounterVec
+	responses                                    *prometheus.CounterVec
+	logErrors                                    prometheus.Counter
 }
 
 // NewMetrics returns unregistered metrics in the sudoku_edge namespace.
@@ -29,14 +29,13 @@ func NewMetrics() *Metrics {
 	m := &Metrics{
 		rate:      g("admission_rate", "Rate of nginx's admission queue now, requests/s (0: off)."),
 		computed:  g("admission_computed_rate", "Rate the control law computed, requests/s; the rendered one follows it by the hysteresis."),
-		target:    g("admission_target_rate", "Rate the control law steers toward, requests/s."),
-		capacity:  g("admission_capacity", "Workers' estimated answers per second."),
+		capacity:  g("admission_capacity", "Workers' answers per second while congested (EWMA): what they can serve."),
 		floor:     g("admission_floor_rate", "Lowest rate the controller sets, requests/s (its -admission-min)."),
 		answered:  g("admission_workers_answered", "Workers' GET answers per second over the last scrape window."),
 		busy503:   g("admission_workers_busy", "Workers' busy 503s per second over the last scrape window."),
 		wait:      g("admission_workers_queue_wait_seconds", "Workers' mean queue wait over the last scrape window."),
-		k:         g("admission_correction", "The law's congestion correction k (1: the estimate holds)."),
-		congested: g("admission_congested", "1 while the workers' queue wait or busy 503s are over target."),
+		inFlight:  g("admission_workers_in_flight_per_slot", "Workers' mean requests in flight per solver slot over the last scrape window: the law's signal."),
+		congested: g("admission_congested", "1 while the workers' requests in flight per slot or busy 503s are over target."),
 		workers:   g("admission_workers_scraped", "Workers whose metrics fed the last decision."),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("admission_decisions_total"),
 			Help: "Controller decisions by reason: raise and cut rendered a new rate, hold kept it, no_data had no worker."},
@@ -64,23 +63,22 @@ func NewMetrics() *Metrics {
 // Register registers every metric with r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
 	var errs []error
-	for _, c := range []prometheus.Collector{m.rate, m.computed, m.target, m.capacity, m.floor,
-		m.answered, m.busy503, m.wait, m.k, m.congested, m.workers, m.decisions, m.scrapeErrors,
+	for _, c := range []prometheus.Collector{m.rate, m.computed, m.capacity, m.floor,
+		m.answered, m.busy503, m.wait, m.inFlight, m.congested, m.workers, m.decisions, m.scrapeErrors,
 		m.admission, m.responses, m.logErrors} {
 		errs = append(errs, r.Register(c))
 	}
 	return errors.Join(errs...)
 }
 
-func (m *Metrics) decided(d decision, s sample, k float64) {
+func (m *Metrics) decided(d decision, s sample) {
 	if m == nil {
 		return
 	}
 	m.rate.Set(d.Rate)
 	m.computed.Set(d.Computed)
-	m.target.Set(d.Target)
 	m.capacity.Set(d.Capacity)
-	m.k.Set(k)
+	m.inFlight.Set(d.InFlight)
 	m.decisions.WithLabelValues(string(d.Reason)).Inc()
 	var answered, busy, waitSum float64
 	for _, w := range s.Workers {

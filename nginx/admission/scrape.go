@@ -21,6 +21,7 @@ type counters struct {
 	answered, busy503         float64 // requests_total{route="get"}, by outcome
 	solves, solveSeconds      float64 // solve_duration_seconds count, sum
 	waits, waitSeconds        float64 // queue_wait_seconds count, sum
+	requestSeconds            float64 // request_duration_seconds sum
 	slots, slotsBusy, waiting float64 // pool gauges
 }
 
@@ -70,6 +71,7 @@ func parseCounters(r io.Reader, at time.Time) (counters, error) {
 	}
 	c.solves, c.solveSeconds = hist("sudoku_solve_duration_seconds")
 	c.waits, c.waitSeconds = hist("sudoku_queue_wait_seconds")
+	_, c.requestSeconds = hist("sudoku_request_duration_seconds")
 	c.slots = gauge("sudoku_pool_slots")
 	c.slotsBusy = gauge("sudoku_pool_slots_busy")
 	c.waiting = gauge("sudoku_pool_queue_depth")
@@ -81,7 +83,7 @@ func parseCounters(r io.Reader, at time.Time) (counters, error) {
 func window(id string, prev, cur counters) (workerReport, bool) {
 	dt := cur.at.Sub(prev.at).Seconds()
 	d := func(a, b float64) float64 { return b - a }
-	if dt <= 0 || cur.answered < prev.answered || cur.solves < prev.solves || cur.waits < prev.waits {
+	if dt <= 0 || cur.answered < prev.answered || cur.solves < prev.solves || cur.waits < prev.waits || cur.requestSeconds < prev.requestSeconds {
 		return workerReport{}, false
 	}
 	w := workerReport{
@@ -90,6 +92,7 @@ func window(id string, prev, cur counters) (workerReport, bool) {
 		Busy503:      d(prev.busy503, cur.busy503) / dt,
 		Solves:       d(prev.solves, cur.solves) / dt,
 		SolveSeconds: d(prev.solveSeconds, cur.solveSeconds) / dt,
+		InFlight:     d(prev.requestSeconds, cur.requestSeconds) / dt,
 		Slots:        int(cur.slots),
 		SlotsBusy:    cur.slotsBusy,
 		QueueDepth:   cur.waiting,

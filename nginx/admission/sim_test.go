@@ -23,7 +23,7 @@ type simWorker struct {
 
 	queue float64
 	// over the current window
-	answered, busy, solveSec, waitWeighted float64
+	answered, busy, solveSec, waitWeighted, inFlightSec float64
 	// over the whole run, after warm (seconds)
 	warm, goodput, busyTotal float64
 }
@@ -98,9 +98,10 @@ func (s *sim) run(seconds int) {
 				ID: w.id, Answered: w.answered, Busy503: w.busy, Solves: w.answered,
 				SolveSeconds: w.solveSec, Slots: w.slots, SlotsBusy: math.Floor(busySlots),
 				QueueDepth: math.Floor(w.queue), QueueWait: time.Duration(wait * float64(time.Second)),
+				InFlight: w.inFlightSec,
 			})
 			total += w.answered
-			w.answered, w.busy, w.solveSec, w.waitWeighted = 0, 0, 0, 0
+			w.answered, w.busy, w.solveSec, w.waitWeighted, w.inFlightSec = 0, 0, 0, 0, 0
 		}
 		for _, e := range s.edges {
 			smp := sample{At: start.Add(time.Duration(math.Round(s.now*1000)) * time.Millisecond), Window: time.Second, Workers: ws,
@@ -138,7 +139,8 @@ func (s *sim) fluid() {
 	}
 	for _, w := range live {
 		capa := w.capacity * s.jitter()
-		w.queue += admitted / float64(len(live)) * simDT
+		arrived := admitted / float64(len(live)) * simDT
+		w.queue += arrived
 		refused := 0.0
 		if qcap := capa * 0.05; w.queue > qcap {
 			refused = w.queue - qcap
@@ -154,6 +156,12 @@ func (s *sim) fluid() {
 		}
 		w.solveSec += served / capa * float64(w.slots) * w.bias
 		w.waitWeighted += served * (w.queue / capa)
+		// In flight: the backlog, the slots in use, and the wait that
+		// variable service times add below saturation (M/D/1's, halved:
+		// nginx's queue paces the arrivals).
+		rho := math.Min(0.999, arrived/(capa*simDT))
+		busySlots := float64(w.slots) * math.Min(1, served/(capa*simDT))
+		w.inFlightSec += (w.queue + busySlots + float64(w.slots)*0.5*rho*rho/(2*(1-rho))) * simDT
 	}
 }
 

@@ -85,27 +85,20 @@ func overload(ctx context.Context, s *suite) result {
 	base := summarize(baseRes.Records, 10*time.Second)
 	pool, queue, okPQ := s.poolQueue(ctx)
 
-	// 3 C, or 1.2 x the stack's saturation throughput when that is more,
-	// so that an overload overloads even when C comes out low; not more,
-	// so that the client does not queue requests itself (why these
-	// factors: tests/reliability/README.md).
-	//
-	// The saturation at the overload's depth is measured for the record:
-	// the stack's cost per answer grows with the connections open (the
-	// kernel's and nginx's per-connection state, the workers' goroutines
-	// and GC), 503s or not. That is the goodput's ceiling in the overload.
-	rate := 3 * s.C
-	sats, serr := s.saturation(ctx, 32, deepInFlight)
-	var sat, deep float64
-	if len(sats) > 0 {
-		sat = sats[0]
-		rate = max(rate, 1.2*sat)
-	} else {
-		fmt.Fprintf(s.out, "    saturation not measured (%v): 3 C it is\n", serr)
+	// max(3 C, 2 x the saturation with 32 in flight), both measured with
+	// the admission controller off (measureReferences), so that an
+	// overload overloads even when C comes out low. Depth 480 is measured
+	// again with the controller as the scenarios run it: the workers'
+	// depth is the controller's to hold (tests/reliability/README.md).
+	sat := s.ref.sat32
+	rate := max(3*s.C, 2*sat)
+	var deep float64
+	deeps, derr := s.saturation(ctx, s.puzzles, 10000, deepInFlight)
+	if len(deeps) > 0 {
+		deep = deeps[0]
 	}
-	if len(sats) > 1 {
-		deep = sats[1]
-	}
+	busyBefore, berr := s.workerCounters(ctx)
+	stopInFlight := s.sampleInFlight(ctx, 100*time.Millisecond)
 	stopSample := s.sample(ctx, ids, 100*time.Millisecond, true)
 	res := drive(ctx, s.st.baseURL, loadSpec{Name: "3C", Rate: rate, Duration: s.cfg.OverloadDuration,
 		// A 30 s timeout: at 3 C the client's own backlog may answer
@@ -117,6 +110,8 @@ func overload(ctx context.Context, s *suite) result {
 		// admits, so that the stack has to shed (tests/reliability/README.md).
 		Conns: 1600, MaxInFlight: 1600, Puzzles: s.load, Timeout: 30 * time.Second}, s.out)
 	ended := time.Now()
+	inFlight := stopInFlight()
+	busyAfter, aerr := s.workerCounters(ctx)
 	// Recovery: 0.5 C from the moment the overload ends.
 	rec := drive(ctx, s.st.baseURL, loadSpec{Name: "after", Rate: s.half(), Duration: 10 * time.Second,
 		Conns: s.conns(s.half()), Puzzles: s.load}, s.out)
@@ -137,10 +132,10 @@ func overload(ctx context.Context, s *suite) result {
 	c.fig("offered %.0f/s (%.1f C; saturation %.0f/s) for %v, sent %.0f/s (the client skipped %d: %d in flight), goodput %.0f/s (%.2f C, %.2f of the saturation with 32), %.1f%% shed with 503",
 		rate, rate/s.C, sat, s.cfg.OverloadDuration, sum.Rate, sum.Skipped, res.Spec.MaxInFlight, sum.Goodput, sum.Goodput/s.C, sum.Goodput/math.Max(1, sat), 100*float64(len(busy))/math.Max(1, float64(sum.Sent)))
 	if deep == 0 {
-		c.fig("saturation with %d in flight not measured: %v", deepInFlight, serr)
+		c.fig("saturation with %d in flight not measured: %v", deepInFlight, derr)
 	} else {
-		c.fig("saturation with %d in flight %.0f/s (%.2f of it with 32, %.2f C); goodput %.2f of it",
-			deepInFlight, deep, deep/math.Max(1, sat), deep/s.C, sum.Goodput/math.Max(1, deep))
+		c.fig("saturation with %d in flight %.0f/s (%.2f of the reference with 32; %.2f with the controller off)",
+			deepInFlight, deep, deep/math.Max(1, sat), s.ref.sat480/math.Max(1, sat))
 	}
 	// How fast the service rejects: nginx's request_time of the 503s. The
 	// client's own clock (also shown) counts its wait for CPU too: it
@@ -152,13 +147,31 @@ func overload(ctx context.Context, s *suite) result {
 	// C alone follows the machine's noise (a capacity search on a busy
 	// machine finds a low C that any overload "keeps"), so the goodput is
 	// also held to the saturation measured in this run just before.
-	c.want(sat > 0, "saturation with 32 in flight not measured: %v", serr)
+	c.want(sat > 0, "saturation with 32 in flight not measured: %v", s.ref.err)
 	c.want(sat == 0 || sum.Goodput >= 0.8*sat, "goodput %.0f/s < 0.8 of the saturation with 32 in flight = %.0f/s", sum.Goodput, 0.8*sat)
 	c.want(other == 0, "%d excess requests got something other than 503: %s", other, sum.kindsString())
 	c.want(nerr == nil, "reading nginx's access log: %v", nerr)
 	c.want(len(busy) == 0 || len(inNginx) > 0, "%d 503s at the client, none in nginx's log", len(busy))
 	c.want(p99nginx <= 50*time.Millisecond, "p99 of the 503s in nginx %s > 50ms", ms(p99nginx))
 	s.rssChecks(&c, ids, idle, sm, 32<<20)
+	// The workers hold about what they serve: in flight per worker (p99
+	// of the 100 ms samples of its /metrics) at most 4 x its pool, and
+	// nginx, not the workers, turns the excess away.
+	if okPQ {
+		for addr, v := range inFlight {
+			p99 := percentileF(v, 99)
+			c.fig("in flight at worker %s p99 %.0f (limit %d, %d samples)", addr, p99, 4*pool, len(v))
+			c.want(p99 <= float64(4*pool), "worker %s: p99 of its requests in flight %.0f > 4 x pool %d", addr, p99, pool)
+		}
+		c.want(len(inFlight) > 0, "no in-flight samples from the workers' metrics")
+	}
+	if berr == nil && aerr == nil {
+		workerBusy := busyAfter.busy - busyBefore.busy
+		c.fig("busy 503s from the workers %.0f (%.2f%% of the 503s)", workerBusy, 100*workerBusy/math.Max(1, float64(len(busy))))
+		c.want(workerBusy <= 0.01*float64(len(busy)), "the workers answered %.0f busy 503s > 1%% of the %d 503s", workerBusy, len(busy))
+	} else {
+		c.want(false, "reading the workers' metrics: %v", errors.Join(berr, aerr))
+	}
 	if okPQ {
 		limit := float64(pool + queue + 50)
 		for w, g := range sm.maxGor {
@@ -195,19 +208,19 @@ func overload(ctx context.Context, s *suite) result {
 const deepInFlight = 480
 
 // saturation measures the stack's throughput when it is kept busy:
-// `sudoku-load batch` over the puzzles repeated to 10,000, once with each
+// `sudoku-load batch` over the puzzles repeated to n, once with each
 // number of requests in flight (below nginx's admission limit, so nothing
 // is shed), in verified answers per second. It returns the figures
 // measured before the first failure, if any.
-func (s *suite) saturation(ctx context.Context, inFlight ...int) ([]float64, error) {
+func (s *suite) saturation(ctx context.Context, puzzles []string, n int, inFlight ...int) ([]float64, error) {
 	f, err := os.CreateTemp("", "sudoku-saturation-*.txt")
 	if err != nil {
 		return nil, err
 	}
 	defer os.Remove(f.Name())
 	w := bufio.NewWriter(f)
-	for i := 0; i < 10000; i++ {
-		fmt.Fprintln(w, s.puzzles[i%len(s.puzzles)])
+	for i := 0; i < n; i++ {
+		fmt.Fprintln(w, puzzles[i%len(puzzles)])
 	}
 	if err := errors.Join(w.Flush(), f.Close()); err != nil {
 		return nil, err

@@ -51,7 +51,10 @@ type Config struct {
 	SLO              time.Duration // p99 objective of the capacity search
 	SLOFallback      time.Duration // p99 objective of a second search when no rate meets SLO (0: none)
 	Isolate          bool          // the suite on CPU 0, the stack on the other cores
-	Admission        string        // sudoku-edge's -admission (off, auto, a rate); "" keeps the stack's
+	// Admission is sudoku-edge's -admission for the scenarios (off, auto,
+	// a rate); "" keeps the stack's own. The references (C, the
+	// saturations) are always measured with it off (measureReferences).
+	Admission string
 }
 
 // ErrUsage is wrapped by errors in a Config, reported before anything ran.
@@ -72,6 +75,10 @@ type suite struct {
 	nginx   nginxConf
 	sloUsed time.Duration // the SLO C was measured at
 	iso     isolation     // zero unless -isolate split the cores
+	ref     references    // measured with the admission controller off
+	// admissionFile is the compose override that sets the admission
+	// controller (admissionOverride), "" once the stack's own setting runs.
+	admissionFile string
 }
 
 type result struct {
@@ -166,14 +173,14 @@ func (s *suite) up(ctx context.Context, began time.Time) error {
 		s.st.extraFiles = append(s.st.extraFiles, f)
 		fmt.Fprintf(out, "== isolation: the suite and its attackers on CPU %s, the stack on CPU %s\n", loadCPU, s.iso.stackCPUs())
 	}
-	if cfg.Admission != "" {
-		f, err := admissionOverride(cfg.Project, cfg.Admission)
-		if err != nil {
-			return err
-		}
-		s.st.extraFiles = append(s.st.extraFiles, f)
-		fmt.Fprintf(out, "== admission: sudoku-edge -admission %s\n", cfg.Admission)
+	// The references are measured with the admission controller off;
+	// measure then switches nginx to the scenarios' setting.
+	f, err := admissionOverride(cfg.Project, "off")
+	if err != nil {
+		return err
 	}
+	s.st.extraFiles = append(s.st.extraFiles, f)
+	s.admissionFile = f
 	if cfg.ComposeOverride != "" {
 		s.st.extraFiles = append(s.st.extraFiles, cfg.ComposeOverride)
 	}
@@ -204,20 +211,23 @@ func (s *suite) up(ctx context.Context, began time.Time) error {
 	return nil
 }
 
-// measure sets C: given with Capacity, or measured.
+// measure sets C (given with Capacity, or measured) and the references,
+// with the admission controller off, then turns the controller to the
+// scenarios' setting (Config.Admission).
 func (s *suite) measure(ctx context.Context) error {
 	if s.cfg.Capacity > 0 {
 		s.C = s.cfg.Capacity
 		s.sloUsed = s.cfg.SLO
 		fmt.Fprintf(s.out, "== capacity C = %.0f req/s (given with -capacity)\n", s.C)
-		return nil
+	} else {
+		c, err := s.capacity(ctx)
+		if err != nil {
+			return fmt.Errorf("measuring capacity: %w", err)
+		}
+		s.C = c
 	}
-	c, err := s.capacity(ctx)
-	if err != nil {
-		return fmt.Errorf("measuring capacity: %w", err)
-	}
-	s.C = c
-	return nil
+	s.measureReferences(ctx)
+	return s.setAdmission(ctx, s.cfg.Admission)
 }
 
 // runAll runs the scenarios in turn, each on a stack with all workers up,
