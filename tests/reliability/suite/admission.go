@@ -3,12 +3,14 @@ package suite
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,7 +122,8 @@ func (s *suite) workerMetricsURLs(ctx context.Context) (map[string]string, error
 
 // workerTotals are counters summed over the workers' /metrics.
 type workerTotals struct {
-	busy float64 // GET requests answered 503 busy by a worker
+	busy           float64 // GET requests answered 503 busy by a worker
+	requestSeconds float64 // the handler's request time, summed
 }
 
 // workerCounters reads every worker's /metrics once and sums the counters
@@ -136,7 +139,8 @@ func (s *suite) workerCounters(ctx context.Context) (workerTotals, error) {
 		if err != nil {
 			return workerTotals{}, err
 		}
-		t.busy += m[`sudoku_requests_total{route="get",outcome="too_busy"}`]
+		t.busy += m[`sudoku_requests_total{outcome="too_busy",route="get"}`]
+		t.requestSeconds += m["sudoku_request_duration_seconds_sum"]
 	}
 	return t, nil
 }
@@ -218,4 +222,51 @@ func percentileF(vs []float64, p float64) float64 {
 	slices.Sort(s)
 	i := int(math.Ceil(p/100*float64(len(s)))) - 1
 	return s[min(max(i, 0), len(s)-1)]
+}
+
+// admissionDecision is one "admission rate" line of sudoku-edge's log: a
+// rate the controller rendered.
+type admissionDecision struct {
+	Time     time.Time `json:"time"`
+	Rate     float64   `json:"rate"`
+	Reason   string    `json:"reason"`
+	InFlight float64   `json:"in_flight_per_slot"`
+}
+
+// admissionDecisions returns the rates sudoku-edge rendered since from,
+// from its log on the nginx container's stderr.
+func (s *suite) admissionDecisions(ctx context.Context, from time.Time) ([]admissionDecision, error) {
+	ng := s.nginxID(ctx)
+	if ng == "" {
+		return nil, errors.New("no nginx container")
+	}
+	cmd := exec.CommandContext(ctx, "docker", "logs", "--since", from.UTC().Format(time.RFC3339Nano), ng)
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("docker logs: %w", err)
+	}
+	var ds []admissionDecision
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if !strings.Contains(line, `"admission rate"`) {
+			continue
+		}
+		var d admissionDecision
+		if json.Unmarshal([]byte(line), &d) == nil {
+			ds = append(ds, d)
+		}
+	}
+	return ds, nil
+}
+
+// decisionsString formats decisions as "+3s 5400/s (cut, 7.2 in flight per slot), ...".
+func decisionsString(ds []admissionDecision, from time.Time) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = fmt.Sprintf("+%.0fs %.0f/s (%s, %.1f)", d.Time.Sub(from).Seconds(), d.Rate, d.Reason, d.InFlight)
+	}
+	return strings.Join(parts, ", ")
 }

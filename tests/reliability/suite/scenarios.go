@@ -98,6 +98,7 @@ func overload(ctx context.Context, s *suite) result {
 		deep = deeps[0]
 	}
 	busyBefore, berr := s.workerCounters(ctx)
+	overFrom := time.Now()
 	stopInFlight := s.sampleInFlight(ctx, 100*time.Millisecond)
 	stopSample := s.sample(ctx, ids, 100*time.Millisecond, true)
 	res := drive(ctx, s.st.baseURL, loadSpec{Name: "3C", Rate: rate, Duration: s.cfg.OverloadDuration,
@@ -165,7 +166,13 @@ func overload(ctx context.Context, s *suite) result {
 		}
 		c.want(len(inFlight) > 0, "no in-flight samples from the workers' metrics")
 	}
+	if ds, err := s.admissionDecisions(ctx, overFrom); err == nil {
+		c.fig("admission rates rendered from the overload's start: %s", decisionsString(ds, overFrom))
+	} else {
+		c.fig("admission rates: %v", err)
+	}
 	if berr == nil && aerr == nil {
+		c.fig("requests in flight per worker, mean by Little's law: %.1f", (busyAfter.requestSeconds-busyBefore.requestSeconds)/ended.Sub(overFrom).Seconds()/float64(max(1, len(ids))))
 		workerBusy := busyAfter.busy - busyBefore.busy
 		c.fig("busy 503s from the workers %.0f (%.2f%% of the 503s)", workerBusy, 100*workerBusy/math.Max(1, float64(len(busy))))
 		c.want(workerBusy <= 0.01*float64(len(busy)), "the workers answered %.0f busy 503s > 1%% of the %d 503s", workerBusy, len(busy))
