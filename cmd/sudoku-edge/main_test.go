@@ -140,6 +140,12 @@ func TestVersion(t *testing.T) {
 func TestRunServesMetricsAndStops(t *testing.T) {
 	bin := nginxtest.NeedNginx(t)
 	dir := t.TempDir()
+	// nginx's worker processes (another user when run as root) reach the log socket.
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	httpPort, statusPort, acmePort, metricsPort := nginxtest.FreePort(t), nginxtest.FreePort(t), nginxtest.FreePort(t), nginxtest.FreePort(t)
 	conf := renderHostConf(t, dir, httpPort, statusPort, acmePort)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -177,6 +183,28 @@ func TestRunServesMetricsAndStops(t *testing.T) {
 	}
 	if _, body, _ := get(public + "/metrics"); strings.Contains(body, "sudoku_build_info") {
 		t.Errorf("nginx's public server exposes the edge's metrics:\n%s", body)
+	}
+	// nginx's own answers are counted by default (its 404 for /metrics
+	// above, a 405), the worker's 200s are not logged at all.
+	if code, _, err := get(public + "/sudoku/stats?x"); err != nil || code != 200 {
+		t.Fatalf("GET /sudoku/stats = %d, %v", code, err)
+	}
+	if resp, err := http.Post(public+"/sudoku/stats", "text/plain", nil); err != nil || resp.StatusCode != 405 {
+		t.Fatalf("POST /sudoku/stats = %v, %v; want 405", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	nginxtest.WaitUntil(t, 5*time.Second, "the edge counts nginx's answers", func() error {
+		_, body, err := get(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
+		for _, want := range []string{`sudoku_edge_nginx_responses_total{code="404",source="nginx"} 1`, `sudoku_edge_nginx_responses_total{code="405",source="nginx"} 1`} {
+			if err == nil && !strings.Contains(body, want) {
+				err = fmt.Errorf("/metrics lacks %q:\n%s", want, body)
+			}
+		}
+		return err
+	})
+	if _, body, _ := get(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)); strings.Contains(body, `code="200"`) {
+		t.Errorf("the worker's 200s were logged and counted:\n%s", body)
 	}
 
 	cancel()
