@@ -53,13 +53,14 @@ func TestParseConfig(t *testing.T) {
 			"SUDOKU_EDGE_BUDGET_HOLD":      "5m",
 			"SUDOKU_EDGE_METRICS_LISTEN":   "127.0.0.1:19145",
 			"SUDOKU_EDGE_WORKER_PROCESSES": "3",
+			"SUDOKU_EDGE_KEEPALIVE":        "90",
 		}.get, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := &c.sup
 		if (targetsFlag{&s.Workers}).String() != "w:1" || s.ResolveInterval != 500*time.Millisecond || s.UpstreamParams != "max_fails=0" || s.BudgetHold != 5*time.Minute ||
-			s.MetricsListen != "127.0.0.1:19145" || s.WorkerProcesses != 3 {
+			s.MetricsListen != "127.0.0.1:19145" || s.WorkerProcesses != 3 || s.Limits != (nginx.ProcessLimits{Connections: 8192, Keepalive: 90}) {
 			t.Errorf("parseConfig = %+v", s)
 		}
 	})
@@ -76,6 +77,8 @@ func TestParseConfig(t *testing.T) {
 		{[]string{"-workers", "unix:run/*.sock"}, nil, "absolute"},
 		{[]string{"-log-level", "loud"}, nil, "log-level"},
 		{[]string{"-worker-processes", "-1"}, nil, "worker-processes"},
+		{[]string{"-keepalive", "0"}, nil, "-keepalive"},
+		{[]string{"-worker-connections", "-5"}, nil, "-worker-connections"},
 		{[]string{"-listen", "localhost:8080"}, nil, "-listen"},
 		{[]string{"-metrics-listen", "9145"}, nil, "metrics-listen"},
 		{[]string{"-trusted-clients", "10.0.0.0/33"}, nil, "trusted-clients"},
@@ -240,6 +243,7 @@ func TestRenderOnly(t *testing.T) {
 	err := run(context.Background(), []string{
 		"-render-only", dir, "-nginx", "/nonexistent/nginx", "-workers", "127.0.0.1:9000, 127.0.0.1:9002",
 		"-upstream-params", "max_fails=0", "-real-ip-from", "10.0.0.0/8", "-log-level", "warn",
+		"-worker-processes", "4", "-worker-connections", "10000",
 	}, env{}.get, io.Discard)
 	if err != nil {
 		t.Fatalf("run(-render-only) = %v", err)
@@ -250,6 +254,9 @@ func TestRenderOnly(t *testing.T) {
 		"tls.conf":             "map $https $sudoku_hsts {",
 		"admission.conf":       "# Written by sudoku-edge",
 		"trusted-clients.conf": "# Written by sudoku-edge",
+		// The totals shared among the 4 worker processes.
+		"events.conf":    "\nworker_connections 2500;\n",
+		"keepalive.conf": "\nkeepalive 128;\n",
 	} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil || !strings.Contains(string(b), want) {
