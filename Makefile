@@ -191,7 +191,7 @@ pin-digests: ## write the pushed images' digests into docker/stack.yml and docke
 # Only what a RESULTS file or a README cites. Host benchmarks need Debian's
 # nginx; CLIENT=wrk needs wrk.
 COUNT ?= 6
-.PHONY: bench solver-bench bench-worker bench-path bench-path-compose bench-accept capacity-plan herd herd-nginx
+.PHONY: bench solver-bench bench-worker bench-path bench-path-compose bench-accept bench-access-log capacity-plan herd herd-nginx
 bench: solver-bench bench-worker ## the Go benchmarks (no external tools)
 
 solver-bench: ## solver: CPU time, guesses and callgrind instructions per puzzle per set at limit 1 and 2 (COUNT=10 SAMPLE=200, OUT=dir keeps raw output)
@@ -208,6 +208,9 @@ bench-path-compose: ## bench-path against the compose stack, through its publish
 
 bench-accept: ## accept_mutex on/off/reuseport on host nginx with wrk (tests/bench/accept-mutex.sh)
 	tests/bench/accept-mutex.sh
+
+bench-access-log: ## sudoku-edge's CPU per request for counting nginx's answers: off, status 400 and up, every answer; 200s and nginx's 503s (tests/bench/access-log.sh)
+	tests/bench/access-log.sh
 
 capacity-plan: ## capacity at p99 <= 5 ms on easy and hard puzzles on host nginx + 2 workers, with the plan for PEAK (100000) req/s (tests/bench/capacity-plan.sh)
 	tests/bench/capacity-plan.sh

@@ -35,6 +35,8 @@ RUN go build -ldflags="-s -w -X ${VERSION_PKG}.Version=${VERSION} -X ${VERSION_P
 	-o /out/sudoku-edge ./cmd/sudoku-edge
 
 FROM ${BASE_IMAGE}
+# No setuid or setgid file (su, passwd, mount...): nothing gains a privilege
+# on exec, where Swarm cannot set no-new-privileges (docker/stack.yml).
 # ca-certificates: certmagic verifies the ACME server (Let's Encrypt)
 # against the system roots in /etc/ssl/certs.
 RUN apt-get update \
@@ -44,7 +46,8 @@ RUN apt-get update \
 	&& mkdir -p /run/sudoku-edge /var/lib/sudoku-edge \
 	&& chown www-data:www-data /run/sudoku-edge /var/lib/sudoku-edge /var/lib/nginx \
 	&& ln -sf /dev/stdout /var/log/nginx/access.log \
-	&& ln -sf /dev/stderr /var/log/nginx/error.log
+	&& ln -sf /dev/stderr /var/log/nginx/error.log \
+	&& find / -xdev -perm /6000 -type f -exec chmod ug-s {} +
 COPY nginx/nginx.conf nginx/sudoku-locations.conf nginx/sudoku-fastcgi.conf nginx/sudoku-www.conf /etc/nginx/
 COPY nginx/www/ /usr/share/sudoku-www/
 COPY --from=build /out/sudoku-edge /usr/local/bin/sudoku-edge

@@ -204,6 +204,49 @@ func renderRealIP(from []netip.Prefix) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// ProcessLimits are nginx's connection limits for all its worker
+// processes together. nginx applies worker_connections and an upstream's
+// keepalive per worker process, so each process gets its share, and the
+// totals stay the same whatever -worker-processes is.
+type ProcessLimits struct {
+	Connections int // client and upstream connections open at once
+	Keepalive   int // idle connections to the workers kept for reuse
+}
+
+// DefaultProcessLimits are the totals of the compose stack, 2 processes of
+// 4,096 connections and 256 idle upstream connections (nginx/README.md,
+// "Keep-alive").
+var DefaultProcessLimits = ProcessLimits{Connections: 8192, Keepalive: 512}
+
+// share is one process's share of total among processes, rounded up:
+// processes < 1 (nginx.conf's own count) get the total each.
+type share struct{ Total, Processes, PerProcess int }
+
+func shareOf(total, processes int) share {
+	per := total
+	if processes > 1 {
+		per = (total + processes - 1) / processes
+	}
+	return share{total, processes, max(per, 1)}
+}
+
+// renderProcessLimits renders events.conf (worker_connections, in the
+// events block) and keepalive.conf (keepalive, in the upstream block) for
+// processes nginx worker processes.
+func renderProcessLimits(l ProcessLimits, processes int) (events, keepalive []byte, err error) {
+	if l.Connections < 1 || l.Keepalive < 1 {
+		return nil, nil, fmt.Errorf("nginx: connection limits %+v: each must be at least 1", l)
+	}
+	var e, k bytes.Buffer
+	if err := templates.ExecuteTemplate(&e, "events.conf.tmpl", shareOf(l.Connections, processes)); err != nil {
+		return nil, nil, fmt.Errorf("rendering events.conf: %w", err)
+	}
+	if err := templates.ExecuteTemplate(&k, "keepalive.conf.tmpl", shareOf(l.Keepalive, processes)); err != nil {
+		return nil, nil, fmt.Errorf("rendering keepalive.conf: %w", err)
+	}
+	return e.Bytes(), k.Bytes(), nil
+}
+
 // tlsSite is one HTTPS server: a name and its certificate pair.
 type tlsSite struct {
 	Name     string // server_name, also the certificate's name

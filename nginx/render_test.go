@@ -266,3 +266,30 @@ func TestRenderUpstream(t *testing.T) {
 		t.Errorf("admission.conf with no worker has a limit:\n%s", admission)
 	}
 }
+
+// Each nginx worker process gets its share of the totals, so that nginx
+// as a whole keeps as many connections whatever -worker-processes is; the
+// compose stack's 2 processes get what nginx.conf fixed before.
+func TestProcessLimitsFollowTheProcesses(t *testing.T) {
+	for _, tc := range []struct {
+		processes              int
+		connections, keepalive string
+	}{
+		{2, "worker_connections 4096;", "keepalive 256;"},
+		{1, "worker_connections 8192;", "keepalive 512;"},
+		{3, "worker_connections 2731;", "keepalive 171;"},
+		{0, "worker_connections 8192;", "keepalive 512;"}, // nginx.conf's own count: the totals each
+		{1024, "worker_connections 8;", "keepalive 1;"},
+	} {
+		events, keepalive, err := renderProcessLimits(DefaultProcessLimits, tc.processes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(events), "\n"+tc.connections+"\n") || !strings.Contains(string(keepalive), "\n"+tc.keepalive+"\n") {
+			t.Errorf("%d processes: events.conf\n%s\nkeepalive.conf\n%s\nwant %q and %q", tc.processes, events, keepalive, tc.connections, tc.keepalive)
+		}
+	}
+	if _, _, err := renderProcessLimits(ProcessLimits{Connections: 8192}, 2); err == nil {
+		t.Error("keepalive 0: nil error")
+	}
+}

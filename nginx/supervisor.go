@@ -33,8 +33,13 @@ type Supervisor struct {
 	// quota (the command passes the CPUs it may use, runtime.GOMAXPROCS).
 	// nginx.conf must not set it then.
 	WorkerProcesses int
+	// Limits are nginx's connection limits for all its worker processes
+	// together, rendered per process (events.conf, keepalive.conf); zero
+	// fields take DefaultProcessLimits'.
+	Limits ProcessLimits
 	// RunDir receives the files nginx.conf includes: servers.conf,
-	// admission.conf, tls.conf, trusted-clients.conf, and certs/ with TLS.
+	// admission.conf, tls.conf, trusted-clients.conf, real-ip.conf,
+	// events.conf, keepalive.conf, and certs/ with TLS.
 	RunDir string
 
 	// Listen lists the addresses of nginx's listen directives (ParseListen).
@@ -344,7 +349,8 @@ func (m *masters) Reload() error                   { return m.get().Reload() }
 
 // Render writes the files nginx.conf includes into RunDir, as Run does
 // before it starts nginx (servers.conf, admission.conf, tls.conf and the
-// placeholder certificates, trusted-clients.conf, real-ip.conf), and
+// placeholder certificates, trusted-clients.conf, real-ip.conf,
+// events.conf, keepalive.conf), and
 // returns: the host stack (nginx/render-host.sh) starts nginx on them
 // itself. The workers are listed as the targets name them, without
 // probing, since they may not run yet.
@@ -433,7 +439,34 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 	if err := s.writePrefixes("trusted-clients.conf", "trusted clients", s.TrustedClients, renderTrustedClients); err != nil {
 		return err
 	}
+	if err := s.writeProcessLimits(); err != nil {
+		return err
+	}
 	return s.writePrefixes("real-ip.conf", "trusted balancers", s.RealIPFrom, renderRealIP)
+}
+
+// writeProcessLimits writes events.conf and keepalive.conf: each worker
+// process's share of Limits.
+func (s *Supervisor) writeProcessLimits() error {
+	l := s.Limits
+	if l.Connections == 0 {
+		l.Connections = DefaultProcessLimits.Connections
+	}
+	if l.Keepalive == 0 {
+		l.Keepalive = DefaultProcessLimits.Keepalive
+	}
+	events, keepalive, err := renderProcessLimits(l, s.WorkerProcesses)
+	if err != nil {
+		return err
+	}
+	for name, b := range map[string][]byte{"events.conf": events, "keepalive.conf": keepalive} {
+		if err := writeFileAtomic(s.path(name), b, 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	s.Log.Info().Int("worker_processes", s.WorkerProcesses).Int("connections", l.Connections).
+		Int("keepalive", l.Keepalive).Msg("connection limits per worker process written")
+	return nil
 }
 
 // writePrefixes writes the include name of the run directory, rendered

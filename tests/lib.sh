@@ -39,3 +39,16 @@ stop_pids() {
 	for p in "$@"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 }
+
+# oncpu PID... prints the nanoseconds the processes spent on CPU, summed
+# over their threads (/proc/<pid>/task/*/schedstat).
+oncpu() {
+	local p t sum=0 ns
+	for p in "$@"; do
+		for t in /proc/"$p"/task/*/schedstat; do
+			read -r ns _ <"$t" 2>/dev/null || continue
+			sum=$((sum + ns))
+		done
+	done
+	echo "$sum"
+}

@@ -20,6 +20,7 @@ type admissionFlags struct {
 	scrape    string
 	every     time.Duration
 	logSocket string
+	logAll    bool
 }
 
 func (a *admissionFlags) register(fs *cli.FlagSet) {
@@ -34,7 +35,8 @@ func (a *admissionFlags) register(fs *cli.FlagSet) {
 	fs.StringVar(&a.scrape, "admission-scrape", "sudoku:9001", "comma-separated worker metrics `targets` (host:port, every address of the host is scraped)")
 	a.every = time.Second
 	fs.Var(positiveDuration{&a.every}, "admission-scrape-interval", "`duration` between two scrapes of the workers' metrics")
-	fs.StringVar(&a.logSocket, "admission-log-socket", "access-log.sock", "unix datagram `socket` nginx sends a short access log line per request to (counted by status), relative to -run-dir; empty turns it off")
+	fs.StringVar(&a.logSocket, "access-log-socket", "access-log.sock", "unix datagram `socket` nginx sends a short access log line to for each answer of status 400 and up, which sudoku-edge counts by status (sudoku_edge_nginx_responses_total), relative to -run-dir; empty turns it off")
+	fs.BoolVar(&a.logAll, "access-log-all", false, "send a line for every answer to -access-log-socket, not only for status 400 and up (as the admission queue does); it costs sudoku-edge CPU for each answer")
 }
 
 // admissionMode is the -admission value: off, auto or a rate.
@@ -66,6 +68,19 @@ func (m admissionMode) Set(v string) error {
 	return nil
 }
 
+// counter returns the counter of nginx's answers on -access-log-socket,
+// nil when it is off.
+func (a *admissionFlags) counter(runDir string, m *admission.Metrics, log zerolog.Logger) *admission.LogCounter {
+	if a.logSocket == "" {
+		return nil
+	}
+	path := a.logSocket
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(runDir, path)
+	}
+	return &admission.LogCounter{Path: path, All: a.logAll, Metrics: m, Log: log}
+}
+
 // loop validates the flags and returns the loop, nil when off.
 func (a *admissionFlags) loop(runDir string, m *admission.Metrics, log zerolog.Logger) (*admission.Loop, error) {
 	if err := a.cfg.Check(); err != nil {
@@ -78,14 +93,6 @@ func (a *admissionFlags) loop(runDir string, m *admission.Metrics, log zerolog.L
 	if len(targets) == 0 && a.cfg.Fixed == 0 {
 		return nil, fmt.Errorf("-admission-scrape: no targets; give some, a fixed -admission rate or -admission off")
 	}
-	l := &admission.Loop{Config: a.cfg, Every: a.every, Metrics: m, Log: log,
-		Scraper: &admission.Scraper{Targets: targets}, StatusFile: filepath.Join(runDir, "admission.json")}
-	if a.logSocket != "" {
-		path := a.logSocket
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(runDir, path)
-		}
-		l.Counter = &admission.LogCounter{Path: path, Metrics: m}
-	}
-	return l, nil
+	return &admission.Loop{Config: a.cfg, Every: a.every, Metrics: m, Log: log,
+		Scraper: &admission.Scraper{Targets: targets}, StatusFile: filepath.Join(runDir, "admission.json")}, nil
 }

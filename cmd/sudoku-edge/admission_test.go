@@ -26,13 +26,26 @@ func TestAdmissionFlags(t *testing.T) {
 	if l, err := c.adm.loop("/run/x", nil, zerolog.Nop()); l != nil || err != nil {
 		t.Errorf("default: loop() = %v, %v; want nil, nil (today's behaviour)", l, err)
 	}
-	c, err = parseConfig([]string{"-admission", "auto"}, env{}.get, io.Discard)
+	// nginx's answers are counted with the queue off too, its errors only.
+	if lc := c.adm.counter("/run/x", nil, zerolog.Nop()); lc == nil || lc.Path != "/run/x/access-log.sock" || lc.All {
+		t.Errorf("default: counter() = %+v; want errors only on /run/x/access-log.sock", lc)
+	}
+	c, err = parseConfig([]string{"-admission", "auto", "-access-log-all"}, env{"SUDOKU_EDGE_ACCESS_LOG_SOCKET": "/log.sock"}.get, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := c.adm.loop("/run/x", nil, zerolog.Nop())
-	if err != nil || l == nil || l.Counter == nil || l.Counter.Path != "/run/x/access-log.sock" {
-		t.Fatalf("loop() = %+v, %v; want a loop counting on /run/x/access-log.sock", l, err)
+	if l, err := c.adm.loop("/run/x", nil, zerolog.Nop()); err != nil || l == nil {
+		t.Fatalf("loop() = %+v, %v; want a loop", l, err)
+	}
+	if lc := c.adm.counter("/run/x", nil, zerolog.Nop()); lc == nil || lc.Path != "/log.sock" || !lc.All {
+		t.Errorf("counter() = %+v; want every answer on /log.sock", lc)
+	}
+	c, err = parseConfig([]string{"-access-log-socket", ""}, env{}.get, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lc := c.adm.counter("/run/x", nil, zerolog.Nop()); lc != nil {
+		t.Errorf("empty -access-log-socket: counter() = %+v, want nil", lc)
 	}
 
 	c, err = parseConfig([]string{"-admission-min", "10"}, env{

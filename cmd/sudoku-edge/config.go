@@ -45,11 +45,14 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	fs.StringVar(&realIP, "real-ip-from", "", "comma-separated `addresses or prefixes` of the load balancers in front of nginx: from them, X-Forwarded-For names the client that the per-client limits count (the last address not of a balancer); from anyone else the header is ignored")
 	fs.StringVar(&listen, "listen", "8080,8082", "nginx listen `addresses` (as nginx.conf's listen directives name them) that sudoku-edge opens and hands to nginx, so that a restarted nginx refuses no connection; the -tls-listen address is added with TLS on")
 	fs.StringVar(&trusted, "trusted-clients", "", "comma-separated client `addresses or prefixes` exempt from the per-client limits (a load balancer in front, a load-test host)")
-	fs.StringVar(&c.renderOnly, "render-only", "", "write the files nginx.conf includes into `directory` (servers.conf from the -workers targets as given, admission.conf, tls.conf, trusted-clients.conf, real-ip.conf), as at start, and exit without starting nginx: the host stack (nginx/render-host.sh)")
+	fs.StringVar(&c.renderOnly, "render-only", "", "write the files nginx.conf includes into `directory` (servers.conf from the -workers targets as given, admission.conf, tls.conf, trusted-clients.conf, real-ip.conf, events.conf, keepalive.conf), as at start, and exit without starting nginx: the host stack (nginx/render-host.sh)")
 	fs.StringVar(&s.RunDir, "run-dir", "/run/sudoku-edge", "`directory` for servers.conf, admission.conf, tls.conf, trusted-clients.conf and exported certificates")
 	fs.StringVar(&s.Bin, "nginx", "nginx", "nginx `binary`")
 	fs.StringVar(&s.Conf, "nginx-conf", "/etc/nginx/nginx.conf", "nginx configuration `file` (-c)")
 	fs.IntVar(&s.WorkerProcesses, "worker-processes", runtime.GOMAXPROCS(0), "nginx worker_processes `count`: the default is the CPUs this process may use (its cgroup CPU quota and affinity, as GOMAXPROCS); 0 leaves it to nginx.conf")
+	s.Limits = nginx.DefaultProcessLimits
+	fs.IntVar(&s.Limits.Connections, "worker-connections", s.Limits.Connections, "nginx connections open at once (clients and workers) for all worker processes together: each gets its share as worker_connections")
+	fs.IntVar(&s.Limits.Keepalive, "keepalive", s.Limits.Keepalive, "idle connections to the workers that nginx keeps for reuse, for all worker processes together: each gets its share as the upstream's keepalive")
 	fs.StringVar(&s.Prefix, "nginx-prefix", "", "nginx prefix `directory` (-p); empty keeps nginx's default")
 	fs.StringVar(&s.ChallengeListen, "challenge-listen", "127.0.0.1:8081", "`address` of the ACME HTTP-01 challenge responder (nginx proxies /.well-known/acme-challenge/ here)")
 	fs.StringVar(&s.MetricsListen, "metrics-listen", ":9145", "internal `address` serving /metrics (build info, discovery, reloads); empty turns it off")
@@ -102,6 +105,9 @@ func (c *config) check() error {
 	}
 	if c.sup.WorkerProcesses < 0 {
 		return fmt.Errorf("-worker-processes: %d is negative", c.sup.WorkerProcesses)
+	}
+	if l := c.sup.Limits; l.Connections < 1 || l.Keepalive < 1 {
+		return fmt.Errorf("-worker-connections %d, -keepalive %d: each must be at least 1", l.Connections, l.Keepalive)
 	}
 	if _, _, err := net.SplitHostPort(c.sup.ChallengeListen); err != nil {
 		return fmt.Errorf("-challenge-listen: %w", err)

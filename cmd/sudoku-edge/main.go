@@ -49,10 +49,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	s.Extra = admission.Extension(loop)
 	if c.renderOnly != "" {
+		// No edge runs to read the log socket: nginx gets no log line.
+		s.Extra = admission.Extension(loop, nil)
 		return s.Render(ctx)
 	}
+	s.Extra = admission.Extension(loop, c.adm.counter(s.RunDir, am, s.Log))
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(version.NewCollector("sudoku")) // a fresh registry cannot refuse it

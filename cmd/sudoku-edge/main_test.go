@@ -53,13 +53,14 @@ func TestParseConfig(t *testing.T) {
 			"SUDOKU_EDGE_BUDGET_HOLD":      "5m",
 			"SUDOKU_EDGE_METRICS_LISTEN":   "127.0.0.1:19145",
 			"SUDOKU_EDGE_WORKER_PROCESSES": "3",
+			"SUDOKU_EDGE_KEEPALIVE":        "90",
 		}.get, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := &c.sup
 		if (targetsFlag{&s.Workers}).String() != "w:1" || s.ResolveInterval != 500*time.Millisecond || s.UpstreamParams != "max_fails=0" || s.BudgetHold != 5*time.Minute ||
-			s.MetricsListen != "127.0.0.1:19145" || s.WorkerProcesses != 3 {
+			s.MetricsListen != "127.0.0.1:19145" || s.WorkerProcesses != 3 || s.Limits != (nginx.ProcessLimits{Connections: 8192, Keepalive: 90}) {
 			t.Errorf("parseConfig = %+v", s)
 		}
 	})
@@ -76,6 +77,8 @@ func TestParseConfig(t *testing.T) {
 		{[]string{"-workers", "unix:run/*.sock"}, nil, "absolute"},
 		{[]string{"-log-level", "loud"}, nil, "log-level"},
 		{[]string{"-worker-processes", "-1"}, nil, "worker-processes"},
+		{[]string{"-keepalive", "0"}, nil, "-keepalive"},
+		{[]string{"-worker-connections", "-5"}, nil, "-worker-connections"},
 		{[]string{"-listen", "localhost:8080"}, nil, "-listen"},
 		{[]string{"-metrics-listen", "9145"}, nil, "metrics-listen"},
 		{[]string{"-trusted-clients", "10.0.0.0/33"}, nil, "trusted-clients"},
@@ -140,6 +143,12 @@ func TestVersion(t *testing.T) {
 func TestRunServesMetricsAndStops(t *testing.T) {
 	bin := nginxtest.NeedNginx(t)
 	dir := t.TempDir()
+	// nginx's worker processes (another user when run as root) reach the log socket.
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	httpPort, statusPort, acmePort, metricsPort := nginxtest.FreePort(t), nginxtest.FreePort(t), nginxtest.FreePort(t), nginxtest.FreePort(t)
 	conf := renderHostConf(t, dir, httpPort, statusPort, acmePort)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -178,6 +187,28 @@ func TestRunServesMetricsAndStops(t *testing.T) {
 	if _, body, _ := get(public + "/metrics"); strings.Contains(body, "sudoku_build_info") {
 		t.Errorf("nginx's public server exposes the edge's metrics:\n%s", body)
 	}
+	// nginx's own answers are counted by default (its 404 for /metrics
+	// above, a 405), the worker's 200s are not logged at all.
+	if code, _, err := get(public + "/sudoku/stats?x"); err != nil || code != 200 {
+		t.Fatalf("GET /sudoku/stats = %d, %v", code, err)
+	}
+	if resp, err := http.Post(public+"/sudoku/stats", "text/plain", nil); err != nil || resp.StatusCode != 405 {
+		t.Fatalf("POST /sudoku/stats = %v, %v; want 405", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	nginxtest.WaitUntil(t, 5*time.Second, "the edge counts nginx's answers", func() error {
+		_, body, err := get(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
+		for _, want := range []string{`sudoku_edge_nginx_responses_total{code="404",source="nginx"} 1`, `sudoku_edge_nginx_responses_total{code="405",source="nginx"} 1`} {
+			if err == nil && !strings.Contains(body, want) {
+				err = fmt.Errorf("/metrics lacks %q:\n%s", want, body)
+			}
+		}
+		return err
+	})
+	if _, body, _ := get(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)); strings.Contains(body, `code="200"`) {
+		t.Errorf("the worker's 200s were logged and counted:\n%s", body)
+	}
 
 	cancel()
 	if err := nginxtest.Returned(t, done, 10*time.Second, "run after cancel"); err != nil {
@@ -212,6 +243,7 @@ func TestRenderOnly(t *testing.T) {
 	err := run(context.Background(), []string{
 		"-render-only", dir, "-nginx", "/nonexistent/nginx", "-workers", "127.0.0.1:9000, 127.0.0.1:9002",
 		"-upstream-params", "max_fails=0", "-real-ip-from", "10.0.0.0/8", "-log-level", "warn",
+		"-worker-processes", "4", "-worker-connections", "10000",
 	}, env{}.get, io.Discard)
 	if err != nil {
 		t.Fatalf("run(-render-only) = %v", err)
@@ -222,6 +254,9 @@ func TestRenderOnly(t *testing.T) {
 		"tls.conf":             "map $https $sudoku_hsts {",
 		"admission.conf":       "# Written by sudoku-edge",
 		"trusted-clients.conf": "# Written by sudoku-edge",
+		// The totals shared among the 4 worker processes.
+		"events.conf":    "\nworker_connections 2500;\n",
+		"keepalive.conf": "\nkeepalive 128;\n",
 	} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil || !strings.Contains(string(b), want) {

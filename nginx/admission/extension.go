@@ -7,27 +7,41 @@ import (
 	"sudoku-fcgi/nginx"
 )
 
-// Extension runs l as a part of the edge (nginx.Extension): it writes the
-// two includes before nginx starts, then runs the loop, whose renders go
-// through the supervisor's check-and-reload path. A nil l (the controller
-// off) writes includes with comments only, which nginx.conf still needs.
-func Extension(l *Loop) nginx.Extension { return extension{l} }
+// Extension runs l and c as a part of the edge (nginx.Extension): it
+// writes the two includes before nginx starts, then runs the loop, whose
+// renders go through the supervisor's check-and-reload path, and c, which
+// counts nginx's answers from its access log lines. A nil l (the
+// controller off) writes includes without a queue, which nginx.conf still
+// needs; a nil c counts nothing. With both, c is l's Counter.
+func Extension(l *Loop, c *LogCounter) nginx.Extension {
+	if l != nil {
+		l.Counter = c
+	}
+	return extension{l, c}
+}
 
-type extension struct{ l *Loop }
+type extension struct {
+	l *Loop
+	c *LogCounter
+}
 
 var _ nginx.Extension = extension{}
 
 func (x extension) Start(ctx context.Context, e *nginx.Edge) error {
-	files, err := render(queue{}, "")
+	var lines logLines
+	if c := x.c; c != nil {
+		lines = logLines{Socket: c.Path, Every: c.All}
+	}
+	files, err := renderLines(queue{}, lines)
 	if l := x.l; l != nil {
 		l.apply = applierFunc(func(ctx context.Context, f includeFiles) error {
 			_, err := e.Apply(ctx, includes(f)...)
 			return err
 		})
 		files, err = l.start()
-		if err == nil && l.Counter != nil {
-			err = l.Counter.listen()
-		}
+	}
+	if err == nil && x.c != nil {
+		err = x.c.listen()
 	}
 	if err != nil {
 		return fmt.Errorf("admission: %w", err)
@@ -38,19 +52,17 @@ func (x extension) Start(ctx context.Context, e *nginx.Edge) error {
 
 // Run reads nginx's log lines and runs the loop until ctx ends.
 func (x extension) Run(ctx context.Context, _ *nginx.Edge) {
-	l := x.l
-	if l == nil {
-		return
-	}
-	if c := l.Counter; c != nil {
+	if c := x.c; c != nil {
 		go func() {
 			if err := c.serve(); err != nil && ctx.Err() == nil {
-				l.Log.Error().Err(err).Msg("reading nginx's access log socket")
+				c.Log.Error().Err(err).Msg("reading nginx's access log socket")
 			}
 		}()
 		defer c.close()
 	}
-	l.run(ctx)
+	if x.l != nil {
+		x.l.run(ctx)
+	}
 	<-ctx.Done()
 }
 

@@ -168,6 +168,17 @@ func TestQueueForBoundsTheWait(t *testing.T) {
 			t.Errorf("location include lacks %q:\n%s", want, f.Location)
 		}
 	}
+	errs, err := renderLines(queue{}, logLines{Socket: "/run/sudoku-edge/log.sock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"log_format sudoku_admission '" + logFormat + "';",
+		"access_log syslog:server=unix:/run/sudoku-edge/log.sock,nohostname,tag=nginx sudoku_admission if=$sudoku_log_error;",
+		`"~^[45]" 1;`} {
+		if !strings.Contains(string(errs.HTTP), want) {
+			t.Errorf("errors-only http include lacks %q:\n%s", want, errs.HTTP)
+		}
+	}
 	off, err := render(queue{}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -204,6 +215,9 @@ func TestLogCounterCountsOverTheSocket(t *testing.T) {
 		"<190>Dec  1 19:00:00 nginx: 503 REJECTED get -",
 		"<190>Dec  1 19:00:00 nginx: 429 REJECTED other -",
 		"<190>Dec  1 19:00:00 nginx: 404 - other -",
+		// nginx's 502 "no live upstreams", answered as 503; a worker's own busy 503 after a retry.
+		"<190>Dec  1 19:00:00 nginx: 503 - other 502 0.000",
+		"<190>Dec  1 19:00:00 nginx: 503 - other 503, 503 0.001, 0.001",
 		"<190>Dec  1 19:00:00 nginx: nonsense",
 	}
 	for _, l := range lines {
@@ -226,7 +240,7 @@ func TestLogCounterCountsOverTheSocket(t *testing.T) {
 	for _, tc := range []struct {
 		code, source string
 		want         float64
-	}{{"200", "worker", 2}, {"503", "nginx", 2}, {"429", "nginx", 1}, {"404", "nginx", 1}} {
+	}{{"200", "worker", 2}, {"503", "nginx", 3}, {"503", "worker", 1}, {"429", "nginx", 1}, {"404", "nginx", 1}} {
 		if got := testutil.ToFloat64(m.responses.WithLabelValues(tc.code, tc.source)); got != tc.want {
 			t.Errorf("responses{code=%s,source=%s} = %v, want %v", tc.code, tc.source, got, tc.want)
 		}

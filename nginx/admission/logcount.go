@@ -7,20 +7,28 @@ import (
 	"os"
 	"strconv"
 	"sync"
+
+	"github.com/rs/zerolog"
 )
 
 // logFormat is the nginx log_format the LogCounter reads, one line per
 // request: the status, what limit_req did, the route, the upstream's
-// status ("-" when nginx answered itself) and its response time. The route map is in the
-// rendered admission-http.conf.
+// statuses ("-" when nginx answered itself) and response times, one per
+// try. The route map is in the rendered admission-http.conf.
 const logFormat = `$status $limit_req_status $sudoku_admission_route $upstream_status $upstream_response_time`
 
 // LogCounter counts the lines nginx sends to a unix datagram socket
 // (access_log syslog:server=unix:<Path>): answers by status and source,
 // and what the admission queue did to GET /sudoku. listen, then serve.
+//
+// nginx sends a line only for an answer of status 400 and up, so that the
+// common answer costs nothing, unless All is set or the admission Loop
+// runs: its law needs every GET /sudoku, and then nginx sends every answer.
 type LogCounter struct {
 	Path    string
+	All     bool // every answer, not only status 400 and up
 	Metrics *Metrics
+	Log     zerolog.Logger
 
 	conn *net.UnixConn
 
@@ -101,9 +109,9 @@ func (c *LogCounter) line(b []byte) {
 		c.bad()
 		return
 	}
-	limit, route, upstream := string(f[1]), string(f[2]), f[3]
+	limit, route := string(f[1]), string(f[2])
 	source := "worker"
-	if string(upstream) == "-" {
+	if nginxAnswered(f[0], f[3:]) {
 		source = "nginx"
 	}
 	if m := c.Metrics; m != nil {
@@ -140,6 +148,20 @@ func (c *LogCounter) line(b []byte) {
 	if m := c.Metrics; m != nil {
 		m.admission.WithLabelValues(result).Inc()
 	}
+}
+
+// nginxAnswered tells whether nginx gave the answer of status code itself,
+// from the tokens of $upstream_status and $upstream_response_time: no
+// upstream ("-"), or one whose last status is not the answer's, as when
+// nginx turns its own 502 "no live upstreams" into a 503. Both lists
+// have one entry per try, with the same separators (", " and " : "), so
+// the last status is the last token of the first half.
+func nginxAnswered(code []byte, upstream [][]byte) bool {
+	if string(upstream[0]) == "-" {
+		return true
+	}
+	last := bytes.TrimSuffix(upstream[(len(upstream)+1)/2-1], []byte(","))
+	return !bytes.Equal(last, code)
 }
 
 func (c *LogCounter) bad() {

@@ -10,7 +10,7 @@ import (
 )
 
 // TestNginxAcceptsTheIncludes renders the project's config for the host
-// (nginx/render-host.sh) with the queue on, a fixed rate and the log line,
+// (nginx/render-host.sh) with the queue on, a fixed rate and the log lines,
 // and asks nginx -t. Skipped without nginx or bash on the PATH.
 func TestNginxAcceptsTheIncludes(t *testing.T) {
 	nginx, err := exec.LookPath("nginx")
@@ -28,15 +28,16 @@ func TestNginxAcceptsTheIncludes(t *testing.T) {
 		t.Fatalf("render-host.sh: %v\n%s", err, out)
 	}
 	for _, tc := range []struct {
-		name   string
-		q      queue
-		socket string
+		name  string
+		q     queue
+		lines logLines
 	}{
-		{"on", queueFor(8000, DefaultConfig()), filepath.Join(dir, "run", "log.sock")},
-		{"floor", queueFor(1, DefaultConfig()), ""},
-		{"off", queue{}, ""},
+		{"on", queueFor(8000, DefaultConfig()), logLines{filepath.Join(dir, "run", "log.sock"), true}},
+		{"floor", queueFor(1, DefaultConfig()), logLines{}},
+		{"off", queue{}, logLines{}},
+		{"errors only", queue{}, logLines{Socket: filepath.Join(dir, "run", "log.sock")}},
 	} {
-		f, err := render(tc.q, tc.socket)
+		f, err := renderLines(tc.q, tc.lines)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,16 +52,31 @@ type includeFiles struct {
 	HTTP, Location []byte
 }
 
-// render renders the includes for q and the log socket: with Rate 0 no
-// queue, with an empty socket no log line; either way nginx starts.
+// logLines are the access log lines nginx sends to the LogCounter's
+// socket: none without a Socket; with Every one per answer, otherwise one
+// per answer of status 400 and up.
+type logLines struct {
+	Socket string
+	Every  bool
+}
+
+// render renders the includes for q and the Loop's log socket: with Rate
+// 0 no queue, with an empty socket no log line; either way nginx starts.
+// The Loop's law needs every GET /sudoku, so nginx logs every answer.
 func render(q queue, logSocket string) (includeFiles, error) {
-	if strings.ContainsAny(logSocket, ";{}#\"'\\\n\r$ \t,") {
-		return includeFiles{}, fmt.Errorf("admission: unsafe log socket path %q", logSocket)
+	return renderLines(q, logLines{Socket: logSocket, Every: true})
+}
+
+// renderLines renders the includes for q and the log lines l.
+func renderLines(q queue, l logLines) (includeFiles, error) {
+	if strings.ContainsAny(l.Socket, ";{}#\"'\\\n\r$ \t,") {
+		return includeFiles{}, fmt.Errorf("admission: unsafe log socket path %q", l.Socket)
 	}
 	data := struct {
-		Queue          queue
-		Socket, Format string
-	}{q, logSocket, logFormat}
+		Queue  queue
+		Log    logLines
+		Format string
+	}{q, l, logFormat}
 	var f includeFiles
 	for _, t := range []struct {
 		name string

@@ -49,7 +49,7 @@ out=${OUT:-$work/out}
 mkdir -p "$out"
 pids=()
 # shellcheck source=tests/lib.sh
-source "$root/tests/lib.sh" # wait_for, say, stop_pids
+source "$root/tests/lib.sh" # wait_for, say, stop_pids, oncpu
 trap 'stop_pids "${pids[@]}"; rm -rf "$work"' EXIT
 
 say "building into $work/bin"
@@ -57,17 +57,6 @@ go build -trimpath -o "$work/bin/" ./cmd/sudoku-fcgi ./cmd/sudoku-load
 load=$work/bin/sudoku-load
 big=$work/puzzles.txt
 grep -E '^[0-9.]{81}$' "$puzzles" | awk -v n="$n" '{p[c++] = $0} END {for (i = 0; i < n; i++) print p[i % c]}' >"$big"
-
-oncpu() { # pids...: nanoseconds on CPU, summed over their threads
-	local p t sum=0 ns
-	for p in "$@"; do
-		for t in /proc/"$p"/task/*/schedstat; do
-			read -r ns _ <"$t" 2>/dev/null || continue
-			sum=$((sum + ns))
-		done
-	done
-	echo "$sum"
-}
 
 start_stack() { # transport: 2 workers (with $worker_env) and nginx; sets nginx_pids, worker_pids, internal, nginx_master
 	local tr=$1 i addr servers="" port

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run.sh deploys docker/stack.yml on Docker Swarm and checks it end to end:
-# requests through nginx reach all 3 workers; `docker service scale` to 5
+# requests through nginx reach all 3 workers; nginx runs on a read-only
+# root with its own tmpfs volumes; `docker service scale` to 5
 # is picked up within 10 s of the new tasks running; scaling back to 2 and
 # a rolling restart (`docker service update --force`) each lose no request
 # under load. On a host outside any swarm it makes a single-node swarm
@@ -159,6 +160,26 @@ wait_workers() {
 log "waiting for 3 workers to answer through nginx"
 wait_workers 3 180 >/dev/null || die "requests through nginx never reached 3 workers: $(workers 24 | tr '\n' ' ')"
 log "3 replicas answer: $(workers 24 | tr '\n' ' ')"
+
+# --- nginx's container: read-only root, its own tmpfs volumes ----------------
+# docker/stack.yml: a read-only root; /run/sudoku-edge and /var/lib/nginx
+# are tmpfs volumes of uid 33 named after the task; no setuid or setgid
+# file stands in for no-new-privileges, which a stack cannot set.
+edge=$(docker ps -q --filter "label=com.docker.swarm.service.name=${STACK}_nginx" | head -1)
+task=$(docker inspect -f '{{index .Config.Labels "com.docker.swarm.task.id"}}' "$edge")
+[[ $(docker inspect -f '{{.HostConfig.ReadonlyRootfs}}' "$edge") == true ]] || fail "nginx's root filesystem is writable"
+if docker exec "$edge" bash -c ': >/etc/nginx/probe' 2>/dev/null; then fail "nginx's container wrote to /etc/nginx"; fi
+for pair in /run/sudoku-edge:run /var/lib/nginx:temp; do
+	dir=${pair%%:*} want="${STACK}_nginx-${pair#*:}-$task"
+	got=$(docker inspect -f "{{range .Mounts}}{{if eq .Destination \"$dir\"}}{{.Name}}{{end}}{{end}}" "$edge")
+	[[ $got == "$want" ]] || fail "nginx's $dir is volume '$got', want $want"
+	[[ $(docker exec "$edge" stat -f -c %T "$dir") == tmpfs && $(docker exec "$edge" stat -c %u "$dir") == 33 ]] ||
+		fail "nginx's $dir: $(docker exec "$edge" stat -f -c %T "$dir"), owner $(docker exec "$edge" stat -c %u "$dir"); want tmpfs of uid 33"
+done
+docker exec "$edge" test -S /run/sudoku-edge/access-log.sock || fail "sudoku-edge has no log socket in /run/sudoku-edge"
+suid=$(docker exec "$edge" find / -xdev -perm /6000 -type f 2>/dev/null | tr '\n' ' ')
+[[ -z $suid ]] || fail "setuid or setgid files in nginx's image: $suid"
+log "nginx: read-only root, tmpfs volumes of uid 33 for task $task, no setuid file"
 
 # --- scale up: picked up within 10 s -----------------------------------------
 log "scaling to 5"
