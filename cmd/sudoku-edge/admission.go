@@ -35,8 +35,8 @@ func (a *admissionFlags) register(fs *cli.FlagSet) {
 	fs.StringVar(&a.scrape, "admission-scrape", "sudoku:9001", "comma-separated worker metrics `targets` (host:port, every address of the host is scraped)")
 	a.every = time.Second
 	fs.Var(positiveDuration{&a.every}, "admission-scrape-interval", "`duration` between two scrapes of the workers' metrics")
-	fs.StringVar(&a.logSocket, "access-log-socket", "access-log.sock", "unix datagram `socket` nginx sends a short access log line to for each answer of status 400 and up, which sudoku-edge counts by status (sudoku_edge_nginx_responses_total), relative to -run-dir; empty turns it off")
-	fs.BoolVar(&a.logAll, "access-log-all", false, "send a line for every answer to -access-log-socket, not only for status 400 and up (as the admission queue does); it costs sudoku-edge CPU for each answer")
+	fs.StringVar(&a.logSocket, "access-log-socket", "access-log.sock", "unix datagram `socket` nginx sends short access log lines to (one request in 16, and each answer of status 400 and up but 429 and 503), which sudoku-edge counts by status and the admission controller reads (sudoku_edge_nginx_responses_total), relative to -run-dir; empty turns it off")
+	fs.BoolVar(&a.logAll, "access-log-all", false, "send a line for every answer to -access-log-socket: exact counts, at sudoku-edge CPU for each answer")
 }
 
 // admissionMode is the -admission value: off, auto or a rate.

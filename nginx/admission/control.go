@@ -28,9 +28,9 @@ type Config struct {
 	// busyShare is the share of busy 503s among the workers' answers
 	// above which the rate is cut too.
 	busyShare float64
-	// cut is the factor a cut applies to what the workers answered; raise
-	// the factor a raise applies to the rendered rate, fastRaise the one
-	// while the slots are mostly idle (in flight below inFlightLow / 2).
+	// cut is the factor a cut applies to what the workers answered; a
+	// raise multiplies the rendered rate by inFlightLow over the mean in
+	// flight, at least raise and at most fastRaise.
 	cut, raise, fastRaise float64
 	// settle is how long a rendered rate runs before the law judges it:
 	// the windows before it still show the old rate's queue.
@@ -49,7 +49,7 @@ func DefaultConfig() Config {
 		Floor: 50, Max: 100000,
 		Step: 0.05, Interval: 5 * time.Second,
 		inFlightLow: 1.5, inFlightHigh: 3, busyShare: 0.01,
-		cut: 0.9, raise: 1.1, fastRaise: 1.5, settle: 2 * time.Second,
+		cut: 0.93, raise: 1.06, fastRaise: 1.5, settle: 2 * time.Second,
 		queueMax: 50 * time.Millisecond, pass: 10 * time.Millisecond,
 	}
 }
@@ -157,11 +157,12 @@ var reasons = []reason{reasonStart, reasonHold, reasonRaise, reasonCut, reasonNo
 //	share    = passed / what reached the workers   (1 when nginx's counts are unknown)
 //	binding  = nginx delayed or turned away over 1% of what it passed
 //	           (unknown counts: what reached the workers >= 0.9 x rate)
-//	l > inFlightHigh or busy 503s > busyShare:
+//	l > inFlightHigh or busy 503s > busyShare in cutOf of the last cutIn
+//	windows (or l > 2 x inFlightHigh once):
 //	           computed = min(rate, answered x share) x cut      (an instance
 //	           that is not binding, among others, cuts only past 2 x inFlightHigh)
-//	l < inFlightLow and binding:
-//	           computed = rate x raise (x fastRaise below inFlightLow / 2)
+//	l < inFlightLow and binding, and raiseIn windows in a row not congested:
+//	           computed = rate x clamp(inFlightLow / mean l, raise, fastRaise)
 //	otherwise  computed = rate                                   (deadband)
 //
 // and the rendered rate follows computed when it moves by more than Step,
@@ -175,7 +176,32 @@ type controller struct {
 	capacity float64
 	last     time.Time // last render
 	started  bool
+	// recent holds the last windows since the rate last settled, newest
+	// last.
+	recent []sampled
 }
+
+// sampled is what the law keeps of one sample: requests in flight per
+// slot, and whether busy 503s were over busyShare.
+type sampled struct {
+	inFlight float64
+	busy     bool
+}
+
+// meanOf returns the mean in flight of the last n windows and whether any
+// of them was busy.
+func meanOf(ws []sampled, n int) (mean float64, busy bool) {
+	ws = ws[max(0, len(ws)-n):]
+	for _, w := range ws {
+		mean += w.inFlight / float64(len(ws))
+		busy = busy || w.busy
+	}
+	return mean, busy
+}
+
+// The law's memory: a cut reads the mean of the last cutIn windows, a
+// raise that of the last raiseIn.
+const cutIn, raiseIn = 3, 5
 
 // newController returns a controller for cfg (see Config.Check).
 func newController(cfg Config) (*controller, error) {
@@ -259,18 +285,29 @@ func (c *controller) decide(s sample) decision {
 		alone = share >= 0.95
 	}
 	computed := c.rate
-	switch {
-	case !s.At.IsZero() && s.At.Sub(c.last) < cfg.settle:
+	if !s.At.IsZero() && s.At.Sub(c.last) < cfg.settle {
 		// The windows still show the previous rate's queue.
+		c.recent = c.recent[:0]
 		computed = c.computed
-	case congested && (binding || alone || l > 2*cfg.inFlightHigh) && answered > 0:
-		computed = math.Min(c.rate, answered*share) * cfg.cut
-	case !congested && l < cfg.inFlightLow && binding:
-		f := cfg.raise
-		if l < cfg.inFlightLow/2 {
-			f = cfg.fastRaise
+	} else {
+		c.recent = append(c.recent, sampled{l, busy})
+		if len(c.recent) > raiseIn {
+			c.recent = c.recent[1:]
 		}
-		computed = c.rate * f
+	}
+	// The mean over the last windows: one noisy window moves nothing,
+	// unless it is deep.
+	mean, anyBusy := meanOf(c.recent, cutIn)
+	deep := l > 4*cfg.inFlightHigh
+	switch {
+	case (len(c.recent) >= cutIn && (mean > cfg.inFlightHigh || anyBusy) || deep) && (binding || alone || deep) && answered > 0:
+		computed = math.Min(c.rate, answered*share) * cfg.cut
+	case len(c.recent) >= raiseIn && binding && !anyBusy:
+		if m, _ := meanOf(c.recent, raiseIn); m < cfg.inFlightLow {
+			// In proportion to the room below the band: a worker that
+			// joins takes the rate up in one step or two.
+			computed = c.rate * math.Min(cfg.fastRaise, math.Max(cfg.raise, cfg.inFlightLow/math.Max(m, 1e-9)))
+		}
 	}
 	c.computed = math.Min(cfg.Max, math.Max(cfg.Floor, computed))
 	d.Computed = c.computed

@@ -30,9 +30,9 @@ var _ nginx.Extension = extension{}
 func (x extension) Start(ctx context.Context, e *nginx.Edge) error {
 	var lines logLines
 	if c := x.c; c != nil {
-		lines = logLines{Socket: c.Path, Every: c.All}
+		lines = c.lines()
 	}
-	files, err := renderLines(queue{}, lines)
+	files, err := render(queue{}, lines)
 	if l := x.l; l != nil {
 		l.apply = applierFunc(func(ctx context.Context, f includeFiles) error {
 			_, err := e.Apply(ctx, includes(f)...)

@@ -152,7 +152,7 @@ func TestQueueForBoundsTheWait(t *testing.T) {
 	if q := queueFor(8000, cfg); q != (queue{Rate: 8000, Burst: 400, Delay: 80}) {
 		t.Errorf("queueFor(8000) = %+v, want 8000 r/s, burst 400, delay 80", q)
 	}
-	f, err := render(queueFor(8000, cfg), "/run/sudoku-edge/log.sock")
+	f, err := render(queueFor(8000, cfg), logLines{Socket: "/run/sudoku-edge/log.sock", Every: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,18 +168,18 @@ func TestQueueForBoundsTheWait(t *testing.T) {
 			t.Errorf("location include lacks %q:\n%s", want, f.Location)
 		}
 	}
-	errs, err := renderLines(queue{}, logLines{Socket: "/run/sudoku-edge/log.sock"})
+	sampled, err := render(queue{}, logLines{Socket: "/run/sudoku-edge/log.sock"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"log_format sudoku_admission '" + logFormat + "';",
-		"access_log syslog:server=unix:/run/sudoku-edge/log.sock,nohostname,tag=nginx sudoku_admission if=$sudoku_log_error;",
-		`"~^[45]" 1;`} {
-		if !strings.Contains(string(errs.HTTP), want) {
-			t.Errorf("errors-only http include lacks %q:\n%s", want, errs.HTTP)
+		"access_log syslog:server=unix:/run/sudoku-edge/log.sock,nohostname,tag=nginx sudoku_admission if=$sudoku_log;",
+		`"~0$" 1;`, `"~^(429|503)$" 0;`, `"~^[45]" 1;`} {
+		if !strings.Contains(string(sampled.HTTP), want) {
+			t.Errorf("sampled http include lacks %q:\n%s", want, sampled.HTTP)
 		}
 	}
-	off, err := render(queue{}, "")
+	off, err := render(queue{}, logLines{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestQueueForBoundsTheWait(t *testing.T) {
 			}
 		}
 	}
-	if _, err := render(queue{}, "/run/x;y"); err == nil {
+	if _, err := render(queue{}, logLines{Socket: "/run/x;y"}); err == nil {
 		t.Error("Render with a ';' in the socket path = nil error")
 	}
 }
@@ -209,15 +209,17 @@ func TestLogCounterCountsOverTheSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := []string{
-		"<190>Dec  1 19:00:00 nginx: 200 PASSED get 200 0.004",
-		"<190>Dec  1 19:00:00 nginx: 200 DELAYED get 503, 200 0.001, 0.002",
-		"<190>Dec  1 19:00:00 nginx: 503 REJECTED get -",
-		"<190>Dec  1 19:00:00 nginx: 503 REJECTED get -",
-		"<190>Dec  1 19:00:00 nginx: 429 REJECTED other -",
-		"<190>Dec  1 19:00:00 nginx: 404 - other -",
+		// In the sample: each counts sampleEvery (16).
+		"<190>Dec  1 19:00:00 nginx: 200 1 PASSED get 200 0.004",
+		"<190>Dec  1 19:00:00 nginx: 200 1 DELAYED get 503, 200 0.001, 0.002",
+		"<190>Dec  1 19:00:00 nginx: 503 1 REJECTED get -",
+		"<190>Dec  1 19:00:00 nginx: 503 1 REJECTED get -",
+		"<190>Dec  1 19:00:00 nginx: 429 1 REJECTED other -",
+		// Sent for its status alone: counts once, by status only.
+		"<190>Dec  1 19:00:00 nginx: 404 0 - get -",
 		// nginx's 502 "no live upstreams", answered as 503; a worker's own busy 503 after a retry.
-		"<190>Dec  1 19:00:00 nginx: 503 - other 502 0.000",
-		"<190>Dec  1 19:00:00 nginx: 503 - other 503, 503 0.001, 0.001",
+		"<190>Dec  1 19:00:00 nginx: 503 1 - other 502 0.000",
+		"<190>Dec  1 19:00:00 nginx: 503 1 - other 503, 503 0.001, 0.001",
 		"<190>Dec  1 19:00:00 nginx: nonsense",
 	}
 	for _, l := range lines {
@@ -234,19 +236,20 @@ func TestLogCounterCountsOverTheSocket(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("serve() = %v", err)
 	}
-	if got, want := c.totals(), (logTotals{Passed: 2, Delayed: 1, Rejected: 2, Upstream: 2, UpstreamSeconds: 0.006}); got != want {
+	if got, want := c.totals(), (logTotals{Passed: 32, Delayed: 16, Rejected: 32, Upstream: 32, UpstreamSeconds: 0.096}); math.Abs(got.UpstreamSeconds-want.UpstreamSeconds) > 1e-9 ||
+		got.Passed != want.Passed || got.Delayed != want.Delayed || got.Rejected != want.Rejected || got.Upstream != want.Upstream {
 		t.Errorf("totals() = %+v, want %+v", got, want)
 	}
 	for _, tc := range []struct {
 		code, source string
 		want         float64
-	}{{"200", "worker", 2}, {"503", "nginx", 3}, {"503", "worker", 1}, {"429", "nginx", 1}, {"404", "nginx", 1}} {
+	}{{"200", "worker", 32}, {"503", "nginx", 48}, {"503", "worker", 16}, {"429", "nginx", 16}, {"404", "nginx", 1}} {
 		if got := testutil.ToFloat64(m.responses.WithLabelValues(tc.code, tc.source)); got != tc.want {
 			t.Errorf("responses{code=%s,source=%s} = %v, want %v", tc.code, tc.source, got, tc.want)
 		}
 	}
-	if got := testutil.ToFloat64(m.admission.WithLabelValues("rejected")); got != 2 {
-		t.Errorf("admission{rejected} = %v, want 2", got)
+	if got := testutil.ToFloat64(m.admission.WithLabelValues("rejected")); got != 32 {
+		t.Errorf("admission{rejected} = %v, want 32", got)
 	}
 }
 

@@ -12,18 +12,21 @@ import (
 )
 
 // logFormat is the nginx log_format the LogCounter reads, one line per
-// request: the status, what limit_req did, the route, the upstream's
-// statuses ("-" when nginx answered itself) and response times, one per
-// try. The route map is in the rendered admission-http.conf.
-const logFormat = `$status $limit_req_status $sudoku_admission_route $upstream_status $upstream_response_time`
+// request logged: the status, 1 when the request is in the sample (0 when
+// it is logged for its status alone), what limit_req did, the route, the
+// upstream's statuses ("-" when nginx answered itself) and response
+// times, one per try. The maps are in the rendered admission-http.conf.
+const logFormat = `$status $sudoku_log_sampled $limit_req_status $sudoku_admission_route $upstream_status $upstream_response_time`
 
 // LogCounter counts the lines nginx sends to a unix datagram socket
 // (access_log syslog:server=unix:<Path>): answers by status and source,
 // and what the admission queue did to GET /sudoku. listen, then serve.
 //
-// nginx sends a line only for an answer of status 400 and up, so that the
-// common answer costs nothing, unless All is set or the admission Loop
-// runs: its law needs every GET /sudoku, and then nginx sends every answer.
+// nginx sends a line for one request in sampleEvery, which counts
+// sampleEvery, and for every answer of status 400 and up but 429 and 503,
+// which counts once; with All a line for every answer. A line costs
+// sudoku-edge 34-55 us (tests/bench/RESULTS.md, "Counting nginx's
+// answers"), too much for every answer or for the 503s of an overload.
 type LogCounter struct {
 	Path    string
 	All     bool // every answer, not only status 400 and up
@@ -87,6 +90,9 @@ type logTotals struct {
 	Upstream, UpstreamSeconds float64
 }
 
+// lines are the log lines c reads, for the includes.
+func (c *LogCounter) lines() logLines { return logLines{Socket: c.Path, Every: c.All} }
+
 // totals returns the counts since the start.
 func (c *LogCounter) totals() logTotals {
 	c.mu.Lock()
@@ -100,7 +106,7 @@ func (c *LogCounter) line(b []byte) {
 		b = b[i+2:]
 	}
 	f := bytes.Fields(b)
-	if len(f) < 4 {
+	if len(f) < 5 {
 		c.bad()
 		return
 	}
@@ -109,44 +115,56 @@ func (c *LogCounter) line(b []byte) {
 		c.bad()
 		return
 	}
-	limit, route := string(f[1]), string(f[2])
+	sampled, limit, route := string(f[1]) == "1", string(f[2]), string(f[3])
+	// A sampled line stands for sampleEvery requests; a line sent for its
+	// status alone for one, and only for the count by status.
+	weight := 1.0
+	if !c.All && sampled {
+		weight = sampleEvery
+	}
+	exact := c.All || (code >= 400 && code != 429 && code != 503)
 	source := "worker"
-	if nginxAnswered(f[0], f[3:]) {
+	if nginxAnswered(f[0], f[4:]) {
 		source = "nginx"
 	}
 	if m := c.Metrics; m != nil {
-		m.responses.WithLabelValues(strconv.Itoa(code), source).Inc()
+		switch {
+		case exact:
+			m.responses.WithLabelValues(strconv.Itoa(code), source).Inc()
+		case sampled:
+			m.responses.WithLabelValues(strconv.Itoa(code), source).Add(weight)
+		}
 	}
-	if route != "get" {
+	if route != "get" || !sampled {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if source == "worker" && len(f) >= 5 {
+	if source == "worker" && len(f) >= 6 {
 		// "0.003", or "0.001, 0.002" after a retry: the last one answered.
 		t := f[len(f)-1]
 		if v, err := strconv.ParseFloat(string(t), 64); err == nil && v >= 0 {
-			c.upstreamN++
-			c.upstreamSec += v
+			c.upstreamN += weight
+			c.upstreamSec += weight * v
 		}
 	}
 	var result string
 	switch limit {
 	case "PASSED":
-		c.passed++
+		c.passed += weight
 		result = "passed"
 	case "DELAYED":
-		c.passed++
-		c.delayed++
+		c.passed += weight
+		c.delayed += weight
 		result = "delayed"
 	case "REJECTED":
-		c.rejected++
+		c.rejected += weight
 		result = "rejected"
 	default:
 		return
 	}
 	if m := c.Metrics; m != nil {
-		m.admission.WithLabelValues(result).Inc()
+		m.admission.WithLabelValues(result).Add(weight)
 	}
 }
 

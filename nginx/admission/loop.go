@@ -56,7 +56,7 @@ func (l *Loop) start() (includeFiles, error) {
 	if l.Metrics != nil {
 		l.Metrics.floor.Set(l.Config.Floor)
 	}
-	return render(queueFor(l.Config.Fixed, l.Config), l.socket())
+	return render(queueFor(l.Config.Fixed, l.Config), l.lines())
 }
 
 // run runs until ctx ends. With the controller off or a fixed rate it
@@ -105,7 +105,7 @@ func (l *Loop) step(ctx context.Context, now time.Time) {
 	if !d.Render {
 		return
 	}
-	files, err := render(queueFor(d.Rate, l.Config), l.socket())
+	files, err := render(queueFor(d.Rate, l.Config), l.lines())
 	if err == nil {
 		err = l.apply.ApplyAdmission(ctx, files)
 	}
@@ -124,12 +124,12 @@ func (l *Loop) step(ctx context.Context, now time.Time) {
 		Str("reason", string(d.Reason)).Msg("admission rate")
 }
 
-// socket is the log socket nginx writes to, "" without a counter.
-func (l *Loop) socket() string {
+// lines are the log lines nginx sends to the counter, none without one.
+func (l *Loop) lines() logLines {
 	if l.Counter == nil {
-		return ""
+		return logLines{}
 	}
-	return l.Counter.Path
+	return l.Counter.lines()
 }
 
 // nginxWindow turns two logTotals into the law's per-second figures.

@@ -46,7 +46,7 @@ func NewMetrics() *Metrics {
 			Help: "GET /sudoku requests by what nginx's limits did (passed, delayed, rejected), from nginx's access log."},
 			[]string{"result"}),
 		responses: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("nginx_responses_total"),
-			Help: "Answers of status 400 and up (every answer with -access-log-all or the admission queue on) by status code and source: nginx when it answered itself (its limits, its errors, no worker reached), worker otherwise; from nginx's access log."},
+			Help: "Answers by status code and source, from nginx's access log: 429, 503 and under 400 from one request in 16 (x16), the other codes of 400 and up exactly (every answer exactly with -access-log-all); source nginx when it answered itself (its limits, its errors, no worker reached), worker otherwise."},
 			[]string{"code", "source"}),
 		logErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: name("access_log_errors_total"),
 			Help: "Access log lines the edge could not read."}),

@@ -35,9 +35,9 @@ func TestNginxAcceptsTheIncludes(t *testing.T) {
 		{"on", queueFor(8000, DefaultConfig()), logLines{filepath.Join(dir, "run", "log.sock"), true}},
 		{"floor", queueFor(1, DefaultConfig()), logLines{}},
 		{"off", queue{}, logLines{}},
-		{"errors only", queue{}, logLines{Socket: filepath.Join(dir, "run", "log.sock")}},
+		{"sampled", queue{}, logLines{Socket: filepath.Join(dir, "run", "log.sock")}},
 	} {
-		f, err := renderLines(tc.q, tc.lines)
+		f, err := render(tc.q, tc.lines)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,22 +53,25 @@ type includeFiles struct {
 }
 
 // logLines are the access log lines nginx sends to the LogCounter's
-// socket: none without a Socket; with Every one per answer, otherwise one
-// per answer of status 400 and up.
+// socket: none without a Socket; with Every one per answer, otherwise
+// one per sampleEvery requests and one per answer of status 400 and up
+// but 429 and 503 (admission-http.conf.tmpl).
 type logLines struct {
 	Socket string
 	Every  bool
 }
 
-// render renders the includes for q and the Loop's log socket: with Rate
-// 0 no queue, with an empty socket no log line; either way nginx starts.
-// The Loop's law needs every GET /sudoku, so nginx logs every answer.
-func render(q queue, logSocket string) (includeFiles, error) {
-	return renderLines(q, logLines{Socket: logSocket, Every: true})
-}
+// SampleEvery is the sampling the template states; its map picks the
+// requests whose $request_id ends in one hex digit of 16.
+func (logLines) SampleEvery() int { return sampleEvery }
 
-// renderLines renders the includes for q and the log lines l.
-func renderLines(q queue, l logLines) (includeFiles, error) {
+// sampleEvery is one over the share of requests nginx logs when it does
+// not log every answer.
+const sampleEvery = 16
+
+// render renders the includes for q and the log lines l: with Rate 0 no
+// queue, with an empty socket no log line; either way nginx starts.
+func render(q queue, l logLines) (includeFiles, error) {
 	if strings.ContainsAny(l.Socket, ";{}#\"'\\\n\r$ \t,") {
 		return includeFiles{}, fmt.Errorf("admission: unsafe log socket path %q", l.Socket)
 	}

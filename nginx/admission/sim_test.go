@@ -199,6 +199,15 @@ func swing(trace []float64, from int) float64 {
 	return (hi - lo) / (sum / float64(len(trace)-from))
 }
 
+// meanFrom is the mean of trace[from:].
+func meanFrom(trace []float64, from int) float64 {
+	m := 0.0
+	for _, v := range trace[from:] {
+		m += v / float64(len(trace)-from)
+	}
+	return m
+}
+
 func peak(trace []float64, from int) float64 {
 	p := 0.0
 	for _, v := range trace[from:] {
