@@ -152,9 +152,7 @@ var reasons = []reason{reasonStart, reasonHold, reasonRaise, reasonCut, reasonNo
 // The law is additive-increase/multiplicative-decrease's cousin on the
 // workers' own depth, the signal TCP Vegas and adaptive concurrency
 // limiters read: requests in flight per solver slot, l = sum(InFlight) /
-// sum(Slots), or nginx's passed x upstream time / sum(Slots) when that is
-// more (this instance's share only: a lower bound with several). Per
-// sample, once the rendered rate has run for settle:
+// sum(Slots). Per sample, once the rendered rate has run for settle:
 //
 //	share    = passed / what reached the workers   (1 when nginx's counts are unknown)
 //	binding  = nginx delayed or turned away over 1% of what it passed
@@ -267,14 +265,6 @@ func (c *controller) decide(s sample) decision {
 	l := 0.0
 	if slots > 0 {
 		l = inFlight / float64(slots)
-		// nginx's view of the same depth: what it passed times the
-		// workers' answer time as it saw it (connect to last byte). It
-		// also counts the requests that wait in a worker before its
-		// handler runs (socket buffers, a FastCGI connection's reader
-		// waiting for the CPU), which the workers' own figure misses.
-		if n := s.Nginx; n.Known && n.Passed > 0 {
-			l = math.Max(l, n.Passed*n.Upstream.Seconds()/float64(slots))
-		}
 	}
 	busy := received > 0 && (received-answered)/received > cfg.busyShare
 	congested := l > cfg.inFlightHigh || busy

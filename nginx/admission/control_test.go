@@ -1,9 +1,7 @@
 package admission
 
 import (
-	"math"
 	"testing"
-	"time"
 )
 
 // The capacity the simulated stack answers: 2 workers x 4,000/s.
@@ -249,37 +247,5 @@ func TestConfigCheck(t *testing.T) {
 	}
 	if err := DefaultConfig().Check(); err != nil {
 		t.Errorf("DefaultConfig().Check() = %v", err)
-	}
-}
-
-// Requests that wait in a worker before its handler runs show only in
-// nginx's view (passed x upstream time): the law cuts on it too.
-func TestNginxViewOfTheDepth(t *testing.T) {
-	c, err := newController(DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	w := []workerReport{{ID: "a", Answered: 4000, Solves: 4000, SolveSeconds: 0.4, Slots: 1, InFlight: 0.2},
-		{ID: "b", Answered: 4000, Solves: 4000, SolveSeconds: 0.4, Slots: 1, InFlight: 0.2}}
-	shallow := nginxCounts{Known: true, Passed: 8000, Rejected: 4000, Upstream: 200 * time.Microsecond}
-	deep := shallow
-	deep.Upstream = 30 * time.Millisecond // 8,000/s x 30 ms = 240 in flight: 120 per slot
-	var d decision
-	for i := range 8 {
-		d = c.Step(sample{At: at.Add(time.Duration(i) * time.Second), Window: time.Second, Workers: w, Nginx: shallow})
-	}
-	if d.Congested || d.InFlight > 1 {
-		t.Fatalf("shallow: %+v, want not congested, in flight %.1f per slot", d, 0.2)
-	}
-	rate := c.Rate()
-	for i := 8; i < 12; i++ {
-		d = c.Step(sample{At: at.Add(time.Duration(i) * time.Second), Window: time.Second, Workers: w, Nginx: deep})
-	}
-	if !d.Congested || math.Abs(d.InFlight-120) > 1 {
-		t.Errorf("deep in nginx's view: %+v, want congested at 120 in flight per slot", d)
-	}
-	if c.Rate() >= rate || c.Rate() > 8000*DefaultConfig().cut+1 {
-		t.Errorf("rate %.0f after deep windows (before %.0f), want a cut to <= %.0f", c.Rate(), rate, 8000*DefaultConfig().cut)
 	}
 }
