@@ -177,7 +177,7 @@ for pair in /run/sudoku-edge:run /var/lib/nginx:temp; do
 		fail "nginx's $dir: $(docker exec "$edge" stat -f -c %T "$dir"), owner $(docker exec "$edge" stat -c %u "$dir"); want tmpfs of uid 33"
 done
 docker exec "$edge" test -S /run/sudoku-edge/access-log.sock || fail "sudoku-edge has no log socket in /run/sudoku-edge"
-suid=$(docker exec "$edge" find / -xdev -perm /6000 -type f 2>/dev/null | tr '\n' ' ')
+suid=$(docker exec -u 0 "$edge" find / -xdev -perm /6000 -type f 2>/dev/null | tr '\n' ' ')
 [[ -z $suid ]] || fail "setuid or setgid files in nginx's image: $suid"
 log "nginx: read-only root, tmpfs volumes of uid 33 for task $task, no setuid file"
 
