@@ -2,6 +2,77 @@
 
 #include "textflag.h"
 
+// BAND closes band word A (R11 or R12) of band SH/9: A = a & bandKeep[x]
+// for its triads x; the kept minirows go to R14 and its columns to R13,
+// both at bit SH.
+#define BAND(A, SH) \
+	MOVL A, AX \
+	SHRL $1, AX \
+	MOVL A, BX \
+	SHRL $2, BX \
+	ORL  BX, AX \
+	ORL  A, AX \
+	PEXTL R9, AX, AX \
+	ANDL 1536(R8)(AX*4), A \
+	MOVWLZX 512(R8)(AX*2), AX \
+	SHLL $SH, AX \
+	ORL  AX, R14 \
+	MOVL A, AX \
+	SHRL $9, AX \
+	ORL  A, AX \
+	MOVL A, BX \
+	SHRL $18, BX \
+	ORL  BX, AX \
+	ANDL $511, AX \
+	SHLL $SH, AX \
+	ORL  AX, R13
+
+// SINGLES sets P to the cells of band word A alone in their row and not
+// yet solved (s.unsolved at UNS): rowSingles(A) & s.unsolved[b].
+#define SINGLES(A, P, UNS) \
+	MOVL A, AX \
+	ANDL $511, AX \
+	MOVWLZX 5632(R8)(AX*2), P \
+	MOVL A, AX \
+	SHRL $9, AX \
+	ANDL $511, AX \
+	MOVWLZX 5632(R8)(AX*2), AX \
+	SHLL $9, AX \
+	ORL  AX, P \
+	MOVL A, AX \
+	SHRL $18, AX \
+	MOVWLZX 5632(R8)(AX*2), AX \
+	SHLL $18, AX \
+	ORL  AX, P \
+	ANDL UNS(DI), P
+
+// CLAIM gives the cells P (not 0) of the band at byte offset BAND (its
+// digit 8 at BAND8) to the digit: they leave s.unsolved (at UNS) and every
+// digit's word (digits 0-7 in one vector, 8 alone); R9 gets the digits
+// whose words held one of them. Y3 is zero.
+#define CLAIM(P, BAND, BAND8, UNS) \
+	MOVL UNS(DI), CX \
+	ANDNL CX, P, CX \
+	MOVL CX, UNS(DI) \
+	VMOVD P, X1 \
+	VPBROADCASTD X1, Y1 \
+	VMOVDQU BAND(DI), Y0 \
+	VPANDN Y0, Y1, Y2 \
+	VMOVDQU Y2, BAND(DI) \
+	VPAND Y0, Y1, Y0 \
+	VPCMPEQD Y3, Y0, Y0 \
+	VMOVMSKPS Y0, CX \
+	XORL $255, CX \
+	ORL  CX, R9 \
+	MOVL BAND8(DI), CX \
+	ANDNL CX, P, DX \
+	MOVL DX, BAND8(DI) \
+	ANDL P, CX \
+	ADDL $0x7ffffff, CX \
+	SHRL $27, CX \
+	SHLL $8, CX \
+	ORL  CX, R9
+
 // func closeDigitAsm(s *state, d int, t *tables) (lost uint32, ok bool)
 //
 // closeDigit: the closure to its fixpoint (as closeDigit's loop), then
@@ -41,49 +112,8 @@ loop:
 	ORL  BX, R13
 	ANDL $511, R13
 
-	// Band 1.
-	MOVL R11, AX
-	SHRL $1, AX
-	MOVL R11, BX
-	SHRL $2, BX
-	ORL  BX, AX
-	ORL  R11, AX
-	PEXTL R9, AX, AX
-	ANDL 1536(R8)(AX*4), R11
-	MOVWLZX 512(R8)(AX*2), AX
-	SHLL $9, AX
-	ORL  AX, R14
-	MOVL R11, AX
-	SHRL $9, AX
-	ORL  R11, AX
-	MOVL R11, BX
-	SHRL $18, BX
-	ORL  BX, AX
-	ANDL $511, AX
-	SHLL $9, AX
-	ORL  AX, R13
-
-	// Band 2.
-	MOVL R12, AX
-	SHRL $1, AX
-	MOVL R12, BX
-	SHRL $2, BX
-	ORL  BX, AX
-	ORL  R12, AX
-	PEXTL R9, AX, AX
-	ANDL 1536(R8)(AX*4), R12
-	MOVWLZX 512(R8)(AX*2), AX
-	SHLL $18, AX
-	ORL  AX, R14
-	MOVL R12, AX
-	SHRL $9, AX
-	ORL  R12, AX
-	MOVL R12, BX
-	SHRL $18, BX
-	ORL  BX, AX
-	ANDL $511, AX
-	SHLL $18, AX
-	ORL  AX, R13
+	BAND(R11, 9)
+	BAND(R12, 18)
 
 	// Stacks: gather each stack's 3x3 pattern (bands by columns) and
 	// keep the cells on a permutation; an empty one is a contradiction.
@@ -144,54 +174,10 @@ loop:
 	ORQ  R14, R13
 	MOVQ R13, 120(DI)(CX*8)
 
-	// Hidden singles: p_b = rowSingles(a_b) & s.unsolved[b] (BX, R13, R14).
-	MOVL R10, AX
-	ANDL $511, AX
-	MOVWLZX 5632(R8)(AX*2), BX
-	MOVL R10, AX
-	SHRL $9, AX
-	ANDL $511, AX
-	MOVWLZX 5632(R8)(AX*2), AX
-	SHLL $9, AX
-	ORL  AX, BX
-	MOVL R10, AX
-	SHRL $18, AX
-	MOVWLZX 5632(R8)(AX*2), AX
-	SHLL $18, AX
-	ORL  AX, BX
-	ANDL 108(DI), BX
-
-	MOVL R11, AX
-	ANDL $511, AX
-	MOVWLZX 5632(R8)(AX*2), R13
-	MOVL R11, AX
-	SHRL $9, AX
-	ANDL $511, AX
-	MOVWLZX 5632(R8)(AX*2), AX
-	SHLL $9, AX
-	ORL  AX, R13
-	MOVL R11, AX
-	SHRL $18, AX
-	MOVWLZX 5632(R8)(AX*2), AX
-	SHLL $18, AX
-	ORL  AX, R13
-	ANDL 112(DI), R13
-
-	MOVL R12, AX
-	ANDL $511, AX
-	MOVWLZX 5632(R8)(AX*2), R14
-	MOVL R12, AX
-	SHRL $9, AX
-	ANDL $511, AX
-	MOVWLZX 5632(R8)(AX*2), AX
-	SHLL $9, AX
-	ORL  AX, R14
-	MOVL R12, AX
-	SHRL $18, AX
-	MOVWLZX 5632(R8)(AX*2), AX
-	SHLL $18, AX
-	ORL  AX, R14
-	ANDL 116(DI), R14
+	// Hidden singles of the three bands: BX, R13, R14.
+	SINGLES(R10, BX, 108)
+	SINGLES(R11, R13, 112)
+	SINGLES(R12, R14, 116)
 
 	MOVL BX, AX
 	ORL  R13, AX
@@ -205,92 +191,26 @@ loop:
 	RET
 
 claims:
-	// A claim gives cells p of band b to the digit: they leave
-	// s.unsolved[b] and every digit's word (digits 0-7 in one vector, 8
-	// alone); R9 collects the digits whose words held one of them. Y3 is
-	// zero. Every instruction on X/Y registers is VEX-encoded (VMOVD, not
-	// MOVL): a legacy-SSE one after a 256-bit one stalls, which made the
-	// whole solver 2.5x slower.
+	// Every instruction on X/Y registers is VEX-encoded (VMOVD, not MOVL):
+	// a legacy-SSE one after a 256-bit one stalls, which made the whole
+	// solver 2.5x slower.
 	XORL R9, R9
 	VPXOR Y3, Y3, Y3
-	// Band 0: the claim, as claim does it.
 	TESTL BX, BX
-	JZ   noclaim0
-	MOVL 108(DI), CX
-	ANDNL CX, BX, CX
-	MOVL CX, 108(DI)
-	VMOVD BX, X1
-	VPBROADCASTD X1, Y1
-	VMOVDQU 0(DI), Y0
-	VPANDN Y0, Y1, Y2
-	VMOVDQU Y2, 0(DI)
-	VPAND Y0, Y1, Y0
-	VPCMPEQD Y3, Y0, Y0
-	VMOVMSKPS Y0, CX
-	XORL $255, CX
-	ORL  CX, R9
-	MOVL 32(DI), CX
-	ANDNL CX, BX, DX
-	MOVL DX, 32(DI)
-	ANDL BX, CX
-	ADDL $0x7ffffff, CX
-	SHRL $27, CX
-	SHLL $8, CX
-	ORL  CX, R9
+	JZ   claim1
+	CLAIM(BX, 0, 32, 108)
 
-noclaim0:
-	// Band 1: the claim, as claim does it.
+claim1:
 	TESTL R13, R13
-	JZ   noclaim1
-	MOVL 112(DI), CX
-	ANDNL CX, R13, CX
-	MOVL CX, 112(DI)
-	VMOVD R13, X1
-	VPBROADCASTD X1, Y1
-	VMOVDQU 36(DI), Y0
-	VPANDN Y0, Y1, Y2
-	VMOVDQU Y2, 36(DI)
-	VPAND Y0, Y1, Y0
-	VPCMPEQD Y3, Y0, Y0
-	VMOVMSKPS Y0, CX
-	XORL $255, CX
-	ORL  CX, R9
-	MOVL 68(DI), CX
-	ANDNL CX, R13, DX
-	MOVL DX, 68(DI)
-	ANDL R13, CX
-	ADDL $0x7ffffff, CX
-	SHRL $27, CX
-	SHLL $8, CX
-	ORL  CX, R9
+	JZ   claim2
+	CLAIM(R13, 36, 68, 112)
 
-noclaim1:
-	// Band 2: the claim, as claim does it.
+claim2:
 	TESTL R14, R14
-	JZ   noclaim2
-	MOVL 116(DI), CX
-	ANDNL CX, R14, CX
-	MOVL CX, 116(DI)
-	VMOVD R14, X1
-	VPBROADCASTD X1, Y1
-	VMOVDQU 72(DI), Y0
-	VPANDN Y0, Y1, Y2
-	VMOVDQU Y2, 72(DI)
-	VPAND Y0, Y1, Y0
-	VPCMPEQD Y3, Y0, Y0
-	VMOVMSKPS Y0, CX
-	XORL $255, CX
-	ORL  CX, R9
-	MOVL 104(DI), CX
-	ANDNL CX, R14, DX
-	MOVL DX, 104(DI)
-	ANDL R14, CX
-	ADDL $0x7ffffff, CX
-	SHRL $27, CX
-	SHLL $8, CX
-	ORL  CX, R9
+	JZ   claimed
+	CLAIM(R14, 72, 104, 116)
 
-noclaim2:
+claimed:
 	VZEROUPPER
 	// The digit's own words last: the vector stores wrote them too.
 	MOVL R10, 0(SI)
