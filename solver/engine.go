@@ -210,7 +210,9 @@ func (s *state) propagate(changed uint32, asm bool) bool {
 				cur &= cur - 1
 				var lost uint32
 				var ok bool
-				if asm {
+				// asmEngine is a constant false where the assembly
+				// is not built, which takes the branch out.
+				if asmEngine && asm {
 					lost, ok = closeDigitAsm(s, d, t)
 				} else {
 					lost, ok = s.closeDigit(d)
