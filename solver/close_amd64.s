@@ -192,8 +192,8 @@ loop:
 
 claims:
 	// Every instruction on X/Y registers is VEX-encoded (VMOVD, not MOVL):
-	// a legacy-SSE one after a 256-bit one stalls, which made the whole
-	// solver 2.5x slower.
+	// a legacy-SSE one after a 256-bit one stalls (with MOVL the solver
+	// runs 2.5x slower).
 	XORL R9, R9
 	VPXOR Y3, Y3, Y3
 	TESTL BX, BX
