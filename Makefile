@@ -73,9 +73,9 @@ FUZZTIME ?= 30s
 .PHONY: test unit fuzz nginx-test integration test-browser test-tls test-scale test-swarm test-k8s test-reliability test-reliability-ci soak
 test: lint unit nginx-test integration test-browser test-tls test-scale test-swarm test-reliability-ci ## everything CI runs, in this order
 
-unit: ## unit tests with the race detector, shuffled (PKG, default ./...), then the solver with its vector engine too
+unit: ## unit tests with the race detector, shuffled (PKG, default ./...), then the solver built with the purego tag (scalar engine only)
 	$(GO) test -race -shuffle=on $(PKG)
-	GOEXPERIMENT=simd $(GO) test -race -shuffle=on ./solver
+	$(GO) test -race -shuffle=on -tags purego ./solver
 
 fuzz: ## every Fuzz target in PKG for FUZZTIME each (30s)
 	@set -e; for pkg in $$($(GO) list $(PKG)); do \

@@ -8,7 +8,8 @@
 #      set, solved one by one by `sudoku solve -jobs 1` (limit 1) and
 #      `sudoku solve -jobs 1 -unique` (limit 2). Skipped without valgrind.
 # Usage: solver/bench.sh   (COUNT=10, SAMPLE=200; OUT=dir keeps the raw output; GO=go)
-#        GOEXPERIMENT=simd solver/bench.sh   measures the vector engine (amd64, AVX2)
+#        GOFLAGS=-tags=purego solver/bench.sh   measures the scalar engine (amd64 runs the
+#        assembly one otherwise)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -20,7 +21,7 @@ out=${OUT:-$(mktemp -d /tmp/solver-bench.XXXXXX)}
 mkdir -p "$out"
 sets=(puzzles2_17_clue puzzles3_magictour_top1465 "puzzles5_forum_hardest_1905_11+" puzzles6_forum_hardest_1106)
 
-echo "== BenchmarkSolve, $count rounds ($(date -u +%FT%TZ), $(nproc) CPUs, $("$go" env GOVERSION), GOEXPERIMENT=${GOEXPERIMENT:-})"
+echo "== BenchmarkSolve, $count rounds ($(date -u +%FT%TZ), $(nproc) CPUs, $("$go" env GOVERSION), GOFLAGS=${GOFLAGS:-})"
 "$go" test -run '^$' -bench Solve -count "$count" ./solver >"$out/bench.txt"
 awk '
 	/^BenchmarkSolve\// {

@@ -41,7 +41,7 @@ func BenchmarkSolve(b *testing.B) {
 				}
 				var guesses int
 				for _, g := range puzzles {
-					sr := search{limit: limit, vec: vecEngine}
+					sr := search{limit: limit, asm: asmEngine}
 					sr.start(g)
 					guesses += sr.guesses
 				}

@@ -194,8 +194,9 @@ func (s *state) claim(d, b int, p uint32) (lost uint32) {
 type patterns [9]uint64
 
 // propagate runs closure on the changed digits (a 9-bit set) and naked
-// singles until nothing changes. It reports false on a contradiction.
-func (s *state) propagate(changed uint32) bool {
+// singles until nothing changes, closing digits in assembly when asm is
+// true. It reports false on a contradiction.
+func (s *state) propagate(changed uint32, asm bool) bool {
 	t := tab
 	for {
 		// Close the changed digits in waves: a digit that loses
@@ -207,7 +208,15 @@ func (s *state) propagate(changed uint32) bool {
 			for cur != 0 {
 				d := bits.TrailingZeros32(cur)
 				cur &= cur - 1
-				lost, ok := s.closeDigit(d)
+				var lost uint32
+				var ok bool
+				// asmEngine is a constant false where the assembly
+				// is not built, which takes the branch out.
+				if asmEngine && asm {
+					lost, ok = closeDigitAsm(s, d, t)
+				} else {
+					lost, ok = s.closeDigit(d)
+				}
 				if !ok {
 					return false
 				}
@@ -373,7 +382,7 @@ type search struct {
 	count   int
 	guesses int
 	stopped bool
-	vec     bool // the vector engine (simd_amd64.go) propagates
+	asm     bool // closeDigit runs in assembly (close_amd64.s)
 	sol     Grid
 }
 
@@ -392,11 +401,7 @@ func (sr *search) budgetOver() bool {
 // run propagates s, records a solution or guesses, and recurses.
 func (sr *search) run(s *state, changed uint32) {
 	for {
-		if sr.vec {
-			if !s.propagateVec(changed) {
-				return
-			}
-		} else if !s.propagate(changed) {
+		if !s.propagate(changed, sr.asm) {
 			return
 		}
 		if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {
@@ -586,13 +591,13 @@ func (sr *search) record(s *state) {
 }
 
 func solve(ctx context.Context, g Grid, limit int) (Result, error) {
-	return solveWith(ctx, g, limit, vecEngine)
+	return solveWith(ctx, g, limit, asmEngine)
 }
 
-// solveWith is solve on the vector engine when vec is true (only where it
+// solveWith is solve on the assembly engine when asm is true (only where it
 // is built and the CPU runs it), else on the scalar one; the tests run both.
-func solveWith(ctx context.Context, g Grid, limit int, vec bool) (Result, error) {
-	sr := search{done: ctx.Done(), limit: max(limit, 1), vec: vec}
+func solveWith(ctx context.Context, g Grid, limit int, asm bool) (Result, error) {
+	sr := search{done: ctx.Done(), limit: max(limit, 1), asm: asm}
 	sr.start(g)
 	res := Result{Count: sr.count}
 	if sr.count > 0 {

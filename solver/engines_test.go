@@ -8,17 +8,17 @@ import (
 )
 
 // engines are the engines this test binary can run: the scalar one
-// always, the vector one where it is built and the CPU runs it.
+// always, the assembly one where it is built and the CPU runs it.
 func engines() []bool {
-	if vecEngine {
+	if asmEngine {
 		return []bool{false, true}
 	}
 	return []bool{false}
 }
 
-func engineLabel(vec bool) string {
-	if vec {
-		return "vector"
+func engineLabel(asm bool) string {
+	if asm {
+		return "assembly"
 	}
 	return "scalar"
 }
@@ -30,8 +30,8 @@ type outcome struct {
 	guesses int
 }
 
-func runEngine(g Grid, limit int, vec bool) outcome {
-	sr := search{limit: limit, vec: vec}
+func runEngine(g Grid, limit int, asm bool) outcome {
+	sr := search{limit: limit, asm: asm}
 	sr.start(g)
 	o := outcome{count: sr.count, guesses: sr.guesses}
 	if sr.count > 0 {
@@ -47,7 +47,7 @@ func checkEnginesAgree(t *testing.T, line string, g Grid) {
 	for _, limit := range []int{1, 2} {
 		s, v := runEngine(g, limit, false), runEngine(g, limit, true)
 		if s != v {
-			t.Fatalf("%s at limit %d: scalar engine found %d solutions in %d guesses (%v), vector engine %d in %d (%v)",
+			t.Fatalf("%s at limit %d: scalar engine found %d solutions in %d guesses (%v), assembly engine %d in %d (%v)",
 				line, limit, s.count, s.guesses, s.sol, v.count, v.guesses, v.sol)
 		}
 	}
@@ -55,8 +55,8 @@ func checkEnginesAgree(t *testing.T, line string, g Grid) {
 
 func TestEngine(t *testing.T) {
 	want := "scalar"
-	if vecEngine {
-		want = "simd-avx2"
+	if asmEngine {
+		want = "asm-avx2"
 	}
 	if got := Engine(); got != want {
 		t.Errorf("Engine() = %q, want %q", got, want)
@@ -66,8 +66,8 @@ func TestEngine(t *testing.T) {
 // TestEnginesAgree runs both engines on every puzzle of testdata and of
 // every set.
 func TestEnginesAgree(t *testing.T) {
-	if !vecEngine {
-		t.Skip("vector engine not built (GOEXPERIMENT=simd on amd64 with AVX2) or not run by this CPU")
+	if !asmEngine {
+		t.Skip("assembly engine not built (amd64 without the purego tag) or not run by this CPU (BMI1, BMI2, AVX2)")
 	}
 	files := []string{filepath.Join("testdata", "unique.txt"), filepath.Join("testdata", "multiple.txt"),
 		filepath.Join("testdata", "nosolution.txt")}
@@ -89,8 +89,8 @@ func TestEnginesAgree(t *testing.T) {
 // FuzzEngines is the differential fuzz target: on any puzzle, both engines
 // agree (checkEnginesAgree).
 func FuzzEngines(f *testing.F) {
-	if !vecEngine {
-		f.Skip("vector engine not built (GOEXPERIMENT=simd on amd64 with AVX2) or not run by this CPU")
+	if !asmEngine {
+		f.Skip("assembly engine not built (amd64 without the purego tag) or not run by this CPU (BMI1, BMI2, AVX2)")
 	}
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, s string) {

@@ -115,7 +115,7 @@ func SolveContext(ctx context.Context, g Grid, limit int) (Result, error) {
 	return solve(ctx, g, limit)
 }
 
-// Engine names the engine Solve runs: "simd-avx2" where the vector engine
-// is built (GOEXPERIMENT=simd on amd64, without the purego tag) and the CPU
-// has AVX2, else "scalar".
+// Engine names the engine Solve runs: "asm-avx2" where the assembly engine
+// is built (amd64, without the purego tag) and the CPU has BMI1, BMI2 and
+// AVX2, else "scalar".
 func Engine() string { return engineName() }

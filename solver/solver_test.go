@@ -197,21 +197,21 @@ func readPuzzles(t testing.TB, path string) []puzzle {
 // engines) and wants count solutions at limit 2.
 func checkPuzzle(t *testing.T, p puzzle, count int) {
 	t.Helper()
-	for _, vec := range engines() {
-		r2, _ := solveWith(context.Background(), p.grid, 2, vec)
+	for _, asm := range engines() {
+		r2, _ := solveWith(context.Background(), p.grid, 2, asm)
 		if r2.Count != count {
-			t.Fatalf("%s engine: Solve(%s, 2).Count = %d, want %d", engineLabel(vec), p.line, r2.Count, count)
+			t.Fatalf("%s engine: Solve(%s, 2).Count = %d, want %d", engineLabel(asm), p.line, r2.Count, count)
 		}
-		r1, _ := solveWith(context.Background(), p.grid, 1, vec)
+		r1, _ := solveWith(context.Background(), p.grid, 1, asm)
 		if r1.Count != min(count, 1) {
-			t.Fatalf("%s engine: Solve(%s, 1).Count = %d, want %d", engineLabel(vec), p.line, r1.Count, min(count, 1))
+			t.Fatalf("%s engine: Solve(%s, 1).Count = %d, want %d", engineLabel(asm), p.line, r1.Count, min(count, 1))
 		}
 		if count > 0 {
 			checkSolution(t, p.grid, r1.Solution)
 			checkSolution(t, p.grid, r2.Solution)
 		}
 		if count == 1 && r1.Solution != r2.Solution {
-			t.Fatalf("%s engine: %s: limit 1 found %v, limit 2 found %v", engineLabel(vec), p.line, r1.Solution, r2.Solution)
+			t.Fatalf("%s engine: %s: limit 1 found %v, limit 2 found %v", engineLabel(asm), p.line, r1.Solution, r2.Solution)
 		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 // Version is what every binary's -version prints: prometheus/common's
 // version block and the solver engine the binary was built with ("scalar"
-// or "simd-avx2", see solver.Engine), which the build tags do not tell.
+// or "asm-avx2", see solver.Engine), which the build tags do not tell.
 func Version(program string) string {
 	return version.Print(program) + "\n  engine:           " + solver.Engine()
 }

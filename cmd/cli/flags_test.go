@@ -116,7 +116,7 @@ func TestVersion(t *testing.T) {
 		t.Errorf("-version printed %q", out.String())
 	}
 	// The last line names the engine, one of the two the solver has.
-	if e := solver.Engine(); (e != "scalar" && e != "simd-avx2") || !strings.HasSuffix(out.String(), "\n  engine:           "+e+"\n") {
+	if e := solver.Engine(); (e != "scalar" && e != "asm-avx2") || !strings.HasSuffix(out.String(), "\n  engine:           "+e+"\n") {
 		t.Errorf("-version printed %q, want it to end with the engine %q", out.String(), e)
 	}
 	if code := ExitCode("sudoku-load", flag.ErrHelp, &out); code != 0 {

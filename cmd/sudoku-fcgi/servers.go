@@ -21,7 +21,7 @@ import (
 
 // newRegistry registers the service's and the FastCGI server's metrics,
 // the Go and process collectors, and sudoku_build_info with the solver's
-// engine as its label engine ("scalar" or "simd-avx2").
+// engine as its label engine ("scalar" or "asm-avx2").
 func newRegistry(svc, conns prometheus.Collector) (*prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
 	if err := errors.Join(

@@ -1,0 +1,34 @@
+//go:build amd64 && !purego
+
+package solver
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// asmEngine is true when the CPU runs close_amd64.s: BMI1 (ANDN), BMI2
+// (PEXT) and AVX2.
+var asmEngine = cpu.X86.HasBMI1 && cpu.X86.HasBMI2 && cpu.X86.HasAVX2
+
+func engineName() string {
+	if asmEngine {
+		return "asm-avx2"
+	}
+	return "scalar"
+}
+
+// closeDigitAsm is s.closeDigit(d) in assembly; t is tab.
+//
+//go:noescape
+func closeDigitAsm(s *state, d int, t *tables) (lost uint32, ok bool)
+
+// close_amd64.s reads the tables and the state at these offsets.
+var (
+	_ = [1]int{}[unsafe.Offsetof(tables{}.perm)-512]
+	_ = [1]int{}[unsafe.Offsetof(tables{}.bandKeep)-1536]
+	_ = [1]int{}[unsafe.Offsetof(tables{}.single)-5632]
+	_ = [1]int{}[unsafe.Offsetof(state{}.unsolved)-108]
+	_ = [1]int{}[unsafe.Offsetof(state{}.pat)-120]
+)
