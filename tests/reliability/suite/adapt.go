@@ -196,8 +196,16 @@ func workerJoin(ctx context.Context, s *suite) result {
 		short(joined), j.Round(100*time.Millisecond), firstAnswer(res.Records, j), k.Round(100*time.Millisecond),
 		goodputIn(res.Records, j-10*time.Second, j), goodputIn(res.Records, k-10*time.Second, k), goodputIn(res.Records, k+5*time.Second, total))
 	name := "sudoku_edge_admission_rate"
-	c.fig("admitted rate every 1 s from 2 s before the join: %s", floatList(gaugeValues(rounds, edge, name, joinedAt.Add(-2*time.Second), joinedAt.Add(within))))
-	c.fig("and from 2 s before the kill: %s", floatList(gaugeValues(rounds, edge, name, killedAt.Add(-2*time.Second), killedAt.Add(within))))
+	for _, ev := range []struct {
+		what string
+		t    time.Time
+	}{{"join", joinedAt}, {"kill", killedAt}} {
+		from, to := ev.t.Add(-2*time.Second), ev.t.Add(within)
+		c.fig("every 1 s from 2 s before the %s: admitted rate %s; in flight per slot (sudoku-edge) %s; goodput %s",
+			ev.what, floatList(gaugeValues(rounds, edge, name, from, to)),
+			floatList(gaugeValues(rounds, edge, "sudoku_edge_admission_workers_in_flight_per_slot", from, to)),
+			floatList(goodputWindows(res.Records, at(from), at(to))))
+	}
 	if !adapts {
 		c.fig("the admitted rate's rise and fall: not applicable with %s", mode)
 		return c.result()
@@ -466,6 +474,16 @@ func goodputIn(recs []record, from, to time.Duration) float64 {
 	return float64(n) / (to - from).Seconds()
 }
 
+// goodputWindows is the answers per second of the requests due in each
+// whole second from from to to.
+func goodputWindows(recs []record, from, to time.Duration) []float64 {
+	var vs []float64
+	for t := from; t+time.Second <= to; t += time.Second {
+		vs = append(vs, goodputIn(recs, t, t+time.Second))
+	}
+	return vs
+}
+
 // firstAnswer says when a worker not seen before t first answered.
 func firstAnswer(recs []record, t time.Duration) string {
 	seen := map[string]bool{}
@@ -496,11 +514,15 @@ func since(d time.Duration) string {
 
 func pct(n, of int) float64 { return 100 * float64(n) / math.Max(1, float64(of)) }
 
-// floatList formats figures as "1.2 3.4 ...".
+// floatList formats figures as "1.2 3.4 ..." ("7012" from 100 on).
 func floatList(vs []float64) string {
 	parts := make([]string, len(vs))
 	for i, v := range vs {
-		parts[i] = strconv.FormatFloat(v, 'f', 1, 64)
+		prec := 1
+		if math.Abs(v) >= 100 {
+			prec = 0
+		}
+		parts[i] = strconv.FormatFloat(v, 'f', prec, 64)
 	}
 	return strings.Join(parts, " ")
 }
