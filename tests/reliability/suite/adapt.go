@@ -117,6 +117,21 @@ func puzzleMix(ctx context.Context, s *suite) result {
 	} else {
 		c.fig("sudoku-edge's metrics: %v", eerr)
 	}
+	// What the workers' metrics cannot see: a request waiting in a worker
+	// before its handler starts (for a connection's turn, for the CPU)
+	// shows only in nginx's time of it.
+	if logged, err := s.nginxRequests(ctx, res.Start, end); err == nil {
+		var ok []record
+		for _, r := range phaseRecords(logged, "puzzle-mix", res.Start) {
+			if r.Kind == kindOK && r.At >= easyFor-2*time.Second {
+				r.At -= easyFor - 2*time.Second
+				ok = append(ok, r)
+			}
+		}
+		c.fig("p99 of the answers in nginx every 1 s from 2 s before the switch: %s", msList(windowP99(ok, 12)))
+	} else {
+		c.fig("nginx's access log: %v", err)
+	}
 	if !adapts {
 		c.fig("in flight per slot and busy 503s not judged: not applicable with %s", mode)
 		return c.result()
