@@ -13,6 +13,10 @@ import (
 type LoadConfig struct {
 	Client  *Client
 	Puzzles []Puzzle
+	// Then, when set, replaces Puzzles for the requests due from ThenAt
+	// on: the mix changes under the same schedule and connections.
+	Then   []Puzzle
+	ThenAt time.Duration
 	// Target names the server in the result.
 	Target string
 	// Conns is the number of requests that may be in flight at once (and
@@ -152,8 +156,12 @@ schedule:
 			continue
 		}
 		queued.Add(1)
+		ps := cfg.Puzzles
+		if len(cfg.Then) > 0 && due.Sub(start) >= cfg.ThenAt {
+			ps = cfg.Then
+		}
 		select {
-		case jobs <- job{p: &cfg.Puzzles[i%len(cfg.Puzzles)], due: due}:
+		case jobs <- job{p: &ps[i%len(ps)], due: due}:
 		case <-runCtx.Done():
 			queued.Add(-1)
 			unsent(due)

@@ -131,3 +131,33 @@ func TestLoadTimesOutStuckRequests(t *testing.T) {
 		t.Errorf("Load took %v, want it bounded by duration + grace", d)
 	}
 }
+
+// Then switches the puzzles at ThenAt by due time: of 100 requests due
+// 10 ms apart, the 50 due before 500 ms ask the first set's puzzles and
+// the 50 after the second set's, all on the one schedule.
+func TestLoadThenSwitchesPuzzles(t *testing.T) {
+	ps, sols := testPuzzles(t)
+	first, then := ps[:len(ps)/2], ps[len(ps)/2:]
+	inThen := map[string]bool{}
+	for _, p := range then {
+		inThen[p.Text] = true
+	}
+	var mu sync.Mutex
+	asked := map[bool]int{}
+	url := newFake(t, &fake{sols: sols, before: func(_ http.ResponseWriter, r *http.Request) bool {
+		mu.Lock()
+		asked[inThen[r.URL.Query().Get("puzzle")]]++
+		mu.Unlock()
+		return false
+	}})
+	res, err := Load(context.Background(), LoadConfig{
+		Client: newClient(t, url, 4, 5*time.Second, false), Puzzles: first, Then: then, ThenAt: 500 * time.Millisecond,
+		Target: url, Conns: 4, Rate: 100, Duration: time.Second,
+	})
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if res.OK != 100 || asked[false] != 50 || asked[true] != 50 {
+		t.Errorf("ok %d (errors %v); asked %d of the first set and %d of the second, want 100 ok, 50 and 50", res.OK, res.Errors, asked[false], asked[true])
+	}
+}

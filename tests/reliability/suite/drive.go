@@ -81,6 +81,9 @@ type loadSpec struct {
 	// MaxInFlight, when > 0, skips (kindSkipped) a request due while that
 	// many are in flight, instead of queueing it in the client.
 	MaxInFlight int
+	// Then, when set, are the puzzles of the requests due from ThenAt on.
+	Then   []load.Puzzle
+	ThenAt time.Duration
 }
 
 type loadResult struct {
@@ -128,7 +131,7 @@ func phase(base string, spec loadSpec, progress io.Writer) (load.LoadConfig, *lo
 	}
 	res.client, res.Err = load.NewClient(load.ClientConfig{URL: base, Conns: spec.Conns, Timeout: spec.Timeout, UserAgent: userAgent(spec.Name)})
 	var mu sync.Mutex
-	return load.LoadConfig{Client: res.client, Puzzles: spec.Puzzles, Target: base, Conns: spec.Conns,
+	return load.LoadConfig{Client: res.client, Puzzles: spec.Puzzles, Then: spec.Then, ThenAt: spec.ThenAt, Target: base, Conns: spec.Conns,
 		Rate: rate, Burst: burst, Duration: spec.Duration, Grace: spec.Timeout + 5*time.Second, MaxInFlight: spec.MaxInFlight,
 		Progress: func(t load.Tick) {
 			fmt.Fprintf(progress, "    [%s %2ds] sent %d, answered %d this second (503 %d, errors %d), in flight %d, backlog %d\n",

@@ -335,6 +335,7 @@ func allScenarios() []scenario {
 		{"internal-endpoints", internalEndpoints},
 		{"overload", overload},
 		{"bursts", bursts},
+		{"puzzle-mix", puzzleMix}, {"worker-join", workerJoin},
 		{"rolling-restart", rollingRestart},
 		{"failover", failover},
 		{"hung-worker", hungWorker},
