@@ -73,7 +73,6 @@ type Service struct {
 	pool  *pool
 	stats *stats
 	m     *metrics
-	pc    *poolCollector
 	solve solveFunc // solver.SolveContext; tests replace it
 
 	draining atomic.Bool
@@ -92,18 +91,16 @@ type dateValue struct {
 // New builds a Service; start cfg from DefaultConfig.
 func New(cfg Config, log zerolog.Logger) *Service {
 	cfg = cfg.resolve()
-	m := newMetrics()
 	s := &Service{
 		cfg:       cfg,
 		log:       log,
 		pool:      newPool(cfg.PoolSize, cfg.QueueSize, cfg.QueueTimeout),
 		stats:     newStats(time.Now()),
-		m:         m,
 		solve:     solver.SolveContext,
 		hdrWorker: []string{cfg.WorkerID},
 	}
 	s.bufs.New = func() any { b := make([]byte, 0, 512); return &b }
-	s.pc = newPoolCollector(s.pool, s.draining.Load)
+	s.m = newMetrics(s.pool, s.draining.Load)
 	return s
 }
 
@@ -117,13 +114,11 @@ var _ prometheus.Collector = (*Service)(nil)
 // latencies, pool and drain state.
 func (s *Service) Describe(ch chan<- *prometheus.Desc) {
 	s.m.describe(ch)
-	s.pc.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
 func (s *Service) Collect(ch chan<- prometheus.Metric) {
 	s.m.collect(ch, &s.counts)
-	s.pc.Collect(ch)
 }
 
 // SetDraining switches the service into (or out of) draining: /readyz
