@@ -21,6 +21,7 @@ RUN go mod download
 COPY nginx/*.go nginx/
 COPY nginx/templates/ nginx/templates/
 COPY nginx/admission/ nginx/admission/
+COPY nginx/internal/ nginx/internal/
 # cmd/cli names the solver engine in -version.
 COPY solver/ solver/
 COPY cmd/cli/ cmd/cli/
