@@ -16,9 +16,9 @@ ENV CGO_ENABLED=0 GOFLAGS=-trimpath
 RUN go build std
 COPY go.mod go.sum* ./
 RUN go mod download
-# Only what the Go build reads (the package and its embedded templates), so
-# an edit to the nginx config files below does not recompile the edge.
-COPY nginx/*.go nginx/
+# Only what the Go build reads: the package and its embedded templates,
+# nginx.conf and the sudoku-*.conf files among them.
+COPY nginx/*.go nginx/*.conf nginx/
 COPY nginx/templates/ nginx/templates/
 COPY nginx/admission/ nginx/admission/
 COPY nginx/internal/ nginx/internal/
@@ -34,6 +34,9 @@ ARG BUILD_DATE=
 ENV VERSION_PKG=github.com/prometheus/common/version
 RUN go build -ldflags="-s -w -X ${VERSION_PKG}.Version=${VERSION} -X ${VERSION_PKG}.Revision=${REVISION} -X ${VERSION_PKG}.Branch=${BRANCH} -X ${VERSION_PKG}.BuildDate=${BUILD_DATE}" \
 	-o /out/sudoku-edge ./cmd/sudoku-edge
+# /etc/nginx: the templates rendered with the image's paths and ports (the
+# flags' defaults), by the code that renders them for the host stack.
+RUN /out/sudoku-edge -render-conf /out/etc-nginx
 
 FROM ${BASE_IMAGE}
 # ca-certificates: certmagic verifies the ACME server (Let's Encrypt)
@@ -46,7 +49,7 @@ RUN apt-get update \
 	&& chown www-data:www-data /run/sudoku-edge /var/lib/sudoku-edge /var/lib/nginx \
 	&& ln -sf /dev/stdout /var/log/nginx/access.log \
 	&& ln -sf /dev/stderr /var/log/nginx/error.log
-COPY nginx/nginx.conf nginx/sudoku-locations.conf nginx/sudoku-fastcgi.conf nginx/sudoku-www.conf /etc/nginx/
+COPY --from=build /out/etc-nginx/ /etc/nginx/
 COPY nginx/www/ /usr/share/sudoku-www/
 COPY --from=build /out/sudoku-edge /usr/local/bin/sudoku-edge
 # nginx listens on unprivileged ports only (8080 HTTP, 8443 HTTPS, 8082

@@ -50,8 +50,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	s.Extra = admission.Extension(loop)
-	if c.renderOnly != "" {
-		return s.Render(ctx)
+	if c.renderOnly != "" || c.renderConf != "" {
+		return c.render(ctx)
 	}
 
 	reg := prometheus.NewRegistry()

@@ -205,13 +205,16 @@ func TestRunExitsWithNginxStatus(t *testing.T) {
 }
 
 // TestRenderOnly: -render-only writes every file nginx.conf includes, with
-// the same code as a run, and returns without starting nginx (the -nginx
-// binary does not exist).
+// the same code as a run, and -render-conf nginx.conf and the files beside
+// it, naming that run directory and the flags' addresses; both return
+// without starting nginx (the -nginx binary does not exist).
 func TestRenderOnly(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "run")
+	dir, conf := filepath.Join(t.TempDir(), "run"), t.TempDir()
 	err := run(context.Background(), []string{
 		"-render-only", dir, "-nginx", "/nonexistent/nginx", "-workers", "127.0.0.1:9000, 127.0.0.1:9002",
 		"-upstream-params", "max_fails=0", "-real-ip-from", "10.0.0.0/8", "-log-level", "warn",
+		"-render-conf", conf, "-www-root", "/src/www", "-nginx-temp-dir", "/src/tmp",
+		"-http-listen", "127.0.0.1:28080", "-status-listen", "127.0.0.1:28082", "-challenge-listen", "127.0.0.1:28081",
 	}, env{}.get, io.Discard)
 	if err != nil {
 		t.Fatalf("run(-render-only) = %v", err)
@@ -226,6 +229,23 @@ func TestRenderOnly(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil || !strings.Contains(string(b), want) {
 			t.Errorf("-render-only wrote %s = %q, %v; want it to contain %q", name, b, err, want)
+		}
+	}
+	for name, want := range map[string]string{
+		"nginx.conf":            "include " + dir + "/servers.conf;",
+		"sudoku-locations.conf": "include " + dir + "/admission.conf;",
+		"sudoku-www.conf":       "root /src/www;",
+		"sudoku-fastcgi.conf":   "fastcgi_pass sudoku_workers;",
+	} {
+		b, err := os.ReadFile(filepath.Join(conf, name))
+		if err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("-render-conf wrote %s = %v; want it to contain %q", name, err, want)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(conf, "nginx.conf"))
+	for _, want := range []string{"listen 127.0.0.1:28080 default_server;", "listen 127.0.0.1:28082;", "proxy_pass http://127.0.0.1:28081;", "client_body_temp_path /src/tmp/body;"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("-render-conf's nginx.conf has no %q", want)
 		}
 	}
 }
