@@ -95,12 +95,12 @@ func New(cfg Config, log zerolog.Logger) *Service {
 		cfg:       cfg,
 		log:       log,
 		pool:      newPool(cfg.PoolSize, cfg.QueueSize, cfg.QueueTimeout),
-		stats:     newStats(time.Now()),
 		solve:     solver.SolveContext,
 		hdrWorker: []string{cfg.WorkerID},
 	}
 	s.bufs.New = func() any { b := make([]byte, 0, 512); return &b }
 	s.m = newMetrics(s.pool, s.draining.Load)
+	s.stats = newStats(time.Now(), s.m.requestSeconds)
 	return s
 }
 
@@ -199,12 +199,12 @@ func (s *Service) finish(w http.ResponseWriter, r *http.Request, st *reqState, s
 	end := time.Now()
 	d := end.Sub(start)
 	s.counts.inFlight.Add(-1)
-	s.m.requestSeconds.Observe(d.Seconds())
 	s.account(r, st, end, d)
 }
 
-// account records a finished request in the stats and metrics and writes
-// its access line; r is nil for a request net/http/fcgi could not parse.
+// account records a finished request in the request histogram (through
+// stats) and the counts and writes its access line; r is nil for a
+// request net/http/fcgi could not parse.
 func (s *Service) account(r *http.Request, st *reqState, end time.Time, d time.Duration) {
 	s.stats.record(end, d)
 	s.counts.requests[st.route][st.outcome].Add(1)
