@@ -14,10 +14,7 @@ import (
 )
 
 func TestAdmissionFlags(t *testing.T) {
-	c, err := parseConfig(nil, env{}.get, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustParse(t, nil, env{})
 	off := admission.DefaultConfig()
 	off.Off = true
 	if c.adm.cfg != off || c.adm.scrape != "sudoku:9001" || c.adm.every != time.Second {
@@ -26,32 +23,23 @@ func TestAdmissionFlags(t *testing.T) {
 	if l, err := c.adm.loop("/run/x", nil, zerolog.Nop()); l != nil || err != nil {
 		t.Errorf("default: loop() = %v, %v; want nil, nil (today's behaviour)", l, err)
 	}
-	c, err = parseConfig([]string{"-admission", "auto"}, env{}.get, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c = mustParse(t, []string{"-admission", "auto"}, env{})
 	l, err := c.adm.loop("/run/x", nil, zerolog.Nop())
 	if err != nil || l == nil || l.Counter == nil || l.Counter.Path != "/run/x/access-log.sock" {
 		t.Fatalf("loop() = %+v, %v; want a loop counting on /run/x/access-log.sock", l, err)
 	}
 
-	c, err = parseConfig([]string{"-admission-min", "10"}, env{
+	c = mustParse(t, []string{"-admission-min", "10"}, env{
 		"SUDOKU_EDGE_ADMISSION_MAX":      "900",
 		"SUDOKU_EDGE_ADMISSION_INTERVAL": "3s",
 		"SUDOKU_EDGE_ADMISSION_STEP":     "0.1",
 		"SUDOKU_EDGE_ADMISSION":          "500",
-	}.get, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	if a := c.adm.cfg; a.Floor != 10 || a.Max != 900 || a.Interval != 3*time.Second || a.Step != 0.1 || a.Fixed != 500 {
 		t.Errorf("flags and env twins: %+v", a)
 	}
 
-	c, err = parseConfig([]string{"-admission", "off"}, env{"SUDOKU_EDGE_ADMISSION": "auto"}.get, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c = mustParse(t, []string{"-admission", "off"}, env{"SUDOKU_EDGE_ADMISSION": "auto"})
 	if l, err := c.adm.loop("/run/x", nil, zerolog.Nop()); l != nil || err != nil {
 		t.Errorf("off: loop() = %v, %v; want nil, nil (today's behaviour)", l, err)
 	}

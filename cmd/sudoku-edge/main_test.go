@@ -24,12 +24,19 @@ type env map[string]string
 
 func (e env) get(name string) string { return e[name] }
 
+// mustParse is parseConfig of args and e, which must succeed.
+func mustParse(t *testing.T, args []string, e env) *config {
+	t.Helper()
+	c, err := parseConfig(args, e.get, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func TestParseConfig(t *testing.T) {
 	t.Run("defaults", func(t *testing.T) {
-		c, err := parseConfig(nil, env{}.get, io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := mustParse(t, nil, env{})
 		s := &c.sup
 		if s.WorkerProcesses != runtime.GOMAXPROCS(0) {
 			t.Errorf("default -worker-processes = %d, want GOMAXPROCS %d (the CPUs the container may use)", s.WorkerProcesses, runtime.GOMAXPROCS(0))
@@ -46,17 +53,14 @@ func TestParseConfig(t *testing.T) {
 		}
 	})
 	t.Run("env twins, flags win", func(t *testing.T) {
-		c, err := parseConfig([]string{"-workers", "w:1"}, env{
+		c := mustParse(t, []string{"-workers", "w:1"}, env{
 			"SUDOKU_EDGE_WORKERS":          "ignored:2",
 			"SUDOKU_EDGE_RESOLVE_INTERVAL": "500ms",
 			"SUDOKU_EDGE_UPSTREAM_PARAMS":  "max_fails=0",
 			"SUDOKU_EDGE_BUDGET_HOLD":      "5m",
 			"SUDOKU_EDGE_METRICS_LISTEN":   "127.0.0.1:19145",
 			"SUDOKU_EDGE_WORKER_PROCESSES": "3",
-		}.get, io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
+		})
 		s := &c.sup
 		if (targetsFlag{&s.Workers}).String() != "w:1" || s.ResolveInterval != 500*time.Millisecond || s.UpstreamParams != "max_fails=0" || s.BudgetHold != 5*time.Minute ||
 			s.MetricsListen != "127.0.0.1:19145" || s.WorkerProcesses != 3 {
