@@ -16,11 +16,12 @@ ENV CGO_ENABLED=0 GOFLAGS=-trimpath
 RUN go build std
 COPY go.mod go.sum* ./
 RUN go mod download
-# Only what the Go build reads (the package and its embedded templates), so
-# an edit to the nginx config files below does not recompile the edge.
-COPY nginx/*.go nginx/
+# Only what the Go build reads: the package and its embedded templates,
+# nginx.conf and the sudoku-*.conf files among them.
+COPY nginx/*.go nginx/*.conf nginx/
 COPY nginx/templates/ nginx/templates/
 COPY nginx/admission/ nginx/admission/
+COPY nginx/internal/ nginx/internal/
 # cmd/cli names the solver engine in -version.
 COPY solver/ solver/
 COPY cmd/cli/ cmd/cli/
@@ -33,6 +34,9 @@ ARG BUILD_DATE=
 ENV VERSION_PKG=github.com/prometheus/common/version
 RUN go build -ldflags="-s -w -X ${VERSION_PKG}.Version=${VERSION} -X ${VERSION_PKG}.Revision=${REVISION} -X ${VERSION_PKG}.Branch=${BRANCH} -X ${VERSION_PKG}.BuildDate=${BUILD_DATE}" \
 	-o /out/sudoku-edge ./cmd/sudoku-edge
+# /etc/nginx: the templates rendered with the image's paths and ports (the
+# flags' defaults), by the code that renders them for the host stack.
+RUN /out/sudoku-edge -render-conf /out/etc-nginx
 
 FROM ${BASE_IMAGE}
 # No setuid or setgid file (su, passwd, mount...): nothing gains a privilege
@@ -48,7 +52,7 @@ RUN apt-get update \
 	&& ln -sf /dev/stdout /var/log/nginx/access.log \
 	&& ln -sf /dev/stderr /var/log/nginx/error.log \
 	&& find / -xdev -perm /6000 -type f -exec chmod ug-s {} +
-COPY nginx/nginx.conf nginx/sudoku-locations.conf nginx/sudoku-fastcgi.conf nginx/sudoku-www.conf /etc/nginx/
+COPY --from=build /out/etc-nginx/ /etc/nginx/
 COPY nginx/www/ /usr/share/sudoku-www/
 COPY --from=build /out/sudoku-edge /usr/local/bin/sudoku-edge
 # nginx listens on unprivileged ports only (8080 HTTP, 8443 HTTPS, 8082

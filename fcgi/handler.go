@@ -73,7 +73,6 @@ type Service struct {
 	pool  *pool
 	stats *stats
 	m     *metrics
-	pc    *poolCollector
 	solve solveFunc // solver.SolveContext; tests replace it
 
 	draining atomic.Bool
@@ -92,18 +91,16 @@ type dateValue struct {
 // New builds a Service; start cfg from DefaultConfig.
 func New(cfg Config, log zerolog.Logger) *Service {
 	cfg = cfg.resolve()
-	m := newMetrics()
 	s := &Service{
 		cfg:       cfg,
 		log:       log,
 		pool:      newPool(cfg.PoolSize, cfg.QueueSize, cfg.QueueTimeout),
-		stats:     newStats(time.Now()),
-		m:         m,
 		solve:     solver.SolveContext,
 		hdrWorker: []string{cfg.WorkerID},
 	}
 	s.bufs.New = func() any { b := make([]byte, 0, 512); return &b }
-	s.pc = newPoolCollector(s.pool, s.draining.Load)
+	s.m = newMetrics(s.pool, s.draining.Load)
+	s.stats = newStats(time.Now(), s.m.requestSeconds)
 	return s
 }
 
@@ -117,13 +114,11 @@ var _ prometheus.Collector = (*Service)(nil)
 // latencies, pool and drain state.
 func (s *Service) Describe(ch chan<- *prometheus.Desc) {
 	s.m.describe(ch)
-	s.pc.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
 func (s *Service) Collect(ch chan<- prometheus.Metric) {
 	s.m.collect(ch, &s.counts)
-	s.pc.Collect(ch)
 }
 
 // SetDraining switches the service into (or out of) draining: /readyz
@@ -204,12 +199,12 @@ func (s *Service) finish(w http.ResponseWriter, r *http.Request, st *reqState, s
 	end := time.Now()
 	d := end.Sub(start)
 	s.counts.inFlight.Add(-1)
-	s.m.requestSeconds.Observe(d.Seconds())
 	s.account(r, st, end, d)
 }
 
-// account records a finished request in the stats and metrics and writes
-// its access line; r is nil for a request net/http/fcgi could not parse.
+// account records a finished request in the request histogram (through
+// stats) and the counts and writes its access line; r is nil for a
+// request net/http/fcgi could not parse.
 func (s *Service) account(r *http.Request, st *reqState, end time.Time, d time.Duration) {
 	s.stats.record(end, d)
 	s.counts.requests[st.route][st.outcome].Add(1)

@@ -243,9 +243,9 @@ func TestHandlerStats(t *testing.T) {
 
 func TestStatsWindows(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	st := newStats(t0.Add(-time.Hour))
-	for i := range 100 {
-		// 10 per second over the 10 seconds before t0 ...
+	st := newStats(t0.Add(-time.Hour), newMetrics(newPool(1, 0, 0), func() bool { return false }).requestSeconds)
+	for i := 99; i >= 0; i-- {
+		// 10 per second over the 10 seconds before t0, in the order they end ...
 		st.record(t0.Add(-time.Duration(1+i/10)*time.Second), time.Duration(i+1)*time.Millisecond)
 	}
 	// ... and some in the current, incomplete second, which is not counted.
@@ -254,7 +254,8 @@ func TestStatsWindows(t *testing.T) {
 	if snap.RPS1 != 10 || snap.RPS10 != 10 || snap.RPS60 != 100.0/60 {
 		t.Errorf("rps = %v/%v/%v, want 10/10/%v", snap.RPS1, snap.RPS10, snap.RPS60, 100.0/60)
 	}
-	// latencies 1..100 ms: p50 ~ 50ms, p99 ~ 99ms within a bucket (~9%).
+	// latencies 1..100 ms: p50 ~ 50ms, p99 ~ 99ms, interpolated within
+	// their buckets as histogram_quantile does.
 	for _, c := range []struct {
 		got, want time.Duration
 	}{{snap.P50, 50 * time.Millisecond}, {snap.P90, 90 * time.Millisecond}, {snap.P99, 99 * time.Millisecond}} {
@@ -268,16 +269,52 @@ func TestStatsWindows(t *testing.T) {
 	}
 }
 
-func TestBucketOf(t *testing.T) {
-	for _, d := range []time.Duration{0, 1, 1023, 1024, 1500, time.Millisecond, 3 * time.Second, time.Hour} {
-		b := bucketOf(d)
-		if b < 0 || b >= numBuckets {
-			t.Fatalf("bucketOf(%v) = %d out of range", d, b)
+// A stats request that started in a second before the newest snapshot
+// (another request ended in the next second meanwhile) still sees the
+// seconds before its own: nothing ended in between.
+func TestStatsSnapshotBehindNewestSecond(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	st := newStats(t0.Add(-time.Hour), newMetrics(newPool(1, 0, 0), func() bool { return false }).requestSeconds)
+	for range 10 {
+		st.record(t0.Add(-time.Second), time.Millisecond)
+	}
+	st.record(t0.Add(time.Second), time.Millisecond)
+	snap := st.snapshot(t0.Add(time.Millisecond))
+	if snap.RPS1 != 10 || snap.LatencySamples != 10 {
+		t.Errorf("rps1 = %v, samples = %d; want 10 and 10", snap.RPS1, snap.LatencySamples)
+	}
+}
+
+// quantile interpolates within the bucket the rank falls in, starts the
+// first bucket at 0, answers the highest bound above it, and 0 for none.
+func TestQuantile(t *testing.T) {
+	cumulative := func(counts map[int]uint64) []uint64 {
+		c := make([]uint64, len(latencyBuckets))
+		var n uint64
+		for i := range c {
+			n += counts[i]
+			c[i] = n
 		}
-		if d >= 1<<minShift && d < 1<<maxShift {
-			if up := bucketUpper(b); up < d || float64(up) > float64(d)*1.13 {
-				t.Errorf("bucketUpper(bucketOf(%v)) = %v, want just above it", d, up)
-			}
+		return c
+	}
+	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	lo, hi := latencyBuckets[3], latencyBuckets[4]
+	for _, c := range []struct {
+		name   string
+		counts map[int]uint64
+		n      uint64
+		q      float64
+		want   time.Duration
+	}{
+		{"none", nil, 0, 0.5, 0},
+		{"middle of a bucket", map[int]uint64{4: 10}, 10, 0.5, sec(lo + (hi-lo)/2)},
+		{"top of a bucket", map[int]uint64{4: 10}, 10, 1, sec(hi)},
+		{"next bucket", map[int]uint64{3: 5, 4: 5}, 10, 0.9, sec(lo + (hi-lo)*4/5)},
+		{"first bucket from 0", map[int]uint64{0: 4}, 4, 0.25, sec(latencyBuckets[0] / 4)},
+		{"above the highest bound", map[int]uint64{0: 1}, 10, 0.99, sec(latencyBuckets[len(latencyBuckets)-1])},
+	} {
+		if got := quantile(cumulative(c.counts), c.n, c.q); got != c.want {
+			t.Errorf("%s: quantile = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

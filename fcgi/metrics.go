@@ -47,13 +47,14 @@ func (c *counts) batchLines() map[string]uint64 {
 }
 
 // metrics are the service's Prometheus metrics: the latency histograms and
-// the panics counter it keeps itself, and descriptions of what it reads
-// at scrape time from counts and the pool.
+// the panics counter it keeps itself, the pool's gauges, and descriptions
+// of what it reads at scrape time from counts.
 type metrics struct {
 	requestSeconds prometheus.Histogram
 	solveSeconds   prometheus.Histogram
 	queueSeconds   prometheus.Histogram
 	panics         prometheus.Counter
+	pool           []prometheus.Collector
 
 	requests, lines, inFlight *prometheus.Desc
 }
@@ -61,7 +62,7 @@ type metrics struct {
 // latency buckets: 50 us to ~3.3 s.
 var latencyBuckets = prometheus.ExponentialBuckets(50e-6, 2, 17)
 
-func newMetrics() *metrics {
+func newMetrics(p *pool, draining func() bool) *metrics {
 	latency := func(name, help string) prometheus.Histogram {
 		return prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, Buckets: latencyBuckets})
 	}
@@ -74,6 +75,7 @@ func newMetrics() *metrics {
 		queueSeconds:   latency("queue_wait_seconds", "Time a puzzle waited for a solver slot (0 when one was free)."),
 		panics: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "handler_panics_total",
 			Help: "Panics recovered in the handler (answered 500)."}),
+		pool: poolGauges(p, draining),
 		requests: desc("requests_total",
 			"Requests answered by the public handler, by route (get, batch, stats, other) and outcome (ok for an answered batch or stats request).",
 			"route", "outcome"),
@@ -83,7 +85,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requestSeconds, m.solveSeconds, m.queueSeconds, m.panics}
+	return append([]prometheus.Collector{m.requestSeconds, m.solveSeconds, m.queueSeconds, m.panics}, m.pool...)
 }
 
 func (m *metrics) describe(ch chan<- *prometheus.Desc) {
@@ -119,45 +121,22 @@ func (m *metrics) collect(ch chan<- prometheus.Metric, c *counts) {
 	ch <- prometheus.MustNewConstMetric(m.inFlight, prometheus.GaugeValue, float64(c.inFlight.Load()))
 }
 
-// poolCollector exposes the pool's live state as gauges read at scrape time.
-type poolCollector struct {
-	pool                       *pool
-	size, queueCap, busy, wait *prometheus.Desc
-	draining                   *prometheus.Desc
-	isDraining                 func() bool
-}
-
-func newPoolCollector(p *pool, draining func() bool) *poolCollector {
-	d := func(name, help string) *prometheus.Desc {
-		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, nil, nil)
+// poolGauges are the pool's live state and the draining flag, read at
+// scrape time.
+func poolGauges(p *pool, draining func() bool) []prometheus.Collector {
+	g := func(name, help string, read func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, read)
 	}
-	return &poolCollector{
-		pool:       p,
-		size:       d("pool_slots", "Solver slots (pool size)."),
-		queueCap:   d("pool_queue_capacity", "Most puzzles that may wait for a slot."),
-		busy:       d("pool_slots_busy", "Solver slots in use now."),
-		wait:       d("pool_queue_depth", "Puzzles waiting for a slot now."),
-		draining:   d("draining", "1 while the worker drains for shutdown."),
-		isDraining: draining,
+	return []prometheus.Collector{
+		g("pool_slots", "Solver slots (pool size).", func() float64 { return float64(p.Size()) }),
+		g("pool_queue_capacity", "Most puzzles that may wait for a slot.", func() float64 { return float64(p.QueueCap()) }),
+		g("pool_slots_busy", "Solver slots in use now.", func() float64 { return float64(p.Busy()) }),
+		g("pool_queue_depth", "Puzzles waiting for a slot now.", func() float64 { return float64(p.Waiting()) }),
+		g("draining", "1 while the worker drains for shutdown.", func() float64 {
+			if draining() {
+				return 1
+			}
+			return 0
+		}),
 	}
-}
-
-func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.size
-	ch <- c.queueCap
-	ch <- c.busy
-	ch <- c.wait
-	ch <- c.draining
-}
-
-func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
-	ch <- prometheus.MustNewConstMetric(c.size, prometheus.GaugeValue, float64(c.pool.Size()))
-	ch <- prometheus.MustNewConstMetric(c.queueCap, prometheus.GaugeValue, float64(c.pool.QueueCap()))
-	ch <- prometheus.MustNewConstMetric(c.busy, prometheus.GaugeValue, float64(c.pool.Busy()))
-	ch <- prometheus.MustNewConstMetric(c.wait, prometheus.GaugeValue, float64(c.pool.Waiting()))
-	v := 0.0
-	if c.isDraining() {
-		v = 1
-	}
-	ch <- prometheus.MustNewConstMetric(c.draining, prometheus.GaugeValue, v)
 }

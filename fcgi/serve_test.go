@@ -73,10 +73,7 @@ func opts(set ...func(*fcgiserver.Options)) fcgiserver.Options {
 // startServer runs Serve for s on a loopback port until the test ends.
 func startServer(t testing.TB, s *Service, opt fcgiserver.Options) *testServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := fcgitest.Listen(t, "tcp", "127.0.0.1:0")
 	cl := &countingListener{Listener: ln}
 	ctx, cancel := context.WithCancel(context.Background())
 	opt = serviceOptions(s, opt)
@@ -526,10 +523,7 @@ func TestDrainNewRequestOnOpenConn(t *testing.T) {
 // worker, where a 503 would be final.
 func TestDrainClosesConnOfLateRequest(t *testing.T) {
 	s := newTestService(t, cfg())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := fcgitest.Listen(t, "tcp", "127.0.0.1:0")
 	entered, proceed := make(chan struct{}), make(chan struct{})
 	opt := serviceOptions(s, opts())
 	opt.OnDrain = func() { close(entered); <-proceed; s.SetDraining(true) }

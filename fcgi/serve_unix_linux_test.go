@@ -16,11 +16,7 @@ import (
 // unix socket peers were not counted, so a process with access to the
 // socket could hold every connection while nginx's waited in the backlog.
 func TestFastCGIConnLimitPerPeerUnix(t *testing.T) {
-	sock := t.TempDir() + "/w.sock"
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, sock := fcgitest.ListenUnix(t)
 	s := newTestService(t, cfg())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -1,77 +1,88 @@
 package fcgi
 
 import (
-	"math/bits"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
-// Latency histogram: 8 sub-buckets per power of two from 2^minShift ns
-// (~1 us) up to 2^maxShift ns (~137 s); about 9% relative precision.
-const (
-	minShift   = 10
-	maxShift   = 37
-	subBits    = 3
-	subBuckets = 1 << subBits
-	numBuckets = (maxShift-minShift)*subBuckets + 1
-	window     = 60 // seconds of history
-)
+// window is how many seconds of history /sudoku/stats reads.
+const window = 60
 
-func bucketOf(d time.Duration) int {
-	ns := uint64(d)
-	if ns < 1<<minShift {
-		return 0
-	}
-	exp := bits.Len64(ns) - 1 // ns in [2^exp, 2^(exp+1))
-	if exp >= maxShift {
-		return numBuckets - 1
-	}
-	sub := int(ns>>(exp-subBits)) & (subBuckets - 1)
-	return (exp-minShift)*subBuckets + sub
-}
-
-// bucketUpper is the upper bound of bucket i.
-func bucketUpper(i int) time.Duration {
-	if i >= numBuckets-1 {
-		return time.Duration(1) << maxShift
-	}
-	exp := i/subBuckets + minShift
-	sub := i % subBuckets
-	return time.Duration(uint64(subBuckets+sub+1) << (exp - subBits))
-}
-
-type second struct {
-	unix  int64
-	count uint32
-	hist  [numBuckets]uint32
-}
-
-// stats keeps per-second request counts and latency histograms for the
-// last minute, for the stats page's rates and quantiles over that window
-// (the Prometheus histograms count since start; Prometheus computes its
-// windows from scrapes). It is safe for concurrent use.
+// stats records each finished request once, in the request histogram
+// (sudoku_request_duration_seconds), and keeps that histogram's counts as
+// they stood at the start of each of the last seconds: the difference
+// between two of them is the requests that ended in between, which gives
+// the stats page its rates and quantiles over the last minute from the
+// same record /metrics reads. It is safe for concurrent use.
 type stats struct {
 	start time.Time
+	h     prometheus.Histogram
 
-	mu   sync.Mutex
-	secs [window]second
+	last  atomic.Int64 // the second of the newest snapshot
+	mu    sync.Mutex
+	snaps [window + 4]countsAt // by second, modulo its length
 }
 
-// newStats starts the clock.
-func newStats(now time.Time) *stats { return &stats{start: now} }
+// countsAt is the histogram as it stood when second unix began.
+type countsAt struct {
+	unix    int64
+	count   uint64
+	buckets []uint64 // cumulative, one per bound of latencyBuckets
+}
+
+// newStats starts the clock; h is the request histogram, with
+// latencyBuckets.
+func newStats(now time.Time, h prometheus.Histogram) *stats { return &stats{start: now, h: h} }
 
 // record counts one finished request that ended at now after d.
 func (s *stats) record(now time.Time, d time.Duration) {
-	unix := now.Unix()
-	b := bucketOf(d)
-	s.mu.Lock()
-	sec := &s.secs[unix%window]
-	if sec.unix != unix {
-		*sec = second{unix: unix}
+	s.tick(now.Unix())
+	s.h.Observe(d.Seconds())
+}
+
+// tick keeps the histogram's counts for second unix the first time a
+// request ends in it, before that request is counted. A second no request
+// ended in has the counts of the next one that has a snapshot: nothing
+// changed in between.
+func (s *stats) tick(unix int64) {
+	if s.last.Load() >= unix {
+		return
 	}
-	sec.count++
-	sec.hist[b]++
-	s.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last.Load() >= unix {
+		return
+	}
+	var m dto.Metric
+	if err := s.h.Write(&m); err != nil {
+		return // a histogram's Write does not fail
+	}
+	h := m.GetHistogram()
+	at := &s.snaps[unix%int64(len(s.snaps))]
+	at.unix, at.count = unix, h.GetSampleCount()
+	at.buckets = at.buckets[:0]
+	for _, b := range h.GetBucket() {
+		at.buckets = append(at.buckets, b.GetCumulativeCount())
+	}
+	s.last.Store(unix)
+}
+
+// at returns the counts as second unix began: those of the first snapshot
+// at or after it (one after now too: a request that ended in a later
+// second took it before any ended in this one); nil if there is none.
+func (s *stats) at(unix int64) *countsAt {
+	var best *countsAt
+	for i := range s.snaps {
+		c := &s.snaps[i]
+		if c.unix >= unix && c.buckets != nil && (best == nil || c.unix < best.unix) {
+			best = c
+		}
+	}
+	return best
 }
 
 // snapshot is a summary of recent traffic.
@@ -85,63 +96,64 @@ type snapshot struct {
 // snapshot summarises the complete seconds before now: request rates over
 // the last 1, 10 and 60 s and latency quantiles over the last 60 s.
 func (s *stats) snapshot(now time.Time) snapshot {
-	var snap snapshot
-	snap.Uptime = now.Sub(s.start)
-	var hist [numBuckets]uint64
-	var n1, n10, n60 uint64
+	snap := snapshot{Uptime: now.Sub(s.start), Window: window}
 	cur := now.Unix()
+	s.tick(cur)
 	s.mu.Lock()
-	for i := range s.secs {
-		sec := &s.secs[i]
-		age := cur - sec.unix // 1 = the last complete second
-		if age < 1 || age > window {
-			continue
-		}
-		c := uint64(sec.count)
-		if age <= 1 {
-			n1 += c
-		}
-		if age <= 10 {
-			n10 += c
-		}
-		n60 += c
-		for b, v := range sec.hist {
-			hist[b] += uint64(v)
-		}
+	defer s.mu.Unlock()
+	end := s.at(cur)
+	if end == nil {
+		return snap
 	}
-	s.mu.Unlock()
+	since := func(seconds int64) uint64 {
+		if c := s.at(cur - seconds); c != nil {
+			return end.count - c.count
+		}
+		return 0
+	}
 	// Do not divide by seconds the process has not lived yet.
 	up := int64(snap.Uptime / time.Second)
-	div := func(n uint64, w int64) float64 {
+	rate := func(w int64) float64 {
+		n := since(w)
 		if up < w {
 			w = max(up, 1)
 		}
 		return float64(n) / float64(w)
 	}
-	snap.RPS1, snap.RPS10, snap.RPS60 = div(n1, 1), div(n10, 10), div(n60, 60)
-	snap.LatencySamples = int(n60)
-	snap.Window = window
-	snap.P50 = quantile(&hist, n60, 0.50)
-	snap.P90 = quantile(&hist, n60, 0.90)
-	snap.P99 = quantile(&hist, n60, 0.99)
-	snap.P999 = quantile(&hist, n60, 0.999)
+	snap.RPS1, snap.RPS10, snap.RPS60 = rate(1), rate(10), rate(window)
+	begin := s.at(cur - window)
+	n := end.count - begin.count
+	snap.LatencySamples = int(n)
+	buckets := make([]uint64, len(end.buckets))
+	for i := range buckets {
+		buckets[i] = end.buckets[i] - begin.buckets[i]
+	}
+	snap.P50 = quantile(buckets, n, 0.50)
+	snap.P90 = quantile(buckets, n, 0.90)
+	snap.P99 = quantile(buckets, n, 0.99)
+	snap.P999 = quantile(buckets, n, 0.999)
 	return snap
 }
 
-func quantile(hist *[numBuckets]uint64, n uint64, q float64) time.Duration {
+// quantile estimates the q-quantile of n latencies from their cumulative
+// counts per bound of latencyBuckets as Prometheus's histogram_quantile
+// does: linearly within the bucket the rank falls in, from 0 for the
+// first; the highest bound when it falls above it.
+func quantile(cumulative []uint64, n uint64, q float64) time.Duration {
 	if n == 0 {
 		return 0
 	}
-	rank := uint64(q*float64(n) + 0.5)
-	if rank < 1 {
-		rank = 1
-	}
-	var seen uint64
-	for i, v := range hist {
-		seen += v
-		if seen >= rank {
-			return bucketUpper(i)
+	rank := q * float64(n)
+	lower, below := 0.0, uint64(0)
+	for i, c := range cumulative {
+		upper := latencyBuckets[i]
+		if float64(c) >= rank {
+			in := float64(c - below)
+			return seconds(lower + (upper-lower)*(rank-float64(below))/in)
 		}
+		lower, below = upper, c
 	}
-	return bucketUpper(numBuckets - 1)
+	return seconds(latencyBuckets[len(latencyBuckets)-1])
 }
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"sudoku-fcgi/cmd/cli"
 	"sudoku-fcgi/nginx/acmetest"
 	"sudoku-fcgi/nginx/nginxtest"
 )
@@ -91,7 +92,7 @@ func TestCertManagerPebble(t *testing.T) {
 	if err := et.prepare(ctx); err != nil {
 		t.Fatalf("prepare: %v", err)
 	}
-	chSrv, err := serveHTTP(logger, "challenge responder", fmt.Sprintf("127.0.0.1:%d", chPort), m.HTTPChallengeHandler(http.NotFoundHandler()))
+	chSrv, err := cli.ServeHTTP(logger, "challenge responder", fmt.Sprintf("127.0.0.1:%d", chPort), m.HTTPChallengeHandler(http.NotFoundHandler()))
 	if err != nil {
 		t.Fatal(err)
 	}

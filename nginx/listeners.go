@@ -1,19 +1,15 @@
 package nginx
 
 import (
-	"errors"
-	"fmt"
-	"net"
 	"net/http"
-	"time"
 
-	"github.com/rs/zerolog"
+	"sudoku-fcgi/cmd/cli"
 )
 
 // listen starts the supervisor's own HTTP listeners: the challenge
 // responder and, when configured, the metrics listener. stop closes both.
 func (s *Supervisor) listen() (stop func(), err error) {
-	challenge, err := serveHTTP(s.Log, "challenge responder", s.ChallengeListen, s.tls.challengeHandler())
+	challenge, err := cli.ServeHTTP(s.Log, "challenge responder", s.ChallengeListen, s.tls.challengeHandler())
 	if err != nil {
 		return nil, err
 	}
@@ -22,26 +18,10 @@ func (s *Supervisor) listen() (stop func(), err error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", s.MetricsHandler)
-	metrics, err := serveHTTP(s.Log, "metrics listener", s.MetricsListen, mux)
+	metrics, err := cli.ServeHTTP(s.Log, "metrics listener", s.MetricsListen, mux)
 	if err != nil {
 		challenge.Close()
 		return nil, err
 	}
 	return func() { challenge.Close(); metrics.Close() }, nil
-}
-
-// serveHTTP serves h on addr until the returned server is closed; what
-// names the listener in errors and in log, where its failures go.
-func serveHTTP(log zerolog.Logger, what, addr string, h http.Handler) (*http.Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error().Err(err).Str("listener", what).Msg("listener stopped")
-		}
-	}()
-	return srv, nil
 }

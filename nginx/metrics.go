@@ -1,14 +1,16 @@
 package nginx
 
 import (
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"sudoku-fcgi/nginx/internal/edgemetric"
 )
 
 // Metrics counts what a Supervisor does. A nil *Metrics counts nothing.
 type Metrics struct {
+	set             *edgemetric.Set
 	rounds          prometheus.Counter
 	lookupErrors    prometheus.Counter
 	workers         prometheus.Gauge
@@ -22,29 +24,26 @@ type Metrics struct {
 
 // NewMetrics returns unregistered metrics in the sudoku_edge namespace.
 func NewMetrics() *Metrics {
-	name := func(n string) string { return prometheus.BuildFQName("sudoku", "edge", n) }
+	s := new(edgemetric.Set)
 	m := &Metrics{
-		rounds: prometheus.NewCounter(prometheus.CounterOpts{Name: name("discovery_rounds_total"),
-			Help: "Worker lookups, the one before nginx starts included."}),
-		lookupErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: name("discovery_errors_total"),
-			Help: "Worker lookups that failed; the upstream kept its servers."}),
-		workers: prometheus.NewGauge(prometheus.GaugeOpts{Name: name("workers"),
-			Help: "Worker addresses in nginx's upstream."}),
-		budget: prometheus.NewGauge(prometheus.GaugeOpts{Name: name("worker_budget"),
-			Help: "Workers whose share of requests nginx admits (the most seen within the hold)."}),
-		configApplies: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("nginx_reloads_total"),
-			Help: "Changed configurations by outcome: reloaded, rejected by nginx -t (old files kept), failed."},
-			[]string{"outcome"}),
-		certExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name("certificate_expiry_timestamp_seconds"),
-			Help: "When the certificate nginx serves for a TLS domain expires (Unix time); 0 while it serves the self-signed placeholder, which no client trusts."},
-			[]string{"domain"}),
-		certPlaceholder: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name("certificate_placeholder"),
-			Help: "1 while nginx serves the self-signed placeholder for a TLS domain (no certificate issued yet), else 0."},
-			[]string{"domain"}),
-		restarts: prometheus.NewCounter(prometheus.CounterOpts{Name: name("nginx_restarts_total"),
-			Help: "nginx masters that exited on their own and were started again (the listening sockets stayed open)."}),
-		certFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: name("certificate_failures_total"),
-			Help: "Certificate orders and renewals that failed (certmagic retries them)."}),
+		set: s,
+		rounds: s.Counter("discovery_rounds_total",
+			"Worker lookups, the one before nginx starts included."),
+		lookupErrors: s.Counter("discovery_errors_total",
+			"Worker lookups that failed; the upstream kept its servers."),
+		workers: s.Gauge("workers", "Worker addresses in nginx's upstream."),
+		budget: s.Gauge("worker_budget",
+			"Workers whose share of requests nginx admits (the most seen within the hold)."),
+		configApplies: s.CounterVec("nginx_reloads_total",
+			"Changed configurations by outcome: reloaded, rejected by nginx -t (old files kept), failed.", "outcome"),
+		certExpiry: s.GaugeVec("certificate_expiry_timestamp_seconds",
+			"When the certificate nginx serves for a TLS domain expires (Unix time); 0 while it serves the self-signed placeholder, which no client trusts.", "domain"),
+		certPlaceholder: s.GaugeVec("certificate_placeholder",
+			"1 while nginx serves the self-signed placeholder for a TLS domain (no certificate issued yet), else 0.", "domain"),
+		certFailures: s.Counter("certificate_failures_total",
+			"Certificate orders and renewals that failed (certmagic retries them)."),
+		restarts: s.Counter("nginx_restarts_total",
+			"nginx masters that exited on their own and were started again (the listening sockets stayed open)."),
 	}
 	for _, o := range []applyOutcome{reloaded, rejected, failed} {
 		m.configApplies.WithLabelValues(o.String())
@@ -53,13 +52,7 @@ func NewMetrics() *Metrics {
 }
 
 // Register registers every metric with r.
-func (m *Metrics) Register(r prometheus.Registerer) error {
-	var errs []error
-	for _, c := range []prometheus.Collector{m.rounds, m.lookupErrors, m.workers, m.budget, m.configApplies, m.certExpiry, m.certPlaceholder, m.certFailures, m.restarts} {
-		errs = append(errs, r.Register(c))
-	}
-	return errors.Join(errs...)
-}
+func (m *Metrics) Register(r prometheus.Registerer) error { return m.set.Register(r) }
 
 func (m *Metrics) round(err error) {
 	if m == nil {

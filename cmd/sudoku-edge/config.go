@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -26,6 +27,8 @@ serves its own metrics on -metrics-listen, which nginx never exposes.`
 type config struct {
 	sup        nginx.Supervisor
 	renderOnly string // a directory: write the includes there and exit
+	renderConf string // a directory: write nginx.conf and the files beside it there and exit
+	site       nginx.Site
 	logLevel   string
 	tls        tlsFlags
 	adm        admissionFlags
@@ -46,6 +49,10 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	fs.StringVar(&listen, "listen", "8080,8082", "nginx listen `addresses` (as nginx.conf's listen directives name them) that sudoku-edge opens and hands to nginx, so that a restarted nginx refuses no connection; the -tls-listen address is added with TLS on")
 	fs.StringVar(&trusted, "trusted-clients", "", "comma-separated client `addresses or prefixes` exempt from the per-client limits (a load balancer in front, a load-test host)")
 	fs.StringVar(&c.renderOnly, "render-only", "", "write the files nginx.conf includes into `directory` (servers.conf from the -workers targets as given, admission.conf, tls.conf, trusted-clients.conf, real-ip.conf, events.conf, keepalive.conf), as at start, and exit without starting nginx: the host stack (nginx/render-host.sh)")
+	fs.StringVar(&c.renderConf, "render-conf", "", "write nginx.conf, sudoku-locations.conf, sudoku-fastcgi.conf and sudoku-www.conf into `directory`, naming -run-dir, -www-root, -http-listen, -status-listen, -challenge-listen and -nginx-temp-dir, and exit (after -render-only, when both are given): the image's /etc/nginx and the host stack")
+	fs.StringVar(&c.site.WWWRoot, "www-root", "/usr/share/sudoku-www", "`directory` of the web page's files, for -render-conf")
+	fs.StringVar(&c.site.StatusListen, "status-listen", "8082", "nginx listen `address` of stub_status, for -render-conf")
+	fs.StringVar(&c.site.TempDir, "nginx-temp-dir", "", "`directory` for nginx's temporary files, for -render-conf (empty: nginx's built-in paths)")
 	fs.StringVar(&s.RunDir, "run-dir", "/run/sudoku-edge", "`directory` for servers.conf, admission.conf, tls.conf, trusted-clients.conf and exported certificates")
 	fs.StringVar(&s.Bin, "nginx", "nginx", "nginx `binary`")
 	fs.StringVar(&s.Conf, "nginx-conf", "/etc/nginx/nginx.conf", "nginx configuration `file` (-c)")
@@ -92,10 +99,24 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	if c.renderOnly != "" {
 		c.sup.RunDir = c.renderOnly
 	}
+	c.site.RunDir, c.site.HTTPListen, c.site.ChallengeListen = c.sup.RunDir, c.tls.o.HTTPListen, c.sup.ChallengeListen
 	if err != nil {
 		return nil, &cli.UsageError{Err: err}
 	}
 	return c, nil
+}
+
+// render writes what -render-only and -render-conf ask for.
+func (c *config) render(ctx context.Context) error {
+	if c.renderOnly != "" {
+		if err := c.sup.Render(ctx); err != nil {
+			return err
+		}
+	}
+	if c.renderConf == "" {
+		return nil
+	}
+	return nginx.RenderSite(c.renderConf, c.site)
 }
 
 // check validates the values that no flag.Value checks.

@@ -49,10 +49,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	if c.renderOnly != "" {
+	if c.renderOnly != "" || c.renderConf != "" {
 		// No edge runs to read the log socket: nginx gets no log line.
 		s.Extra = admission.Extension(loop, nil)
-		return s.Render(ctx)
+		return c.render(ctx)
 	}
 	s.Extra = admission.Extension(loop, c.adm.counter(s.RunDir, am, s.Log))
 

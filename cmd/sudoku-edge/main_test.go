@@ -25,12 +25,19 @@ type env map[string]string
 
 func (e env) get(name string) string { return e[name] }
 
+// mustParse is parseConfig of args and e, which must succeed.
+func mustParse(t *testing.T, args []string, e env) *config {
+	t.Helper()
+	c, err := parseConfig(args, e.get, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func TestParseConfig(t *testing.T) {
 	t.Run("defaults", func(t *testing.T) {
-		c, err := parseConfig(nil, env{}.get, io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := mustParse(t, nil, env{})
 		s := &c.sup
 		if s.WorkerProcesses != runtime.GOMAXPROCS(0) {
 			t.Errorf("default -worker-processes = %d, want GOMAXPROCS %d (the CPUs the container may use)", s.WorkerProcesses, runtime.GOMAXPROCS(0))
@@ -47,7 +54,7 @@ func TestParseConfig(t *testing.T) {
 		}
 	})
 	t.Run("env twins, flags win", func(t *testing.T) {
-		c, err := parseConfig([]string{"-workers", "w:1"}, env{
+		c := mustParse(t, []string{"-workers", "w:1"}, env{
 			"SUDOKU_EDGE_WORKERS":          "ignored:2",
 			"SUDOKU_EDGE_RESOLVE_INTERVAL": "500ms",
 			"SUDOKU_EDGE_UPSTREAM_PARAMS":  "max_fails=0",
@@ -55,10 +62,7 @@ func TestParseConfig(t *testing.T) {
 			"SUDOKU_EDGE_METRICS_LISTEN":   "127.0.0.1:19145",
 			"SUDOKU_EDGE_WORKER_PROCESSES": "3",
 			"SUDOKU_EDGE_KEEPALIVE":        "90",
-		}.get, io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
+		})
 		s := &c.sup
 		if (targetsFlag{&s.Workers}).String() != "w:1" || s.ResolveInterval != 500*time.Millisecond || s.UpstreamParams != "max_fails=0" || s.BudgetHold != 5*time.Minute ||
 			s.MetricsListen != "127.0.0.1:19145" || s.WorkerProcesses != 3 || s.Limits != (nginx.ProcessLimits{Connections: 8192, Keepalive: 90}) {
@@ -244,14 +248,17 @@ func TestRunExitsWithNginxStatus(t *testing.T) {
 }
 
 // TestRenderOnly: -render-only writes every file nginx.conf includes, with
-// the same code as a run, and returns without starting nginx (the -nginx
-// binary does not exist).
+// the same code as a run, and -render-conf nginx.conf and the files beside
+// it, naming that run directory and the flags' addresses; both return
+// without starting nginx (the -nginx binary does not exist).
 func TestRenderOnly(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "run")
+	dir, conf := filepath.Join(t.TempDir(), "run"), t.TempDir()
 	err := run(context.Background(), []string{
 		"-render-only", dir, "-nginx", "/nonexistent/nginx", "-workers", "127.0.0.1:9000, 127.0.0.1:9002",
 		"-upstream-params", "max_fails=0", "-real-ip-from", "10.0.0.0/8", "-log-level", "warn",
 		"-worker-processes", "4", "-worker-connections", "10000",
+		"-render-conf", conf, "-www-root", "/src/www", "-nginx-temp-dir", "/src/tmp",
+		"-http-listen", "127.0.0.1:28080", "-status-listen", "127.0.0.1:28082", "-challenge-listen", "127.0.0.1:28081",
 	}, env{}.get, io.Discard)
 	if err != nil {
 		t.Fatalf("run(-render-only) = %v", err)
@@ -269,6 +276,23 @@ func TestRenderOnly(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil || !strings.Contains(string(b), want) {
 			t.Errorf("-render-only wrote %s = %q, %v; want it to contain %q", name, b, err, want)
+		}
+	}
+	for name, want := range map[string]string{
+		"nginx.conf":            "include " + dir + "/servers.conf;",
+		"sudoku-locations.conf": "include " + dir + "/admission.conf;",
+		"sudoku-www.conf":       "root /src/www;",
+		"sudoku-fastcgi.conf":   "fastcgi_pass sudoku_workers;",
+	} {
+		b, err := os.ReadFile(filepath.Join(conf, name))
+		if err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("-render-conf wrote %s = %v; want it to contain %q", name, err, want)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(conf, "nginx.conf"))
+	for _, want := range []string{"listen 127.0.0.1:28080 default_server;", "listen 127.0.0.1:28082;", "proxy_pass http://127.0.0.1:28081;", "client_body_temp_path /src/tmp/body;"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("-render-conf's nginx.conf has no %q", want)
 		}
 	}
 }

@@ -227,10 +227,7 @@ func TestTLSFlags(t *testing.T) {
 			}
 		})
 	}
-	c, err := parseConfig(nil, env{"SUDOKU_EDGE_TLS_DOMAINS": " a.example.com, b.example.com "}.get, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustParse(t, nil, env{"SUDOKU_EDGE_TLS_DOMAINS": " a.example.com, b.example.com "})
 	if o := c.sup.TLS; o == nil || !c.tls.on() || o.CA != "https://acme-v02.api.letsencrypt.org/directory" || o.StoragePath != "/var/lib/sudoku-edge/acme" ||
 		strings.Join(o.Domains, ",") != "a.example.com,b.example.com" {
 		t.Errorf("parseConfig with domains = %+v", o)

@@ -58,14 +58,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	internal, err := serveHTTP("internal", c.internalListen, svc.InternalHandler(reg), log)
+	internal, err := cli.ServeHTTP(log, "internal listener", c.internalListen, svc.InternalHandler(reg))
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	defer shutdown(internal)
 	if c.pprofListen != "" {
-		pp, err := serveHTTP("pprof", c.pprofListen, pprofHandler(), log)
+		pp, err := cli.ServeHTTP(log, "pprof listener", c.pprofListen, pprofHandler())
 		if err != nil {
 			ln.Close()
 			return err

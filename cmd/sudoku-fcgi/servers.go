@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
-	"github.com/rs/zerolog"
 
 	"sudoku-fcgi/solver"
 )
@@ -90,21 +89,6 @@ func pprofHandler() http.Handler {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
-}
-
-// serveHTTP serves h over plain HTTP on addr until the server is closed.
-func serveHTTP(name, addr string, h http.Handler, log zerolog.Logger) (*http.Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("%s listener: %w", name, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error().Err(err).Str("listener", name).Msg("http listener failed")
-		}
-	}()
-	return srv, nil
 }
 
 // healthcheck asks the local internal listener whether the worker is ready.

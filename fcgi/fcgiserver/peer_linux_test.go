@@ -4,15 +4,12 @@ import (
 	"net"
 	"os"
 	"testing"
+
+	"sudoku-fcgi/fcgi/fcgitest"
 )
 
 func TestPeerOfUnixConn(t *testing.T) {
-	sock := t.TempDir() + "/p.sock"
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln, sock := fcgitest.ListenUnix(t)
 	client, err := net.Dial("unix", sock)
 	if err != nil {
 		t.Fatal(err)

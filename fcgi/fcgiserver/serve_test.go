@@ -3,7 +3,6 @@ package fcgiserver
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -28,10 +27,7 @@ var echo = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 // start runs Serve with h and opt on a loopback port until the test ends.
 func start(t *testing.T, h http.Handler, opt Options) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := fcgitest.Listen(t, "tcp", "127.0.0.1:0")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Serve(ctx, ln, h, opt) }()
@@ -132,11 +128,7 @@ func TestParamsOverTheCap(t *testing.T) {
 }
 
 func TestOptionsRefused(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := fcgitest.Listen(t, "tcp", "127.0.0.1:0")
 	for name, set := range map[string]func(*Options){
 		"zero":            func(o *Options) { *o = Options{} },
 		"no conns":        func(o *Options) { o.MaxConns = 0 },

@@ -163,6 +163,27 @@ type Client struct {
 	r    *bufio.Reader
 }
 
+// Listen listens on network and addr ("tcp", "127.0.0.1:0" for a free
+// loopback port; "unix" and a socket path); the listener closes when the
+// test ends, if nothing closed it before.
+func Listen(tb testing.TB, network, addr string) net.Listener {
+	tb.Helper()
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// ListenUnix listens on a unix socket in a fresh temporary directory and
+// returns the listener, which closes when the test ends, and the path.
+func ListenUnix(tb testing.TB) (net.Listener, string) {
+	tb.Helper()
+	path := tb.TempDir() + "/s.sock"
+	return Listen(tb, "unix", path), path
+}
+
 // Dial connects to addr; the connection closes when the test ends.
 func Dial(tb testing.TB, addr string) *Client {
 	tb.Helper()

@@ -1,15 +1,16 @@
 package admission
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"sudoku-fcgi/nginx/internal/edgemetric"
 )
 
 // Metrics show the controller: its rate, its inputs and its decisions,
 // and nginx's own answers as the log counter reads them. A nil *Metrics
 // counts nothing.
 type Metrics struct {
+	set                                          *edgemetric.Set
 	rate, computed, capacity, floor              prometheus.Gauge
 	answered, busy503, wait, inFlight, congested prometheus.Gauge
 	workers                                      prometheus.Gauge
@@ -22,34 +23,35 @@ type Metrics struct {
 
 // NewMetrics returns unregistered metrics in the sudoku_edge namespace.
 func NewMetrics() *Metrics {
-	name := func(n string) string { return prometheus.BuildFQName("sudoku", "edge", n) }
-	g := func(n, help string) prometheus.Gauge {
-		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name(n), Help: help})
-	}
+	s := new(edgemetric.Set)
 	m := &Metrics{
-		rate:      g("admission_rate", "Rate of nginx's admission queue now, requests/s (0: off)."),
-		computed:  g("admission_computed_rate", "Rate the control law computed, requests/s; the rendered one follows it by the hysteresis."),
-		capacity:  g("admission_capacity", "Workers' answers per second while congested (EWMA): what they can serve."),
-		floor:     g("admission_floor_rate", "Lowest rate the controller sets, requests/s (its -admission-min)."),
-		answered:  g("admission_workers_answered", "Workers' GET answers per second over the last scrape window."),
-		busy503:   g("admission_workers_busy", "Workers' busy 503s per second over the last scrape window."),
-		wait:      g("admission_workers_queue_wait_seconds", "Workers' mean queue wait over the last scrape window."),
-		inFlight:  g("admission_workers_in_flight_per_slot", "Workers' mean requests in flight per solver slot over the last scrape window: the law's signal."),
-		congested: g("admission_congested", "1 while the workers' requests in flight per slot or busy 503s are over target."),
-		workers:   g("admission_workers_scraped", "Workers whose metrics fed the last decision."),
-		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("admission_decisions_total"),
-			Help: "Controller decisions by reason: raise and cut rendered a new rate, hold kept it, no_data had no worker."},
-			[]string{"reason"}),
-		scrapeErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: name("admission_scrape_errors_total"),
-			Help: "Worker metrics scrapes (and lookups) that failed."}),
-		admission: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("admission_requests_total"),
-			Help: "GET /sudoku requests by what nginx's limits did (passed, delayed, rejected), from nginx's access log."},
-			[]string{"result"}),
-		responses: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("nginx_responses_total"),
-			Help: "Answers by status code and source, from nginx's access log: 429, 503 and under 400 from one request in 16 (x16), the other codes of 400 and up exactly (every answer exactly with -access-log-all); source nginx when it answered itself (its limits, its errors, no worker reached), worker otherwise."},
-			[]string{"code", "source"}),
-		logErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: name("access_log_errors_total"),
-			Help: "Access log lines the edge could not read."}),
+		set:  s,
+		rate: s.Gauge("admission_rate", "Rate of nginx's admission queue now, requests/s (0: off)."),
+		computed: s.Gauge("admission_computed_rate",
+			"Rate the control law computed, requests/s; the rendered one follows it by the hysteresis."),
+		capacity: s.Gauge("admission_capacity", "Workers' answers per second while congested (EWMA): what they can serve."),
+		floor: s.Gauge("admission_floor_rate",
+			"Lowest rate the controller sets, requests/s (its -admission-min)."),
+		answered: s.Gauge("admission_workers_answered",
+			"Workers' GET answers per second over the last scrape window."),
+		busy503: s.Gauge("admission_workers_busy",
+			"Workers' busy 503s per second over the last scrape window."),
+		wait: s.Gauge("admission_workers_queue_wait_seconds",
+			"Workers' mean queue wait over the last scrape window."),
+		inFlight: s.Gauge("admission_workers_in_flight_per_slot",
+			"Workers' mean requests in flight per solver slot over the last scrape window: the law's signal."),
+		congested: s.Gauge("admission_congested",
+			"1 while the workers' requests in flight per slot or busy 503s are over target."),
+		workers: s.Gauge("admission_workers_scraped", "Workers whose metrics fed the last decision."),
+		decisions: s.CounterVec("admission_decisions_total",
+			"Controller decisions by reason: raise and cut rendered a new rate, hold kept it, no_data had no worker.", "reason"),
+		scrapeErrors: s.Counter("admission_scrape_errors_total",
+			"Worker metrics scrapes (and lookups) that failed."),
+		admission: s.CounterVec("admission_requests_total",
+			"GET /sudoku requests by what nginx's limits did (passed, delayed, rejected), from nginx's access log.", "result"),
+		responses: s.CounterVec("nginx_responses_total",
+			"Answers by status code and source, from nginx's access log: 429, 503 and under 400 from one request in 16 (x16), the other codes of 400 and up exactly (every answer exactly with -access-log-all); source nginx when it answered itself (its limits, its errors, no worker reached), worker otherwise.", "code", "source"),
+		logErrors: s.Counter("access_log_errors_total", "Access log lines the edge could not read."),
 	}
 	for _, r := range reasons {
 		m.decisions.WithLabelValues(string(r))
@@ -61,15 +63,7 @@ func NewMetrics() *Metrics {
 }
 
 // Register registers every metric with r.
-func (m *Metrics) Register(r prometheus.Registerer) error {
-	var errs []error
-	for _, c := range []prometheus.Collector{m.rate, m.computed, m.capacity, m.floor,
-		m.answered, m.busy503, m.wait, m.inFlight, m.congested, m.workers, m.decisions, m.scrapeErrors,
-		m.admission, m.responses, m.logErrors} {
-		errs = append(errs, r.Register(c))
-	}
-	return errors.Join(errs...)
-}
+func (m *Metrics) Register(r prometheus.Registerer) error { return m.set.Register(r) }
 
 func (m *Metrics) decided(d decision, s sample) {
 	if m == nil {

@@ -1,0 +1,66 @@
+package nginx
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/template"
+)
+
+// The project's nginx configuration: nginx.conf and the files it includes
+// from beside it. They are templates for the values a Site names; rendered
+// with the image's values they are the image's /etc/nginx files.
+//
+//go:embed nginx.conf sudoku-locations.conf sudoku-fastcgi.conf sudoku-www.conf
+var siteFS embed.FS
+
+var siteTemplates = template.Must(template.New("").Option("missingkey=error").ParseFS(siteFS, "*.conf"))
+
+// siteFiles are the files RenderSite writes, in siteFS.
+var siteFiles = []string{"nginx.conf", "sudoku-locations.conf", "sudoku-fastcgi.conf", "sudoku-www.conf"}
+
+// Site is where the project's nginx configuration runs: the paths and the
+// addresses nginx.conf and the files beside it name.
+type Site struct {
+	RunDir          string // the files sudoku-edge writes (servers.conf, ...) and nginx's pid file
+	WWWRoot         string // the web page's files
+	HTTPListen      string // nginx listen of the plain HTTP server, e.g. "8080"
+	StatusListen    string // nginx listen of stub_status, e.g. "8082"
+	ChallengeListen string // host:port of sudoku-edge's ACME challenge responder
+	TempDir         string // nginx's temporary files; empty keeps nginx's built-in paths
+}
+
+// RenderSite writes nginx.conf and the files it includes from beside it
+// into dir, for site.
+func RenderSite(dir string, site Site) error {
+	values := map[string]string{
+		"run directory": site.RunDir, "www root": site.WWWRoot, "HTTP listen": site.HTTPListen,
+		"status listen": site.StatusListen, "challenge address": site.ChallengeListen, "temp directory": site.TempDir,
+	}
+	for name, v := range values {
+		if strings.ContainsAny(v, ";{}#\"'\\\n\r$ \t") || (v == "" && name != "temp directory") {
+			return fmt.Errorf("%w: %s %q", errUnsafe, name, v)
+		}
+	}
+	for _, l := range []string{site.HTTPListen, site.StatusListen} {
+		if _, err := parseListen(l); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, name := range siteFiles {
+		var buf bytes.Buffer
+		if err := siteTemplates.ExecuteTemplate(&buf, name, site); err != nil {
+			return fmt.Errorf("rendering %s: %w", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), buf.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
