@@ -84,18 +84,14 @@ func (c Config) Check() error {
 // workerReport is what one worker reported over one sample's window, as rates
 // per second where it says so.
 type workerReport struct {
-	ID           string  // stable across samples (its metrics address)
-	Answered     float64 // GET answers per second (solved and no_solution)
-	Busy503      float64 // busy 503s per second (too_busy)
-	Solves       float64 // solver runs per second
-	SolveSeconds float64 // solver time per second: busy slot-seconds
-	Slots        int     // pool size
+	ID       string  // stable across samples (its metrics address)
+	Answered float64 // GET answers per second (solved and no_solution)
+	Busy503  float64 // busy 503s per second (too_busy)
+	Slots    int     // pool size
 	// InFlight is the mean number of requests inside the worker's handler
 	// over the window: its request seconds per second (Little's law).
-	InFlight   float64
-	SlotsBusy  float64 // slots in use at the scrape
-	QueueDepth float64 // puzzles waiting for a slot at the scrape
-	QueueWait  time.Duration
+	InFlight  float64
+	QueueWait time.Duration // mean wait for a slot (shown, not read by the law)
 }
 
 // nginxCounts is what this instance's nginx counted over the window, per second.

@@ -70,7 +70,7 @@ func TestStepDownInCapacity(t *testing.T) {
 	s.onTick = func(s *sim) {
 		if s.now >= 60 && a.capacity == 4000 {
 			for _, w := range []*simWorker{a, b} {
-				w.capacity, w.bias = 4000.0/30, 0.97
+				w.capacity = 4000.0 / 30
 			}
 		}
 	}

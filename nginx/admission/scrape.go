@@ -17,12 +17,11 @@ import (
 
 // counters is one scrape of a worker's /metrics: the figures the law reads.
 type counters struct {
-	at                        time.Time
-	answered, busy503         float64 // requests_total{route="get"}, by outcome
-	solves, solveSeconds      float64 // solve_duration_seconds count, sum
-	waits, waitSeconds        float64 // queue_wait_seconds count, sum
-	requestSeconds            float64 // request_duration_seconds sum
-	slots, slotsBusy, waiting float64 // pool gauges
+	at                 time.Time
+	answered, busy503  float64 // requests_total{route="get"}, by outcome
+	waits, waitSeconds float64 // queue_wait_seconds count, sum
+	requestSeconds     float64 // request_duration_seconds sum
+	slots              float64 // pool_slots
 }
 
 // parseCounters reads the worker metrics the law needs from Prometheus
@@ -69,12 +68,9 @@ func parseCounters(r io.Reader, at time.Time) (counters, error) {
 		}
 		return 0
 	}
-	c.solves, c.solveSeconds = hist("sudoku_solve_duration_seconds")
 	c.waits, c.waitSeconds = hist("sudoku_queue_wait_seconds")
 	_, c.requestSeconds = hist("sudoku_request_duration_seconds")
 	c.slots = gauge("sudoku_pool_slots")
-	c.slotsBusy = gauge("sudoku_pool_slots_busy")
-	c.waiting = gauge("sudoku_pool_queue_depth")
 	return c, nil
 }
 
@@ -83,19 +79,15 @@ func parseCounters(r io.Reader, at time.Time) (counters, error) {
 func window(id string, prev, cur counters) (workerReport, bool) {
 	dt := cur.at.Sub(prev.at).Seconds()
 	d := func(a, b float64) float64 { return b - a }
-	if dt <= 0 || cur.answered < prev.answered || cur.solves < prev.solves || cur.waits < prev.waits || cur.requestSeconds < prev.requestSeconds {
+	if dt <= 0 || cur.answered < prev.answered || cur.waits < prev.waits || cur.requestSeconds < prev.requestSeconds {
 		return workerReport{}, false
 	}
 	w := workerReport{
-		ID:           id,
-		Answered:     d(prev.answered, cur.answered) / dt,
-		Busy503:      d(prev.busy503, cur.busy503) / dt,
-		Solves:       d(prev.solves, cur.solves) / dt,
-		SolveSeconds: d(prev.solveSeconds, cur.solveSeconds) / dt,
-		InFlight:     d(prev.requestSeconds, cur.requestSeconds) / dt,
-		Slots:        int(cur.slots),
-		SlotsBusy:    cur.slotsBusy,
-		QueueDepth:   cur.waiting,
+		ID:       id,
+		Answered: d(prev.answered, cur.answered) / dt,
+		Busy503:  d(prev.busy503, cur.busy503) / dt,
+		InFlight: d(prev.requestSeconds, cur.requestSeconds) / dt,
+		Slots:    int(cur.slots),
 	}
 	if n := cur.waits - prev.waits; n > 0 {
 		w.QueueWait = time.Duration((cur.waitSeconds - prev.waitSeconds) / n * float64(time.Second))

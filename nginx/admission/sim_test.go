@@ -10,20 +10,17 @@ import (
 
 // simWorker is a fluid model of a worker: a pool of slots answering
 // capacity requests per second, a queue that holds what it can solve in
-// 50 ms and refuses the rest with busy 503s. bias is the solver's share of
-// a request's whole cost, so the slot-based estimate over-reads the
-// capacity by 1/bias, as the real one does (parsing, FastCGI, nginx on the
-// same cores are outside the solver's time).
+// 50 ms and refuses the rest with busy 503s; it reports its requests in
+// flight as the real one's request time does (Little's law).
 type simWorker struct {
 	id       string
 	capacity float64
 	slots    int
-	bias     float64
 	dead     bool
 
 	queue float64
 	// over the current window
-	answered, busy, solveSec, waitWeighted, inFlightSec float64
+	answered, busy, waitWeighted, inFlightSec float64
 	// over the whole run, after warm (seconds)
 	warm, goodput, busyTotal float64
 }
@@ -93,15 +90,13 @@ func (s *sim) run(seconds int) {
 			if w.answered+w.busy > 0 {
 				wait = w.waitWeighted / (w.answered + w.busy)
 			}
-			busySlots := float64(w.slots) * math.Min(1, w.solveSec/w.bias/float64(w.slots))
 			ws = append(ws, workerReport{
-				ID: w.id, Answered: w.answered, Busy503: w.busy, Solves: w.answered,
-				SolveSeconds: w.solveSec, Slots: w.slots, SlotsBusy: math.Floor(busySlots),
-				QueueDepth: math.Floor(w.queue), QueueWait: time.Duration(wait * float64(time.Second)),
-				InFlight: w.inFlightSec,
+				ID: w.id, Answered: w.answered, Busy503: w.busy, Slots: w.slots,
+				QueueWait: time.Duration(wait * float64(time.Second)),
+				InFlight:  w.inFlightSec,
 			})
 			total += w.answered
-			w.answered, w.busy, w.solveSec, w.waitWeighted, w.inFlightSec = 0, 0, 0, 0, 0
+			w.answered, w.busy, w.waitWeighted, w.inFlightSec = 0, 0, 0, 0
 		}
 		for _, e := range s.edges {
 			smp := sample{At: start.Add(time.Duration(math.Round(s.now*1000)) * time.Millisecond), Window: time.Second, Workers: ws,
@@ -154,7 +149,6 @@ func (s *sim) fluid() {
 			w.goodput += served
 			w.busyTotal += refused
 		}
-		w.solveSec += served / capa * float64(w.slots) * w.bias
 		w.waitWeighted += served * (w.queue / capa)
 		// In flight: the backlog, the slots in use, and the wait that
 		// variable service times add below saturation (M/D/1's, halved:
@@ -166,7 +160,7 @@ func (s *sim) fluid() {
 }
 
 func worker(id string, capacity float64) *simWorker {
-	return &simWorker{id: id, capacity: capacity, slots: 2, bias: 0.8}
+	return &simWorker{id: id, capacity: capacity, slots: 2}
 }
 
 func constant(v float64) func(float64) float64 { return func(float64) float64 { return v } }
