@@ -15,6 +15,9 @@
 # turned away by nginx with 503 (nginx us/request against nginx us/answer),
 # and workers with one solver slot and no queue, so most GETs get a
 # worker's busy 503 (workers us/GET: every GET the workers answered).
+# On compose the rejection runs (first round, straight to nginx, 32 and 480
+# in flight) recreate nginx with an admission queue of 1 request/s, and
+# every compose run also prints what dockerd and containerd-shim spent.
 # The last line is the summary of the best c32 run of the first transport:
 #   path: c32 N req/s p99 X ms, c480 M req/s, nginx A us, workers B us per answer
 #
@@ -119,12 +122,14 @@ measure() { # label url depth prefix: one batch run, one table row; prefix names
 	name=$(tr -c 'a-z0-9\n' - <<<"$label")-c$c-$round
 	read -r a0 x0 g0 gc0 _ < <("${hook}_conns")
 	n0=$("${hook}_cpu_nginx") w0=$("${hook}_cpu_workers")
+	[[ $hook != compose ]] || d0=$(compose_cpu_daemons)
 	if [[ $client == wrk ]]; then
 		wrk -t1 -c"$c" -d"$wrk_duration" --latency -s "$lua" "$url" >"$out/$name.wrk" 2>&1 || true
 	else
 		"$load" batch -url "$url" -in "$big" -c "$c" -json -progress=false >"$out/$name.json" 2>"$out/$name.log" || true
 	fi
 	n1=$("${hook}_cpu_nginx") w1=$("${hook}_cpu_workers")
+	[[ $hook != compose ]] || d1=$(compose_cpu_daemons)
 	read -r a1 x1 g1 gc1 h1 < <("${hook}_conns")
 	if [[ $client == wrk ]]; then
 		# wrk counts requests and non-2xx answers; it does not check the solutions.
@@ -141,6 +146,10 @@ measure() { # label url depth prefix: one batch run, one table row; prefix names
 		printf "| %s | %d | %.0f | %.2f | %d | %.1f | %.1f | %.1f | %d | %.1f | %.1f | %.1f | %.1f | %d |", l, c, tp, p99, e, dn / a / 1000, dw / a / 1000, dn / all / 1000, dg, dw / g / 1000, da * 10000 / a, dx * 10000 / a, dgc * 10000 / g, heap }')
 	echo "$line"
 	echo "$line" >>"$out/table.md"
+	# What the container runtime spends beside the containers (the access
+	# log's lines through containerd-shim into dockerd's json-file).
+	[[ $hook != compose ]] || awk -v d=$((d1 - d0)) -v all=$((ok + errs)) 'BEGIN {
+		printf "  dockerd + containerd-shim: %.1f us/request\n", d / (all > 0 ? all : 1) / 1000 }'
 }
 depth_runs() { # label url hook
 	local c
@@ -189,18 +198,18 @@ if [[ ${COMPOSE:-0} != 1 ]]; then
 	done
 	summary_of=${transports[0]}
 else
-	project=sudoku-path
+	project=sudoku-path override=
 	compose=(docker-compose)
 	docker compose version >/dev/null 2>&1 && compose=(docker compose)
 	dc() { "${compose[@]}" -p "$project" "$@"; }
-	trap 'dc down -v --remove-orphans >/dev/null 2>&1 || true; cleanup' EXIT
+	trap 'dc down -v --remove-orphans >/dev/null 2>&1 || true; stop_pids "${pids[@]}"; rm -rf "$work"' EXIT
 	up() { # transport: the stack from this checkout, FastCGI over unix sockets or TCP
 		local env=()
 		[[ $1 == tcp ]] && env=(SUDOKU_FCGI_LISTEN=:9000 SUDOKU_WORKERS=sudoku:9000)
 		say "starting the compose stack, $1 (project $project, 127.0.0.1:31780)"
 		env "${env[@]}" SUDOKU_HTTP_PORT=127.0.0.1:31780 SUDOKU_EXPORTER_PORT=127.0.0.1:31713 \
 			SUDOKU_TRUSTED_CLIENTS=172.16.0.0/12,192.168.0.0/16,10.0.0.0/8 SUDOKU_LOG_LEVEL=warn \
-			"${compose[@]}" -p "$project" up -d --build 2>&1 | sed -u 's/^/    /' >&2
+			"${compose[@]}" -p "$project" -f docker-compose.yml ${override:+-f "$override"} up -d --build 2>&1 | sed -u 's/^/    /' >&2
 		wait_for_long http://127.0.0.1:31780/sudoku/stats
 		nginx_id=$(docker inspect -f '{{.Id}}' "$(dc ps -q nginx)")
 		mapfile -t worker_ids < <(dc ps -q sudoku | xargs docker inspect -f '{{.Id}}')
@@ -227,11 +236,23 @@ else
 	compose_cpu_nginx() { cgcpu "$nginx_id"; }
 	compose_cpu_workers() { cgcpu "${worker_ids[@]}"; }
 	compose_conns() { conns_at "${worker_metrics[@]}"; }
+	compose_cpu_daemons() { oncpu $(pgrep -x dockerd) $(pgrep -x containerd-shim) $(pgrep -f containerd-shim-runc); }
 	for round in $(seq "$rounds"); do
 		for tr in "${transports[@]}"; do
 			up "$tr"
 			depth_runs "compose $tr, published port" http://127.0.0.1:31780 compose
 			depth_runs "compose $tr, direct" "$direct" compose
+			if ((round == 1)) && [[ ${REJECT:-1} == 1 ]]; then
+				# Admission queue at 1 request/s: nearly every GET is nginx's
+				# 503, as in an overload (nginx/README.md, "Admission").
+				say "rejection: nginx recreated with SUDOKU_EDGE_ADMISSION=1, 32 and 480 in flight"
+				override=$work/admission.yml
+				printf 'version: "2.4"\nservices:\n  nginx:\n    environment:\n      SUDOKU_EDGE_ADMISSION: "1"\n' >"$override"
+				up "$tr"
+				measure "compose $tr, direct, admission 1" "$direct" 32 compose
+				measure "compose $tr, direct, admission 1" "$direct" 480 compose
+				override=
+			fi
 			dc down -v --remove-orphans >/dev/null 2>&1
 		done
 	done
