@@ -43,12 +43,9 @@ func (s *Service) batch(w http.ResponseWriter, r *http.Request, st *reqState) {
 	}
 
 	h := w.Header()
-	h["Content-Type"] = hdrText
-	h["X-Sudoku-Worker"] = s.hdrWorker
-	h["Cache-Control"] = hdrNoStore
-	h["X-Content-Type-Options"] = hdrNoSniff
-	h["X-Accel-Buffering"] = hdrNo // nginx passes lines on as they come
-	h["Date"] = s.dateHeader(time.Now())
+	h.Set("Content-Type", typeText)
+	s.setCommon(h)
+	h.Set("X-Accel-Buffering", "no") // nginx passes lines on as they come
 	st.status, st.wrote, st.outcome = http.StatusOK, true, outcomeBatch
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)

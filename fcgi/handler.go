@@ -78,25 +78,17 @@ type Service struct {
 	draining atomic.Bool
 	counts   counts
 
-	hdrWorker []string
-	date      atomic.Pointer[dateValue]
-	bufs      sync.Pool
-}
-
-type dateValue struct {
-	unix int64
-	v    []string
+	bufs sync.Pool
 }
 
 // New builds a Service; start cfg from DefaultConfig.
 func New(cfg Config, log zerolog.Logger) *Service {
 	cfg = cfg.resolve()
 	s := &Service{
-		cfg:       cfg,
-		log:       log,
-		pool:      newPool(cfg.PoolSize, cfg.QueueSize, cfg.QueueTimeout),
-		solve:     solver.SolveContext,
-		hdrWorker: []string{cfg.WorkerID},
+		cfg:   cfg,
+		log:   log,
+		pool:  newPool(cfg.PoolSize, cfg.QueueSize, cfg.QueueTimeout),
+		solve: solver.SolveContext,
 	}
 	s.bufs.New = func() any { b := make([]byte, 0, 512); return &b }
 	s.m = newMetrics(s.pool, s.draining.Load)
@@ -126,38 +118,11 @@ func (s *Service) Collect(ch chan<- prometheus.Metric) {
 // calls it.
 func (s *Service) SetDraining(v bool) { s.draining.Store(v) }
 
-// The header values go into every answer's map as shared slices (never
-// changed after start), Content-Length from a table and Date cached for a
-// second: h.Set's canonical keys, strconv and the Date formatting cost 1.6%
-// of a whole request (tests/bench/RESULTS.md, "Handler: standard library vs
-// hand-made paths").
-var (
-	hdrJSON        = []string{"application/json"}
-	hdrText        = []string{"text/plain; charset=utf-8"}
-	hdrNoStore     = []string{"no-store"}
-	hdrNoSniff     = []string{"nosniff"} // a browser takes the answer for its Content-Type, nothing else
-	hdrRetryAfter  = []string{"1"}
-	hdrNo          = []string{"no"}
-	hdrAllowSudoku = []string{"GET, HEAD, POST"}
-	hdrAllowStats  = []string{"GET, HEAD"}
-	smallLengths   = func() (t [1024][]string) {
-		for i := range t {
-			t[i] = []string{strconv.Itoa(i)}
-		}
-		return t
-	}()
+// The Content-Types of the public answers.
+const (
+	typeJSON = "application/json"
+	typeText = "text/plain; charset=utf-8"
 )
-
-// dateHeader returns the Date field for now, formatted once a second.
-func (s *Service) dateHeader(now time.Time) []string {
-	unix := now.Unix()
-	if d := s.date.Load(); d != nil && d.unix == unix {
-		return d.v
-	}
-	d := &dateValue{unix: unix, v: []string{now.UTC().Format(http.TimeFormat)}}
-	s.date.Store(d)
-	return d.v
-}
 
 // reqState is what one request leaves for the access line and the stats.
 type reqState struct {
@@ -262,13 +227,13 @@ func (s *Service) route(w http.ResponseWriter, r *http.Request, st *reqState, no
 			st.route = routeBatch
 			s.batch(w, r, st)
 		default:
-			w.Header()["Allow"] = hdrAllowSudoku
+			w.Header().Set("Allow", "GET, HEAD, POST")
 			s.fail(w, st, methodNotAllowed(r.Method, "GET, HEAD or POST"), "")
 		}
 	case "/sudoku/stats":
 		st.route = routeStats
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header()["Allow"] = hdrAllowStats
+			w.Header().Set("Allow", "GET, HEAD")
 			s.fail(w, st, methodNotAllowed(r.Method, "GET or HEAD"), "")
 			return
 		}
@@ -288,22 +253,23 @@ func (s *Service) putBuf(b *[]byte) {
 	}
 }
 
+// setCommon sets the header fields every public answer carries.
+// X-Content-Type-Options: nosniff keeps a browser to the Content-Type.
+func (s *Service) setCommon(h http.Header) {
+	h.Set("X-Sudoku-Worker", s.cfg.WorkerID)
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+}
+
 // write sends a complete response with explicit Content-Type and
-// Content-Length (golang/go#40928).
-func (s *Service) write(w http.ResponseWriter, st *reqState, status int, ctype []string, body []byte) {
+// Content-Length (golang/go#40928). net/http/fcgi adds the Date.
+func (s *Service) write(w http.ResponseWriter, st *reqState, status int, ctype string, body []byte) {
 	h := w.Header()
-	h["Content-Type"] = ctype
-	if n := len(body); n < len(smallLengths) {
-		h["Content-Length"] = smallLengths[n]
-	} else {
-		h["Content-Length"] = []string{strconv.Itoa(n)}
-	}
-	h["X-Sudoku-Worker"] = s.hdrWorker
-	h["Cache-Control"] = hdrNoStore
-	h["X-Content-Type-Options"] = hdrNoSniff
-	h["Date"] = s.dateHeader(time.Now())
+	h.Set("Content-Type", ctype)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	s.setCommon(h)
 	if status == http.StatusServiceUnavailable {
-		h["Retry-After"] = hdrRetryAfter
+		h.Set("Retry-After", "1")
 	}
 	st.status, st.wrote = status, true
 	w.WriteHeader(status)
@@ -319,7 +285,7 @@ func (s *Service) fail(w http.ResponseWriter, st *reqState, err error, id string
 	st.outcome, st.errMsg = o, msg
 	bp := s.getBuf()
 	*bp = appendError(*bp, msg, id)
-	s.write(w, st, outcomeStatus[o], hdrJSON, *bp)
+	s.write(w, st, outcomeStatus[o], typeJSON, *bp)
 	s.putBuf(bp)
 }
 
@@ -391,10 +357,10 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request, st *reqState) {
 		b := solver.AppendID(*bp, []byte(req.id), req.id != "")
 		b = solver.AppendSolution(b, &res.Solution, req.unique, res.Count)
 		*bp = append(b, '\n')
-		s.write(w, st, http.StatusOK, hdrText, *bp)
+		s.write(w, st, http.StatusOK, typeText, *bp)
 	} else {
 		*bp = appendSolution(*bp, req.id, &req.grid, &res.Solution, res.Count == 1, req.unique)
-		s.write(w, st, http.StatusOK, hdrJSON, *bp)
+		s.write(w, st, http.StatusOK, typeJSON, *bp)
 	}
 	s.putBuf(bp)
 }

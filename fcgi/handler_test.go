@@ -159,7 +159,7 @@ func TestHandlerGET(t *testing.T) {
 	})
 }
 
-func itoa(n int) string { return strconv.Itoa(n) } // not smallLengths: the test checks the table
+func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestHandlerMethods(t *testing.T) {
 	s := newTestService(t, cfg())

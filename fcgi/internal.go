@@ -26,7 +26,7 @@ func (s *Service) InternalHandler(g prometheus.Gatherer) http.Handler {
 		w.Write([]byte("ready\n"))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header()["X-Sudoku-Worker"] = s.hdrWorker
+		w.Header().Set("X-Sudoku-Worker", s.cfg.WorkerID)
 		mux.ServeHTTP(w, r)
 	})
 }

@@ -109,7 +109,7 @@ func (s *Service) serveStats(w http.ResponseWriter, st *reqState, now time.Time)
 		return
 	}
 	st.outcome = outcomeStats
-	s.write(w, st, http.StatusOK, hdrJSON, append(b, '\n'))
+	s.write(w, st, http.StatusOK, typeJSON, append(b, '\n'))
 }
 
 func (s *Service) openConns() int64 {

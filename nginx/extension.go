@@ -10,8 +10,8 @@ import (
 
 // Extension is a part of the edge beside discovery and certificates that
 // renders an include of its own, such as the admission controller. It
-// reads what the supervisor knows and changes nginx only through Edge, so
-// that its reloads share the check-and-revert path of every other change.
+// changes nginx only through Edge, so that its reloads share the
+// check-and-revert path of every other change.
 type Extension interface {
 	// Start writes the extension's include files (Edge.Apply) before nginx
 	// starts: nginx refuses to start while an include is missing.
@@ -25,14 +25,6 @@ type Extension interface {
 type Edge struct{ s *Supervisor }
 
 func (s *Supervisor) edge() *Edge { return &Edge{s} }
-
-// Workers returns the worker addresses in servers.conf now, as nginx's
-// server directive names them: "172.18.0.3:9000", "unix:/run/x/a.sock".
-func (e *Edge) Workers() []string {
-	e.s.addrsMu.Lock()
-	defer e.s.addrsMu.Unlock()
-	return addrStrings(e.s.addrs)
-}
 
 // Include is one file an Extension renders: a plain file name in the run
 // directory and its content.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -19,12 +18,8 @@ func TestEdgeApply(t *testing.T) {
 	fake := &fakeNginx{}
 	s := &Supervisor{RunDir: dir}
 	s.applier = &configApplier{Checker: fake, Reloader: fake, Log: zerolog.Nop()}
-	s.setAddrs(aps("10.0.0.2:9000", "unix:/run/w.sock"))
 	e := s.edge()
 	ctx := context.Background()
-	if got := e.Workers(); !slices.Equal(got, []string{"10.0.0.2:9000", "unix:/run/w.sock"}) {
-		t.Errorf("Workers() = %q", got)
-	}
 	path := filepath.Join(dir, "rate.conf")
 	if reloaded, err := e.Apply(ctx, Include{"rate.conf", []byte("limit_req_zone x;\n")}); reloaded || err != nil || fake.checks != 0 {
 		t.Errorf("Apply before start = %v, %v with %d checks; want written, no check", reloaded, err, fake.checks)

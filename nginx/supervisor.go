@@ -98,7 +98,6 @@ type Supervisor struct {
 	applier    *configApplier
 	disc       *workerDiscovery
 	tls        *edgeTLS
-	addrsMu    sync.Mutex   // guards addrs for Edge.Workers; round writes them
 	addrs      []workerAddr // the workers in servers.conf
 	budget     workerBudget
 }
@@ -433,7 +432,7 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 			return fmt.Errorf("writing %s: %w", f, err)
 		}
 	}
-	s.setAddrs(addrs)
+	s.addrs = addrs
 	s.Metrics.workersNow(len(addrs), n)
 	s.Log.Info().Strs("workers", addrStrings(addrs)).Str("file", s.path("servers.conf")).Msg("upstream servers written")
 	if err := s.writePrefixes("trusted-clients.conf", "trusted clients", s.TrustedClients, renderTrustedClients); err != nil {
@@ -521,7 +520,7 @@ func (s *Supervisor) applyWorkers(ctx context.Context, next []workerAddr, msg st
 	}
 	ev.Strs("added", addrStrings(added)).Strs("removed", addrStrings(removed)).
 		Strs("workers", addrStrings(next)).Int("budget", n).Stringer("outcome", outcome).Msg(msg)
-	s.setAddrs(next)
+	s.addrs = next
 	s.Metrics.workersNow(len(next), n)
 }
 
@@ -543,12 +542,6 @@ func (s *Supervisor) upstreamFiles(addrs []workerAddr, budget int) ([]configChan
 		fileChange{Path: s.path("servers.conf"), Data: servers},
 		fileChange{Path: s.path("admission.conf"), Data: admission},
 	}, nil
-}
-
-func (s *Supervisor) setAddrs(addrs []workerAddr) {
-	s.addrsMu.Lock()
-	defer s.addrsMu.Unlock()
-	s.addrs = addrs
 }
 
 // every calls f every interval until ctx ends.

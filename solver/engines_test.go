@@ -92,16 +92,9 @@ func FuzzEngines(f *testing.F) {
 	if !asmEngine {
 		f.Skip("assembly engine not built (amd64 without the purego tag) or not run by this CPU (BMI1, BMI2, AVX2)")
 	}
-	addSeeds(f)
-	f.Fuzz(func(t *testing.T, s string) {
-		g, err := Parse(s)
-		if err != nil {
-			return
-		}
-		// A puzzle with few givens can search long: skip those the
-		// scalar engine does not finish in 2 s.
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
+	// A puzzle with few givens can search long: skip those the scalar
+	// engine does not finish in 2 s.
+	fuzzPuzzles(f, 2*time.Second, func(ctx context.Context, t *testing.T, s string, g Grid) {
 		if _, err := solveWith(ctx, g, 2, false); err != nil {
 			t.Skipf("%q over budget: %v", s, err)
 		}

@@ -55,15 +55,24 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-func FuzzSolve(f *testing.F) {
+// fuzzPuzzles fuzzes check with the seed corpus (addSeeds) on every input
+// that parses, giving it a context that ends after budget.
+func fuzzPuzzles(f *testing.F, budget time.Duration, check func(ctx context.Context, t *testing.T, s string, g Grid)) {
+	f.Helper()
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, s string) {
 		g, err := Parse(s)
 		if err != nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), budget)
 		defer cancel()
+		check(ctx, t, s, g)
+	})
+}
+
+func FuzzSolve(f *testing.F) {
+	fuzzPuzzles(f, 5*time.Second, func(ctx context.Context, t *testing.T, s string, g Grid) {
 		r, err := SolveContext(ctx, g, 2)
 		if err != nil {
 			t.Skipf("SolveContext(%q) over budget: %v", s, err)

@@ -18,11 +18,16 @@ import "strings"
 // id "2026-12-01T10:00:00"). A line with a ':' has an id, possibly empty;
 // the answer repeats it as "id:" exactly as sent.
 const (
-	WordUnique        = "unique"
-	WordNotUnique     = "not-unique"
-	AnswerNoSolution  = "NoSolution"
-	AnswerTooBusy     = "ServerTooBusy"
-	AnswerErrorPrefix = "error: "
+	WordNotUnique    = "not-unique"
+	AnswerNoSolution = "NoSolution"
+	AnswerTooBusy    = "ServerTooBusy"
+)
+
+// The words that AppendSolution, AppendError and ParseAnswer keep to
+// themselves.
+const (
+	wordUnique        = "unique"
+	answerErrorPrefix = "error: "
 )
 
 // SplitLine splits a request line "[id:]<rest>" at its last ':'. hasID
@@ -65,14 +70,14 @@ func AppendSolution(dst []byte, g *Grid, unique bool, count int) []byte {
 		return dst
 	}
 	if count == 1 {
-		return append(append(dst, ' '), WordUnique...)
+		return append(append(dst, ' '), wordUnique...)
 	}
 	return append(append(dst, ' '), WordNotUnique...)
 }
 
 // AppendError appends the "error: <message>" answer.
 func AppendError(dst []byte, msg string) []byte {
-	return append(append(dst, AnswerErrorPrefix...), msg...)
+	return append(append(dst, answerErrorPrefix...), msg...)
 }
 
 // AnswerKind tells the answer words apart.
@@ -105,11 +110,11 @@ type Answer struct {
 // read wrongly there); every other answer splits at the last ':', as
 // request lines do. ok is false for a line that is none of the answers.
 func ParseAnswer(line string) (a Answer, ok bool) {
-	if msg, found := strings.CutPrefix(line, AnswerErrorPrefix); found {
+	if msg, found := strings.CutPrefix(line, answerErrorPrefix); found {
 		return Answer{Kind: AnswerError, Message: msg}, true
 	}
-	if i := strings.Index(line, ":"+AnswerErrorPrefix); i >= 0 {
-		return Answer{ID: line[:i], HasID: true, Kind: AnswerError, Message: line[i+1+len(AnswerErrorPrefix):]}, true
+	if i := strings.Index(line, ":"+answerErrorPrefix); i >= 0 {
+		return Answer{ID: line[:i], HasID: true, Kind: AnswerError, Message: line[i+1+len(answerErrorPrefix):]}, true
 	}
 	id, rest, hasID := SplitLine(line)
 	a = Answer{ID: id, HasID: hasID}
@@ -122,7 +127,7 @@ func ParseAnswer(line string) (a Answer, ok bool) {
 		return a, true
 	}
 	sol, word, _ := strings.Cut(rest, " ")
-	if len(sol) != 81 || (word != "" && word != WordUnique && word != WordNotUnique) {
+	if len(sol) != 81 || (word != "" && word != wordUnique && word != WordNotUnique) {
 		return Answer{}, false
 	}
 	a.Kind, a.Solution, a.Word = AnswerSolved, sol, word

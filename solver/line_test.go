@@ -75,7 +75,7 @@ func TestParseAnswer(t *testing.T) {
 		ok   bool
 	}{
 		{lineSolution, Answer{Kind: AnswerSolved, Solution: lineSolution}, true},
-		{"a:b:" + lineSolution + " unique", Answer{ID: "a:b", HasID: true, Kind: AnswerSolved, Solution: lineSolution, Word: WordUnique}, true},
+		{"a:b:" + lineSolution + " unique", Answer{ID: "a:b", HasID: true, Kind: AnswerSolved, Solution: lineSolution, Word: wordUnique}, true},
 		{"3:" + lineSolution + " not-unique", Answer{ID: "3", HasID: true, Kind: AnswerSolved, Solution: lineSolution, Word: WordNotUnique}, true},
 		{"3:NoSolution", Answer{ID: "3", HasID: true, Kind: AnswerNone}, true},
 		{"ServerTooBusy", Answer{Kind: AnswerBusy}, true},
@@ -100,12 +100,12 @@ func TestAnswerRoundTrip(t *testing.T) {
 		for _, count := range []int{1, 2} {
 			line := string(AppendSolution(AppendID(nil, []byte(id), id != ""), &sol, true, count))
 			a, ok := ParseAnswer(line)
-			if !ok || a.ID != id || a.Solution != lineSolution || (a.Word == WordUnique) != (count == 1) {
+			if !ok || a.ID != id || a.Solution != lineSolution || (a.Word == wordUnique) != (count == 1) {
 				t.Errorf("ParseAnswer(%q) = %+v, %v", line, a, ok)
 			}
 		}
 	}
-	if !strings.Contains(string(AppendError(nil, "x")), AnswerErrorPrefix) {
+	if !strings.Contains(string(AppendError(nil, "x")), answerErrorPrefix) {
 		t.Error("AppendError lost its prefix")
 	}
 }

@@ -30,13 +30,13 @@ func (g Grid) String() string {
 	return string(b[:])
 }
 
-// ParseError describes a malformed puzzle. It wraps ErrInvalid.
-type ParseError struct {
-	Msg string
+// parseError describes a malformed puzzle. It wraps ErrInvalid.
+type parseError struct {
+	msg string
 }
 
-func (e *ParseError) Error() string        { return e.Msg }
-func (e *ParseError) Is(target error) bool { return target == ErrInvalid }
+func (e *parseError) Error() string        { return e.msg }
+func (e *parseError) Is(target error) bool { return target == ErrInvalid }
 
 // Parse reads an 81-cell puzzle, ignoring surrounding white space. The
 // first character that is not a cell is reported before a wrong length.
@@ -53,13 +53,13 @@ func Parse(s string) (Grid, error) {
 			where := fmt.Sprintf("cell %d (row %d, column %d)", i+1, i/9+1, i%9+1)
 			r, n := utf8.DecodeRuneInString(s[i:])
 			if r == utf8.RuneError && n <= 1 {
-				return Grid{}, &ParseError{fmt.Sprintf("%s: unexpected byte 0x%02x", where, c)}
+				return Grid{}, &parseError{fmt.Sprintf("%s: unexpected byte 0x%02x", where, c)}
 			}
-			return Grid{}, &ParseError{fmt.Sprintf("%s: unexpected %q", where, r)}
+			return Grid{}, &parseError{fmt.Sprintf("%s: unexpected %q", where, r)}
 		}
 	}
 	if len(s) != 81 {
-		return Grid{}, &ParseError{fmt.Sprintf("got %d cells, want 81", len(s))}
+		return Grid{}, &parseError{fmt.Sprintf("got %d cells, want 81", len(s))}
 	}
 	if err := checkConflicts(&g); err != nil {
 		return Grid{}, err
@@ -77,11 +77,11 @@ func checkConflicts(g *Grid) error {
 		bit := uint16(1) << v
 		switch {
 		case rows[r]&bit != 0:
-			return &ParseError{fmt.Sprintf("row %d has two %ds", r+1, v)}
+			return &parseError{fmt.Sprintf("row %d has two %ds", r+1, v)}
 		case cols[c]&bit != 0:
-			return &ParseError{fmt.Sprintf("column %d has two %ds", c+1, v)}
+			return &parseError{fmt.Sprintf("column %d has two %ds", c+1, v)}
 		case boxes[b]&bit != 0:
-			return &ParseError{fmt.Sprintf("box %d has two %ds", b+1, v)}
+			return &parseError{fmt.Sprintf("box %d has two %ds", b+1, v)}
 		}
 		rows[r] |= bit
 		cols[c] |= bit

@@ -33,8 +33,8 @@ func NewFlagSet(command, summary string, out io.Writer) *FlagSet {
 	return fs
 }
 
-// EnvName returns the environment twin of the flag called name.
-func (fs *FlagSet) EnvName(name string) string {
+// envName returns the environment twin of the flag called name.
+func (fs *FlagSet) envName(name string) string {
 	return fs.prefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
@@ -60,7 +60,7 @@ func (fs *FlagSet) Parse(args []string, getenv func(string) string) error {
 		if err != nil || set[f.Name] || f.Name == "version" {
 			return
 		}
-		name := fs.EnvName(f.Name)
+		name := fs.envName(f.Name)
 		if v := getenv(name); v != "" {
 			if serr := fs.Set(f.Name, v); serr != nil {
 				err = &UsageError{fmt.Errorf("invalid value %q for $%s: %w", v, name, serr)}
@@ -97,7 +97,7 @@ func (fs *FlagSet) usage() {
 			fmt.Fprintf(out, " (default %s)", quoteDefault(f))
 		}
 		if f.Name != "version" {
-			fmt.Fprintf(out, " ($%s)", fs.EnvName(f.Name))
+			fmt.Fprintf(out, " ($%s)", fs.envName(f.Name))
 		}
 		fmt.Fprintln(out)
 	})

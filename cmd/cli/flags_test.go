@@ -74,8 +74,8 @@ func TestParseErrorsAreUsageErrors(t *testing.T) {
 				t.Fatalf("Parse(%q) = %v, want a *UsageError containing %q", tt.args, err, tt.want)
 			}
 			var stderr bytes.Buffer
-			if code := ExitCode("sudoku-load", err, &stderr); code != 2 {
-				t.Errorf("ExitCode(%v) = %d, want 2", err, code)
+			if code := exitCode("sudoku-load", err, &stderr); code != 2 {
+				t.Errorf("exitCode(%v) = %d, want 2", err, code)
 			}
 		})
 	}
@@ -119,8 +119,8 @@ func TestVersion(t *testing.T) {
 	if e := solver.Engine(); (e != "scalar" && e != "asm-avx2") || !strings.HasSuffix(out.String(), "\n  engine:           "+e+"\n") {
 		t.Errorf("-version printed %q, want it to end with the engine %q", out.String(), e)
 	}
-	if code := ExitCode("sudoku-load", flag.ErrHelp, &out); code != 0 {
-		t.Errorf("ExitCode(ErrHelp) = %d, want 0", code)
+	if code := exitCode("sudoku-load", flag.ErrHelp, &out); code != 0 {
+		t.Errorf("exitCode(ErrHelp) = %d, want 0", code)
 	}
 }
 

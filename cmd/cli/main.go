@@ -16,7 +16,7 @@ import (
 // stdout are os.Getenv and os.Stdout, so tests can call it with their own.
 type Runner func(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error
 
-// Main runs run for the command called name and exits with ExitCode's
+// Main runs run for the command called name and exits with exitCode's
 // status, after run has returned and its context is released, so every
 // deferred cleanup of run has happened. It first fills the version from
 // the build information Go stamps in (see stampVersion).
@@ -25,7 +25,7 @@ func Main(name string, run Runner) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
 	stop()
-	os.Exit(ExitCode(name, err, os.Stderr))
+	os.Exit(exitCode(name, err, os.Stderr))
 }
 
 // An ExitCoder is an error that carries the status to exit with: a child
@@ -36,11 +36,11 @@ type ExitCoder interface {
 	ExitCode() int
 }
 
-// ExitCode maps run's error to an exit status and prints every error to
+// exitCode maps run's error to an exit status and prints every error to
 // stderr: 0 on success or after -help and -version; 2 on a usage error
 // reported before anything ran (see UsageError); the status of an
 // ExitCoder that err wraps; 1 on any other error.
-func ExitCode(name string, err error, stderr io.Writer) int {
+func exitCode(name string, err error, stderr io.Writer) int {
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0

@@ -30,11 +30,11 @@ func TestExitCodeOfChild(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			if got := ExitCode("sudoku-edge", tt.err, &stderr); got != tt.want {
-				t.Errorf("ExitCode(%v) = %d, want %d", tt.err, got, tt.want)
+			if got := exitCode("sudoku-edge", tt.err, &stderr); got != tt.want {
+				t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
 			}
 			if printed := stderr.Len() > 0; printed != tt.printed {
-				t.Errorf("ExitCode(%v) printed %q, want printed=%v", tt.err, stderr.String(), tt.printed)
+				t.Errorf("exitCode(%v) printed %q, want printed=%v", tt.err, stderr.String(), tt.printed)
 			}
 		})
 	}
@@ -42,11 +42,11 @@ func TestExitCodeOfChild(t *testing.T) {
 
 func TestExitCode(t *testing.T) {
 	var stderr bytes.Buffer
-	if code := ExitCode("sudoku-fcgi", nil, &stderr); code != 0 || stderr.Len() != 0 {
-		t.Errorf("ExitCode(nil) = %d, printed %q", code, stderr.String())
+	if code := exitCode("sudoku-fcgi", nil, &stderr); code != 0 || stderr.Len() != 0 {
+		t.Errorf("exitCode(nil) = %d, printed %q", code, stderr.String())
 	}
-	if code := ExitCode("sudoku-fcgi", errors.New("listening: address in use"), &stderr); code != 1 {
-		t.Errorf("ExitCode(runtime error) = %d, want 1", code)
+	if code := exitCode("sudoku-fcgi", errors.New("listening: address in use"), &stderr); code != 1 {
+		t.Errorf("exitCode(runtime error) = %d, want 1", code)
 	}
 	if got := stderr.String(); got != "sudoku-fcgi: listening: address in use\n" {
 		t.Errorf("stderr = %q", got)

@@ -12,13 +12,7 @@ func TestSteadyOverloadSettles(t *testing.T) {
 	e := s.addEdge(DefaultConfig(), constant(2*simCapacity))
 	s.run(120)
 	t.Logf("trace %s", dump(e.trace))
-	final := meanFrom(e.trace, 60)
-	if final < 0.8*simCapacity || final > simCapacity {
-		t.Errorf("settled at %.0f/s, want 0.8..1 x the capacity %v", final, simCapacity)
-	}
-	if got := settle(e.trace, 0, final, 0.10); got < 0 || got > 30 {
-		t.Errorf("settled after %d s, want within 30 s to +-10%% of %.0f", got, final)
-	}
+	settlesAtCapacity(t, e.trace, 0, 60, 30)
 	if sw := swing(e.trace, 60); sw > 0.10 {
 		t.Errorf("swing after settling %.3f, want <= 0.10", sw)
 	}
@@ -40,13 +34,7 @@ func TestStepUpInDemand(t *testing.T) {
 	})
 	s.run(150)
 	t.Logf("trace %s", dump(e.trace))
-	final := meanFrom(e.trace, 100)
-	if final < 0.8*simCapacity || final > simCapacity {
-		t.Errorf("settled at %.0f/s, want 0.8..1 x the capacity %v", final, simCapacity)
-	}
-	if got := settle(e.trace, 60, final, 0.10); got < 0 || got > 15 {
-		t.Errorf("settled %d s after the step, want within 15 s to +-10%% of %.0f", got, final)
-	}
+	settlesAtCapacity(t, e.trace, 60, 100, 15)
 	// Before the step the rate is the solver's uncalibrated reading,
 	// held: the overshoot counts from the first render after the step.
 	first := 60

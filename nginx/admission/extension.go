@@ -12,10 +12,10 @@ import (
 // renders go through the supervisor's check-and-reload path, and c, which
 // counts nginx's answers from its access log lines. A nil l (the
 // controller off) writes includes without a queue, which nginx.conf still
-// needs; a nil c counts nothing. With both, c is l's Counter.
+// needs; a nil c counts nothing. With both, l's law reads c's counts.
 func Extension(l *Loop, c *LogCounter) nginx.Extension {
 	if l != nil {
-		l.Counter = c
+		l.counter = c
 	}
 	return extension{l, c}
 }

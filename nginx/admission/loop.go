@@ -31,7 +31,6 @@ func (f applierFunc) ApplyAdmission(ctx context.Context, files includeFiles) err
 type Loop struct {
 	Config  Config
 	Scraper *Scraper
-	Counter *LogCounter   // nil: nginx's counts are unknown to the law
 	Every   time.Duration // scrape interval; 0 means 1 s
 	// StatusFile, when set, gets the rate and the estimate as JSON after
 	// every step, for the page's live panel (GET /sudoku/admission).
@@ -39,10 +38,11 @@ type Loop struct {
 	Metrics    *Metrics
 	Log        zerolog.Logger
 
-	apply  applier // Extension sets it: the supervisor's check-and-reload path
-	ctl    *controller
-	lastAt time.Time
-	last   logTotals
+	apply   applier     // Extension sets it: the supervisor's check-and-reload path
+	counter *LogCounter // Extension sets it; nil: nginx's counts are unknown to the law
+	ctl     *controller
+	lastAt  time.Time
+	last    logTotals
 }
 
 // start checks the settings and returns the files for nginx's start: the
@@ -93,7 +93,7 @@ func (l *Loop) step(ctx context.Context, now time.Time) {
 		l.Metrics.scrapeErrors.Add(float64(failed))
 	}
 	s := sample{At: now, Window: now.Sub(l.lastAt), Workers: workers}
-	if c := l.Counter; c != nil {
+	if c := l.counter; c != nil {
 		s.Nginx = nginxWindow(l.last, c.totals(), s.Window)
 		l.last = c.totals()
 	}
@@ -126,10 +126,10 @@ func (l *Loop) step(ctx context.Context, now time.Time) {
 
 // lines are the log lines nginx sends to the counter, none without one.
 func (l *Loop) lines() logLines {
-	if l.Counter == nil {
+	if l.counter == nil {
 		return logLines{}
 	}
-	return l.Counter.lines()
+	return l.counter.lines()
 }
 
 // nginxWindow turns two logTotals into the law's per-second figures.

@@ -193,6 +193,21 @@ func swing(trace []float64, from int) float64 {
 	return (hi - lo) / (sum / float64(len(trace)-from))
 }
 
+// settlesAtCapacity checks that the rate in trace settles, after second
+// change, within 0.8..1 x the capacity: its mean from second from on lies
+// there, and it stays within 10% of that mean no later than within
+// seconds after change.
+func settlesAtCapacity(t *testing.T, trace []float64, change, from, within int) {
+	t.Helper()
+	final := meanFrom(trace, from)
+	if final < 0.8*simCapacity || final > simCapacity {
+		t.Errorf("settled at %.0f/s, want 0.8..1 x the capacity %v", final, simCapacity)
+	}
+	if got := settle(trace, change, final, 0.10); got < 0 || got > within {
+		t.Errorf("settled %d s after second %d, want within %d s to +-10%% of %.0f", got, change, within, final)
+	}
+}
+
 // meanFrom is the mean of trace[from:].
 func meanFrom(trace []float64, from int) float64 {
 	m := 0.0

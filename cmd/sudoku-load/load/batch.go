@@ -191,7 +191,7 @@ func (c *Client) postLines(ctx context.Context, ps []Puzzle, idx []int, rec *Rec
 		switch {
 		case a.Kind == solver.AnswerBusy:
 			again = append(again, unanswered{i, KindBusy, true})
-		case a.Kind != solver.AnswerSolved:
+		case a.Kind == solver.AnswerNone || a.Kind == solver.AnswerError:
 			rec.Done(Kind4xx, true, lat)
 		case Verify(ps[i].Grid, a.Solution) != nil:
 			rec.Done(KindWrong, true, lat)
