@@ -171,6 +171,8 @@ func clientAbort(ctx context.Context, s *suite) result {
 	addr := fmt.Sprintf("127.0.0.1:%d", s.cfg.HTTPPort)
 	pool, queue, _ := s.poolQueue(ctx)
 	n := 2*(pool+queue)*len(s.workers(ctx)) + 8
+	urls, err := s.workerMetricsURLs(ctx)
+	c.want(err == nil, "the workers' metrics: %v", err)
 
 	// Two shapes: many GETs of hard puzzles, and batch POSTs of hard lines.
 	shapes := []struct {
@@ -202,14 +204,14 @@ func clientAbort(ctx context.Context, s *suite) result {
 			conns = append(conns, conn)
 		}
 		sleep(ctx, 30*time.Millisecond)
-		busyAtAbort := s.busy(ctx)
+		busyAtAbort := busy(ctx, urls)
 		for _, conn := range conns {
 			conn.Close()
 		}
 		aborted := time.Now()
 		var freed time.Duration = -1
 		for time.Since(aborted) < deadline+5*time.Second {
-			if b := s.busy(ctx); b == 0 {
+			if b := busy(ctx, urls); b == 0 {
 				freed = time.Since(aborted)
 				break
 			}
@@ -226,18 +228,23 @@ func clientAbort(ctx context.Context, s *suite) result {
 	return c.result()
 }
 
-// busy is the sum of busy solver slots and queue depth over all workers
-// (-1 when stats cannot be read). in_flight would count the stats request
-// itself.
-func (s *suite) busy(ctx context.Context) int {
-	st := s.stats(ctx, 2*len(s.workers(ctx))+2)
-	if len(st) == 0 {
+// busy is the sum of busy solver slots and queue depth over the workers
+// whose metrics URLs it gets (-1 when one cannot be read), from each one's
+// /metrics on its internal port: through nginx the poll would wait behind
+// the thousands of connections nginx is closing at that moment, and time
+// that wait instead of the worker's.
+func busy(ctx context.Context, urls map[string]string) int {
+	if len(urls) == 0 {
 		return -1
 	}
 	total := 0.0
-	for _, f := range st {
-		in, _ := f.num("pool_busy")
-		q, _ := f.num("queue_depth")
+	for _, u := range urls {
+		m, err := scrapeMetrics(ctx, u)
+		in, okIn := m["sudoku_pool_slots_busy"]
+		q, okQ := m["sudoku_pool_queue_depth"]
+		if err != nil || !okIn || !okQ {
+			return -1
+		}
 		total += in + q
 	}
 	return int(total)
