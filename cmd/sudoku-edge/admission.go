@@ -81,11 +81,9 @@ func (a *admissionFlags) counter(runDir string, m *admission.Metrics, log zerolo
 	return &admission.LogCounter{Path: path, All: a.logAll, Metrics: m, Log: log}
 }
 
-// loop validates the flags and returns the loop, nil when off.
+// loop returns the loop, nil when off; config.check has validated the
+// settings.
 func (a *admissionFlags) loop(runDir string, m *admission.Metrics, log zerolog.Logger) (*admission.Loop, error) {
-	if err := a.cfg.Check(); err != nil {
-		return nil, fmt.Errorf("-admission-*: %w", err)
-	}
 	if a.cfg.Off {
 		return nil, nil
 	}

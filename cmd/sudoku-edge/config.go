@@ -30,6 +30,7 @@ type config struct {
 	renderConf string // a directory: write nginx.conf and the files beside it there and exit
 	site       nginx.Site
 	logLevel   string
+	level      zerolog.Level // parsed from logLevel by check
 	tls        tlsFlags
 	adm        admissionFlags
 }
@@ -139,7 +140,8 @@ func (c *config) check() error {
 	if err := c.adm.cfg.Check(); err != nil {
 		return fmt.Errorf("-admission-*: %w", err)
 	}
-	if _, err := zerolog.ParseLevel(c.logLevel); err != nil {
+	var err error
+	if c.level, err = zerolog.ParseLevel(c.logLevel); err != nil {
 		return fmt.Errorf("-log-level: %w", err)
 	}
 	return c.tls.validate()

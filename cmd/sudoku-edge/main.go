@@ -40,9 +40,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	level, _ := zerolog.ParseLevel(c.logLevel)
 	s := &c.sup
-	s.Log = zerolog.New(os.Stderr).Level(level).With().Timestamp().Str("service", name).Logger()
+	s.Log = zerolog.New(os.Stderr).Level(c.level).With().Timestamp().Str("service", name).Logger()
 	s.Stdout, s.Stderr = os.Stdout, os.Stderr
 	am := admission.NewMetrics()
 	loop, err := c.adm.loop(s.RunDir, am, s.Log)
