@@ -140,7 +140,10 @@ func (c *conn) record(typ uint8, id uint16, clen int) error {
 			c.mu.Unlock()
 			return fmt.Errorf("%w: over %d unanswered requests", errRecordLimit, opt.MaxActivePerConn)
 		}
-		c.active = append(c.active, id)
+		if !c.closed { // a closed connection's requests are over
+			c.active = append(c.active, id)
+			opt.Metrics.requests(1)
+		}
 		c.mu.Unlock()
 		c.pending = append(c.pending, pending{id: id})
 	case recAbortRequest:
@@ -218,7 +221,10 @@ func (c *conn) Write(p []byte) (int, error) {
 	}
 	c.wbuf = append(c.wbuf, p...)
 	if typ == recEndRequest {
-		c.active = removeID(c.active, id)
+		n := len(c.active)
+		if c.active = removeID(c.active, id); len(c.active) < n {
+			c.set.opt.Metrics.requests(-1)
+		}
 		if i := c.findMalformed(id); i >= 0 {
 			c.malformed = append(c.malformed[:i], c.malformed[i+1:]...)
 		}
@@ -321,6 +327,11 @@ func (c *conn) closeLocked(why closeReason) error {
 		return nil
 	}
 	c.closed = true
+	// Requests left unanswered end with the connection.
+	if len(c.active) > 0 {
+		c.set.opt.Metrics.requests(-len(c.active))
+		c.active = nil
+	}
 	err := c.Conn.Close()
 	// Forget the connection (and its peer's count) before its place in
 	// the semaphore frees: the accept loop may take the place at once, and

@@ -1,7 +1,9 @@
 package fcgiserver
 
 import (
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -15,7 +17,16 @@ type Metrics struct {
 	byWorker  [3]atomic.Uint64 // closed by Serve: limit, drain, peer_limit
 	malformed atomic.Uint64
 
-	openDesc, acceptedDesc, closedDesc, malformedDesc *prometheus.Desc
+	// Requests between FCGI_BEGIN_REQUEST and FCGI_END_REQUEST, and the
+	// integral of their number over time: everything a request waits for
+	// in the worker (its turn on the connection, the CPU, a slot), which
+	// a handler's own duration leaves out.
+	reqMu     sync.Mutex
+	reqActive int64
+	reqSince  time.Time
+	reqArea   float64 // request seconds up to reqSince
+
+	openDesc, acceptedDesc, closedDesc, malformedDesc, requestsDesc, requestSecondsDesc *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Metrics)(nil)
@@ -38,7 +49,32 @@ func NewMetrics(namespace string) *Metrics {
 			"reason"),
 		malformedDesc: d("malformed_requests_total",
 			"Requests net/http/fcgi could not turn into an http.Request (bad Host, URI, length), answered 400."),
+		requestsDesc: d("requests", "FastCGI requests in the worker now: begun (FCGI_BEGIN_REQUEST), not yet ended."),
+		requestSecondsDesc: d("request_seconds_total",
+			"Seconds FastCGI requests have spent in the worker, from FCGI_BEGIN_REQUEST to FCGI_END_REQUEST, summed: its rate is the mean number in the worker (Little's law)."),
 	}
+}
+
+// requests adds n (negative: ends) to the requests in the worker.
+func (m *Metrics) requests(n int) {
+	now := time.Now()
+	m.reqMu.Lock()
+	m.reqArea += float64(m.reqActive) * now.Sub(m.reqSince).Seconds()
+	m.reqActive += int64(n)
+	m.reqSince = now
+	m.reqMu.Unlock()
+}
+
+// requestTotals returns the requests in the worker and their request
+// seconds so far.
+func (m *Metrics) requestTotals() (active int64, seconds float64) {
+	now := time.Now()
+	m.reqMu.Lock()
+	defer m.reqMu.Unlock()
+	if m.reqActive == 0 {
+		return 0, m.reqArea
+	}
+	return m.reqActive, m.reqArea + float64(m.reqActive)*now.Sub(m.reqSince).Seconds()
 }
 
 // Open is the number of open FastCGI connections now.
@@ -72,6 +108,8 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.acceptedDesc
 	ch <- m.closedDesc
 	ch <- m.malformedDesc
+	ch <- m.requestsDesc
+	ch <- m.requestSecondsDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -82,4 +120,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.closedDesc, prometheus.CounterValue, float64(m.byWorker[i].Load()), r)
 	}
 	ch <- prometheus.MustNewConstMetric(m.malformedDesc, prometheus.CounterValue, float64(m.malformed.Load()))
+	active, seconds := m.requestTotals()
+	ch <- prometheus.MustNewConstMetric(m.requestsDesc, prometheus.GaugeValue, float64(active))
+	ch <- prometheus.MustNewConstMetric(m.requestSecondsDesc, prometheus.CounterValue, seconds)
 }

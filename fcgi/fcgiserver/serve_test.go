@@ -206,3 +206,60 @@ sudoku_fastcgi_connections_closed_by_worker_total{reason="peer_limit"} 1
 		t.Errorf("Open() = %d, want 1", m.Open())
 	}
 }
+
+// TestRequestsInTheWorker: sudoku_fastcgi_requests counts requests from
+// FCGI_BEGIN_REQUEST to FCGI_END_REQUEST, their wait for the handler too,
+// and request_seconds_total integrates that number over time; a
+// connection that closes ends its unanswered requests.
+func TestRequestsInTheWorker(t *testing.T) {
+	m := NewMetrics("sudoku")
+	opt := DefaultOptions()
+	opt.Metrics = m
+	release := make(chan struct{})
+	entered := make(chan struct{}, 3)
+	hold := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		<-release
+	})
+	addr := start(t, hold, opt)
+	a, b, gone := fcgitest.Dial(t, addr), fcgitest.Dial(t, addr), fcgitest.Dial(t, addr)
+	t0 := time.Now()
+	a.Send(fcgitest.Request(1, "GET", "/", "h", nil, nil))
+	b.Send(fcgitest.Request(1, "GET", "/", "h", nil, nil))
+	gone.Send(fcgitest.Request(1, "GET", "/", "h", nil, nil))
+	for range 3 {
+		<-entered
+	}
+	if active, _ := m.requestTotals(); active != 3 {
+		t.Errorf("three requests in handlers: requests = %d, want 3", active)
+	}
+	gone.Conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for active, _ := m.requestTotals(); active != 2 && time.Now().Before(deadline); active, _ = m.requestTotals() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if active, _ := m.requestTotals(); active != 2 {
+		t.Errorf("after a client closed: requests = %d, want 2", active)
+	}
+	time.Sleep(100 * time.Millisecond)
+	close(release)
+	for _, c := range []*fcgitest.Client{a, b} {
+		if _, err := c.Read(1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := time.Since(t0).Seconds()
+	active, seconds := m.requestTotals()
+	if active != 0 {
+		t.Errorf("all answered: requests = %d, want 0", active)
+	}
+	// Two requests held for over 100 ms each, the third until its close.
+	if seconds < 0.2 || seconds > 3*held {
+		t.Errorf("request seconds = %.3f, want at least 0.2 and at most 3 x %.3f", seconds, held)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+}

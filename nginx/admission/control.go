@@ -21,7 +21,8 @@ type Config struct {
 	Interval time.Duration
 
 	// The workers' mean requests in flight per solver slot over a window
-	// (Little's law on their request time): above inFlightHigh the rate is
+	// (Little's law on the seconds their requests spend in the worker,
+	// from FastCGI begin to end): above inFlightHigh the rate is
 	// cut, below inFlightLow it is raised while nginx's queue is what holds
 	// the clients back; in between it holds (the deadband).
 	inFlightLow, inFlightHigh float64
@@ -88,8 +89,9 @@ type workerReport struct {
 	Answered float64 // GET answers per second (solved and no_solution)
 	Busy503  float64 // busy 503s per second (too_busy)
 	Slots    int     // pool size
-	// InFlight is the mean number of requests inside the worker's handler
-	// over the window: its request seconds per second (Little's law).
+	// InFlight is the mean number of requests in the worker over the
+	// window, from FCGI_BEGIN_REQUEST to FCGI_END_REQUEST (their wait for
+	// a handler included): its request seconds per second (Little's law).
 	InFlight  float64
 	QueueWait time.Duration // mean wait for a slot (shown, not read by the law)
 }

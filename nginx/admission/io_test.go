@@ -21,9 +21,8 @@ import (
 )
 
 // workerText is a worker's /metrics with the figures the law reads (the
-// names fcgi/metrics.go registers).
-// workerText is a worker's /metrics with these counters; requestSec is
-// the request_duration_seconds sum.
+// names fcgi/metrics.go and fcgi/fcgiserver register); requestSec is
+// fastcgi_request_seconds_total.
 func workerText(answered, busy, solves int, solveSec float64, waits int, waitSec, requestSec float64) string {
 	return fmt.Sprintf(`# TYPE sudoku_requests_total counter
 sudoku_requests_total{outcome="solved",route="get"} %d
@@ -37,8 +36,10 @@ sudoku_solve_duration_seconds_sum %g
 sudoku_solve_duration_seconds_count %d
 # TYPE sudoku_request_duration_seconds histogram
 sudoku_request_duration_seconds_bucket{le="+Inf"} %d
-sudoku_request_duration_seconds_sum %g
+sudoku_request_duration_seconds_sum 999
 sudoku_request_duration_seconds_count %d
+# TYPE sudoku_fastcgi_request_seconds_total counter
+sudoku_fastcgi_request_seconds_total %g
 # TYPE sudoku_queue_wait_seconds histogram
 sudoku_queue_wait_seconds_bucket{le="+Inf"} %d
 sudoku_queue_wait_seconds_sum %g
@@ -49,7 +50,7 @@ sudoku_pool_slots 2
 sudoku_pool_slots_busy 1
 # TYPE sudoku_pool_queue_depth gauge
 sudoku_pool_queue_depth 3
-`, answered, busy, solves, solveSec, solves, answered, requestSec, answered, waits, waitSec, waits)
+`, answered, busy, solves, solveSec, solves, answered, answered, requestSec, waits, waitSec, waits)
 }
 
 func TestWindowFromTwoScrapes(t *testing.T) {

@@ -20,7 +20,7 @@ type counters struct {
 	at                 time.Time
 	answered, busy503  float64 // requests_total{route="get"}, by outcome
 	waits, waitSeconds float64 // queue_wait_seconds count, sum
-	requestSeconds     float64 // request_duration_seconds sum
+	requestSeconds     float64 // fastcgi_request_seconds_total: requests in the worker, integrated
 	slots              float64 // pool_slots
 }
 
@@ -68,8 +68,14 @@ func parseCounters(r io.Reader, at time.Time) (counters, error) {
 		}
 		return 0
 	}
+	counter := func(name string) float64 {
+		if f := fams[name]; f != nil && len(f.GetMetric()) > 0 {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+		return 0
+	}
 	c.waits, c.waitSeconds = hist("sudoku_queue_wait_seconds")
-	_, c.requestSeconds = hist("sudoku_request_duration_seconds")
+	c.requestSeconds = counter("sudoku_fastcgi_request_seconds_total")
 	c.slots = gauge("sudoku_pool_slots")
 	return c, nil
 }

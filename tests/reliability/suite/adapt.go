@@ -345,14 +345,14 @@ func workerWindows(rounds []metricRound, urls []string) []workerWindow {
 			q, ok2 := rounds[i][u]
 			dt := q.at.Sub(p.at).Seconds()
 			d := func(name string) float64 { return q.m[name] - p.m[name] }
-			if !ok1 || !ok2 || dt <= 0 || d("sudoku_request_duration_seconds_sum") < 0 || d("sudoku_queue_wait_seconds_count") < 0 {
+			if !ok1 || !ok2 || dt <= 0 || d("sudoku_fastcgi_request_seconds_total") < 0 || d("sudoku_queue_wait_seconds_count") < 0 {
 				continue
 			}
 			if w.from.IsZero() || p.at.Before(w.from) {
 				w.from = p.at
 			}
 			w.to = maxTime(w.to, q.at)
-			inFlight += d("sudoku_request_duration_seconds_sum") / dt
+			inFlight += d("sudoku_fastcgi_request_seconds_total") / dt
 			slots += q.m["sudoku_pool_slots"]
 			waits += d("sudoku_queue_wait_seconds_count")
 			waited += d("sudoku_queue_wait_seconds_sum")

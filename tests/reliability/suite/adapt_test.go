@@ -14,7 +14,7 @@ func TestWorkerWindows(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	w := func(at time.Duration, reqSum, waitSum, waits float64) scraped {
 		return scraped{t0.Add(at), map[string]float64{
-			"sudoku_request_duration_seconds_sum": reqSum, "sudoku_queue_wait_seconds_sum": waitSum,
+			"sudoku_fastcgi_request_seconds_total": reqSum, "sudoku_queue_wait_seconds_sum": waitSum,
 			"sudoku_queue_wait_seconds_count": waits, "sudoku_pool_slots": 2,
 		}}
 	}

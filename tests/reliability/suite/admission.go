@@ -123,7 +123,7 @@ func (s *suite) workerMetricsURLs(ctx context.Context) (map[string]string, error
 // workerTotals are counters summed over the workers' /metrics.
 type workerTotals struct {
 	busy           float64 // GET requests answered 503 busy by a worker
-	requestSeconds float64 // the handler's request time, summed
+	requestSeconds float64 // requests in the worker (FastCGI begin to end), integrated
 }
 
 // workerCounters reads every worker's /metrics once and sums the counters
@@ -140,13 +140,14 @@ func (s *suite) workerCounters(ctx context.Context) (workerTotals, error) {
 			return workerTotals{}, err
 		}
 		t.busy += m[`sudoku_requests_total{outcome="too_busy",route="get"}`]
-		t.requestSeconds += m["sudoku_request_duration_seconds_sum"]
+		t.requestSeconds += m["sudoku_fastcgi_request_seconds_total"]
 	}
 	return t, nil
 }
 
-// sampleInFlight polls each worker's sudoku_requests_in_flight every
-// interval until stop, which returns the samples by worker address.
+// sampleInFlight polls each worker's sudoku_fastcgi_requests (requests in
+// the worker, their wait for a handler too) every interval until stop,
+// which returns the samples by worker address.
 func (s *suite) sampleInFlight(ctx context.Context, interval time.Duration) (stop func() map[string][]float64) {
 	ctx, cancel := context.WithCancel(ctx)
 	urls, err := s.workerMetricsURLs(ctx)
@@ -162,7 +163,7 @@ func (s *suite) sampleInFlight(ctx context.Context, interval time.Duration) (sto
 			defer wg.Done()
 			for sleep(ctx, interval) == nil {
 				m, err := scrapeMetrics(ctx, u)
-				if v, ok := m["sudoku_requests_in_flight"]; err == nil && ok {
+				if v, ok := m["sudoku_fastcgi_requests"]; err == nil && ok {
 					mu.Lock()
 					got[addr] = append(got[addr], v)
 					mu.Unlock()
