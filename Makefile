@@ -57,10 +57,11 @@ vet: ## go vet
 staticcheck: ## staticcheck (STATICCHECK_VERSION, installed by .ci/run)
 	$(STATICCHECK) ./...
 
-check-rules: ## promtool: the Prometheus config and rules check, and the rules' unit tests pass
+check-rules: ## promtool: the Prometheus config and rules check, and the rules' unit tests pass; every alert has a description and a runbook_url that resolves (tests/monitoring)
 	@command -v promtool >/dev/null || { echo "promtool not installed (Debian: apt-get install prometheus)"; exit 1; }
 	promtool check config docker/prometheus/prometheus.yml
 	cd docker/prometheus && promtool test rules rules_test.yml
+	$(GO) test -count=1 ./tests/monitoring
 
 shellcheck: ## shellcheck on every shell script
 	@command -v shellcheck >/dev/null || { echo "shellcheck not installed (Debian: apt-get install shellcheck)"; exit 1; }

@@ -468,7 +468,8 @@ func TestPage(t *testing.T) {
 		t.Logf("live panel: %s; workers: %s", p.text("live-status"), p.text("legend"))
 	})
 
-	t.Run("batch of 200", func(t *testing.T) { testBatch(t, p) })
+	t.Run("batch of 200", func(t *testing.T) { testBatch(t, p, 0) })
+	t.Run("batch of 200, the answer stream broken after 10 lines", func(t *testing.T) { testBatch(t, p, 10) })
 
 	t.Run("phone width", func(t *testing.T) {
 		p.t = t
@@ -597,9 +598,39 @@ func testHeaders(t *testing.T, origin string) {
 	}
 }
 
+// breakStream wraps the page's fetch: the first batch POST's answer ends
+// cleanly after keep lines, as nginx 1.22 ends the answer of a worker that
+// dies mid-batch (tests/integration, "dies mid-stream"). It counts the lines
+// of every batch POST in window.batchPosts.
+const breakStream = `((keep) => {
+	const real = window.fetch;
+	window.batchPosts = [];
+	window.fetch = async (url, init) => {
+		const resp = await real(url, init);
+		if (!init || init.method !== "POST") return resp;
+		window.batchPosts.push(init.body.split("\n").filter((l) => l !== "").length);
+		if (window.batchPosts.length > 1) return resp;
+		const reader = resp.body.getReader(), dec = new TextDecoder(), enc = new TextEncoder();
+		let buf = "", sent = 0;
+		return new Response(new ReadableStream({ async pull(c) {
+			for (;;) {
+				const nl = buf.indexOf("\n");
+				if (nl >= 0 && sent === keep) { reader.cancel(); c.close(); return; }
+				if (nl >= 0) { c.enqueue(enc.encode(buf.slice(0, nl + 1))); buf = buf.slice(nl + 1); sent++; return; }
+				const { value, done } = await reader.read();
+				if (done) { c.close(); return; }
+				buf += dec.decode(value, { stream: true });
+			}
+		} }), { status: resp.status, statusText: resp.statusText, headers: resp.headers });
+	};
+	return "wrapped";
+})`
+
 // testBatch drops the 200-line file on the page, waits for the 200 answers
-// and checks the downloaded result line by line against the solver.
-func testBatch(t *testing.T, p *page) {
+// and checks the downloaded result line by line against the solver. With
+// breakAfter > 0 the first answer stream ends after breakAfter lines: the
+// page sends the other lines again, and only those.
+func testBatch(t *testing.T, p *page, breakAfter int) {
 	p.t = t
 	dir := t.TempDir()
 	file, err := filepath.Abs("testdata/batch.txt")
@@ -616,12 +647,21 @@ func testBatch(t *testing.T, p *page) {
 		t.Fatal(err)
 	}
 	p.navigate("/")
+	if breakAfter > 0 {
+		p.eval(breakStream + "(" + fmt.Sprint(breakAfter) + ")")
+	}
 	start := time.Now()
 	p.do(chromedp.SetUploadFiles(chromedp.ID("batch-file"), []string{file}))
 	p.waitStatus("batch-status", "Done: 200 of 200 answered")
 	t.Logf("200 answers in %v: %s", time.Since(start).Round(time.Millisecond), p.text("batch-status"))
 	if got := p.text("batch-status"); !strings.Contains(got, "196 solved, 2 no solution, 2 errors") {
 		t.Errorf("batch status %q, want 196 solved, 2 no solution, 2 errors", got)
+	}
+	if breakAfter > 0 {
+		want := fmt.Sprintf("[%d,%d]", len(lines), len(lines)-breakAfter)
+		if got := p.eval(`JSON.stringify(window.batchPosts)`); got != want {
+			t.Errorf("lines per batch POST %s, want %s (all, then the unanswered ones again)", got, want)
+		}
 	}
 
 	downloads := chromedp.BrowserEvents(p.ctx, browser.DownloadProgress)

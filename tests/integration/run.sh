@@ -109,6 +109,13 @@ expect_json_error() { # every error body is JSON with a non-empty "error"
 	jq -e '.error | type == "string" and length > 0' "$work/body" >/dev/null ||
 		fail "body is not a JSON error: $(head -c 300 "$work/body")"
 }
+# nginx's own answers carry nosniff as the workers' do; a nested location
+# with an add_header of its own drops it unless it repeats it.
+expect_nosniff() { # [headers file, default the last response's]
+	local f=${1:-$work/headers}
+	tr -d '\r' <"$f" | grep -qix 'X-Content-Type-Options: nosniff' ||
+		fail "no X-Content-Type-Options: nosniff in $(tr -d '\r' <"$f" | sed '/^$/q' | tr '\n' '|')"
+}
 
 # parallel N [curl args...] < urls: one curl process runs every URL read from
 # stdin, N at a time, and prints one status code per line (000: no answer).
@@ -276,7 +283,7 @@ case_wrong_method() {
 	local m
 	for m in PUT DELETE PATCH; do
 		req "$m" "$base/sudoku" --data x
-		expect_status 405 && expect_json_error || return 1
+		expect_status 405 && expect_json_error && expect_nosniff || return 1
 		[[ -n $(header Allow) ]] || fail "$m: 405 without an Allow header" || return 1
 	done
 }
@@ -285,7 +292,7 @@ case_unknown_path() {
 	local p
 	for p in / /sudoku/ /sudokus /metrics /healthz /readyz /debug/pprof/ /stub_status /sudoku/stats/x; do
 		req GET "$base$p"
-		expect_status 404 && expect_json_error || fail "path $p" || return 1
+		expect_status 404 && expect_json_error && expect_nosniff || fail "path $p" || return 1
 	done
 }
 
@@ -315,13 +322,50 @@ case_huge_header() {
 	expect_status 400 && expect_json_error
 }
 
+workers_started() { # each worker container's id, start time and restart count
+	local ids
+	mapfile -t ids < <(containers sudoku)
+	((${#ids[@]} > 0)) || return 0
+	docker inspect -f '{{.Id}} {{.State.StartedAt}} {{.RestartCount}}' "${ids[@]}" | sort | tr '\n' ' '
+}
+case_largest_request() {
+	# The largest request nginx takes (large_client_header_buffers 4 8k): a
+	# request line just under 8 KiB, then three header lines of 8,000 bytes,
+	# each in a buffer of its own. As FastCGI params that is over 40 KiB (the
+	# URI twice, HTTP_ before each header), within the worker's cap: a
+	# worker whose cap is lower closes the connection and the client gets
+	# nginx's 503. The answer is a worker's, and the workers still run.
+	local line pad started i
+	started=$(workers_started)
+	[[ -n $started ]] || fail "no worker container" || return 1
+	line="GET /sudoku?puzzle=$(puzzle 1)&pad= HTTP/1.1"
+	pad=$(head -c $((8100 - ${#line} - 2)) /dev/zero | tr '\0' p)
+	req GET "$base/sudoku?puzzle=$(puzzle 1)&pad=$pad" -H 'User-Agent: it' -H 'Accept: */*' \
+		-H "X-Pad-A: $(head -c 7989 /dev/zero | tr '\0' a)" \
+		-H "X-Pad-B: $(head -c 7989 /dev/zero | tr '\0' b)" \
+		-H "X-Pad-C: $(head -c 7989 /dev/zero | tr '\0' c)"
+	echo "     request line $((${#line} + ${#pad} + 2)) bytes, 3 headers of 8000: $status $(head -c 120 "$work/body")"
+	[[ $status =~ ^(200|400|414|431)$ ]] || fail "status $status, want 200, 400, 414 or 431; body: $(head -c 300 "$work/body")" || return 1
+	[[ $status == 200 ]] || expect_json_error || return 1
+	# nginx passed it on: smaller than the largest, it would test nothing.
+	[[ -n $(header X-Sudoku-Worker) ]] || fail "nginx answered $status itself: not the largest request it accepts" || return 1
+	[[ $(workers_started) == "$started" ]] || fail "a worker restarted: $started, now $(workers_started)" || return 1
+	for i in $(seq 4); do
+		req GET "$base/sudoku?puzzle=$(puzzle "$i")"
+		expect_status 200 || return 1
+	done
+}
+
 case_bad_host() {
 	local h
 	for h in 'a%zz' '[::1' 'bad host' 'x/y'; do
 		req GET "$base/sudoku?puzzle=$(puzzle 1)" -H "Host: $h"
 		[[ $status == 4* ]] || fail "Host '$h': status $status, want 4xx" || return 1
-		expect_json_error || return 1
+		expect_json_error && expect_nosniff || return 1
 	done
+	# The 400 of the route itself (nginx parses this Host; the workers could not).
+	req GET "$base/sudoku?puzzle=$(puzzle 1)" -H 'Host: a%zz'
+	grep -q 'invalid Host header' "$work/body" || fail "Host 'a%zz': $status $(body)" || return 1
 	# An ordinary name with a port is fine.
 	req GET "$base/sudoku?puzzle=$(puzzle 1)" -H 'Host: Sudoku.Example.COM:8080'
 	expect_status 200
@@ -390,6 +434,7 @@ case_rate_limit() {
 	f=$(grep -l '^HTTP/1.1 429' "$work"/limited/* | head -1)
 	[[ -n $f ]] || fail "no 429 in a second burst of 60" || return 1
 	grep -qi '^Retry-After: [0-9]' "$f" || fail "429 without Retry-After: $(cat "$f")" || return 1
+	expect_nosniff "$f" || return 1
 	sed '1,/^\r\?$/d' "$f" | jq -e '.error | test("too many")' >/dev/null || fail "429 body: $(cat "$f")" || return 1
 	sleep 3 # the bucket drains: single POSTs are fine again
 	req POST "$base/sudoku" --data-binary "@$work/one"
@@ -855,6 +900,7 @@ run_case "404 unknown paths (internal endpoints unreachable)" case_unknown_path
 run_case "414 huge URI" case_huge_uri
 run_case "413 huge body" case_huge_body
 run_case "400 huge header" case_huge_header
+run_case "the largest URI and headers nginx accepts: their own answer, never 503" case_largest_request
 run_case "routes without a body refuse one before reading it (413/405, JSON)" case_no_body_routes
 run_case "one client holding bodies on every route: nginx within idle + 32 MiB" case_held_bodies_memory
 run_case "one address holding slow batch bodies: another client gets no error" case_slow_batches_second_client

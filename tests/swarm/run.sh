@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh deploys docker/stack.yml on Docker Swarm and checks it end to end:
 # requests through nginx reach all 3 workers; nginx runs on a read-only
-# root with its own tmpfs volumes; `docker service scale` to 5
+# root with its own tmpfs volumes; every service has its pids limit and the
+# exporter publishes no port; `docker service scale` to 5
 # is picked up within 10 s of the new tasks running; scaling back to 2 and
 # a rolling restart (`docker service update --force`) each lose no request
 # under load. On a host outside any swarm it makes a single-node swarm
@@ -182,6 +183,26 @@ docker exec "$edge" test -S /run/sudoku-edge/access-log.sock || fail "sudoku-edg
 suid=$(docker exec -u 0 "$edge" bash -c 'find / -xdev -perm /6000 -type f 2>/dev/null; echo scanned' | tr '\n' ' ')
 [[ $suid == "scanned " ]] || fail "setuid or setgid files in nginx's image (or no scan): $suid"
 log "nginx: read-only root, tmpfs volumes of uid 33 for task $task, no setuid file"
+
+# --- pids limits in force, the exporter unpublished ---------------------------
+# Each service's deploy.resources.limits.pids in docker/stack.yml reaches its
+# spec and its task's container (an engine too old for the field drops it).
+limits=0
+while read -r svc want; do
+	limits=$((limits + 1))
+	got=$(docker service inspect -f '{{.Spec.TaskTemplate.Resources.Limits.Pids}}' "${STACK}_$svc" 2>&1) || true
+	for _ in $(seq 60); do
+		id=$(docker ps -q --filter "label=com.docker.swarm.service.name=${STACK}_$svc" | head -1)
+		[[ -n $id ]] && break
+		sleep 1
+	done
+	ctr=$(docker inspect -f '{{json .HostConfig.PidsLimit}}' "$id" 2>&1) || ctr="(no container: $ctr)"
+	[[ $got == "$want" && $ctr == "$want" ]] || fail "$svc: pids limit $got in its spec, $ctr in its container; stack.yml says $want"
+done < <(awk '/^services:/ {s = 1; next} /^[a-z]/ {s = 0} s && /^  [a-z-]+:$/ {n = $1; sub(":", "", n)} s && $1 == "pids:" {print n, $2}' docker/stack.yml)
+((limits == 3)) || fail "$limits pids limits in docker/stack.yml, want one for each of the 3 services"
+ports=$(docker service inspect -f '{{json .Endpoint.Ports}}' "${STACK}_exporter")
+[[ $ports == null || $ports == '[]' ]] || fail "the exporter publishes $ports"
+log "pids limits in force: $(docker service inspect -f '{{.Spec.Name}}={{.Spec.TaskTemplate.Resources.Limits.Pids}}' "${STACK}_sudoku" "${STACK}_nginx" "${STACK}_exporter" | tr '\n' ' '); exporter ports: $ports"
 
 # --- scale up: picked up within 10 s -----------------------------------------
 log "scaling to 5"
