@@ -71,9 +71,6 @@ func (m *Metrics) requestTotals() (active int64, seconds float64) {
 	now := time.Now()
 	m.reqMu.Lock()
 	defer m.reqMu.Unlock()
-	if m.reqActive == 0 {
-		return 0, m.reqArea
-	}
 	return m.reqActive, m.reqArea + float64(m.reqActive)*now.Sub(m.reqSince).Seconds()
 }
 

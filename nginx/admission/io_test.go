@@ -173,7 +173,7 @@ func TestQueueForBoundsTheWait(t *testing.T) {
 	}
 	for _, want := range []string{"log_format sudoku_admission '" + logFormat + "';",
 		"access_log syslog:server=unix:/run/sudoku-edge/log.sock,nohostname,tag=nginx sudoku_admission if=$sudoku_log;",
-		`"~0$" 1;`, `"~^(429|503)$" 0;`, `"~^[45]" 1;`} {
+		"map $sudoku_one_in_16 $sudoku_log_sampled {", `"~^(429|503)$" 0;`, `"~^[45]" 1;`} {
 		if !strings.Contains(string(sampled.HTTP), want) {
 			t.Errorf("sampled http include lacks %q:\n%s", want, sampled.HTTP)
 		}

@@ -61,8 +61,9 @@ type logLines struct {
 	Every  bool
 }
 
-// SampleEvery is the sampling the template states; its map picks the
-// requests whose $request_id ends in one hex digit of 16.
+// SampleEvery is the sampling the template states; nginx.conf's
+// $sudoku_one_in_16 picks the requests whose $request_id ends in one hex
+// digit of 16.
 func (logLines) SampleEvery() int { return sampleEvery }
 
 // sampleEvery is one over the share of requests nginx logs when it does

@@ -236,7 +236,7 @@ else
 	compose_cpu_nginx() { cgcpu "$nginx_id"; }
 	compose_cpu_workers() { cgcpu "${worker_ids[@]}"; }
 	compose_conns() { conns_at "${worker_metrics[@]}"; }
-	compose_cpu_daemons() { oncpu $(pgrep -x dockerd) $(pgrep -x containerd-shim) $(pgrep -f containerd-shim-runc); }
+	compose_cpu_daemons() { oncpu $(pgrep -x 'dockerd|containerd-shim'); } # comm is cut to 15 bytes: containerd-shim-runc-v2 too
 	for round in $(seq "$rounds"); do
 		for tr in "${transports[@]}"; do
 			up "$tr"
