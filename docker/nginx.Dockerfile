@@ -20,8 +20,6 @@ RUN go mod download
 # nginx.conf and the sudoku-*.conf files among them.
 COPY nginx/*.go nginx/*.conf nginx/
 COPY nginx/templates/ nginx/templates/
-COPY nginx/admission/ nginx/admission/
-COPY nginx/internal/ nginx/internal/
 # cmd/cli names the solver engine in -version.
 COPY solver/ solver/
 COPY cmd/cli/ cmd/cli/

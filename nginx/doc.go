@@ -11,7 +11,7 @@
 //     `nginx -t`, reloads (SIGHUP) and stops it (SIGQUIT).
 //   - discovery.go resolves the worker [Target]s again and again;
 //     render.go turns a set of addresses into the `server` lines included
-//     by the `upstream` block and the admission limit of /sudoku.
+//     by the `upstream` block and the concurrency cap of /sudoku.
 //   - apply.go is the reload decision: it writes changed files atomically,
 //     runs the check, reloads only a configuration that passed it, and puts
 //     the old files back when the check fails.
@@ -21,16 +21,16 @@
 //     hands them to every master it starts (the NGINX environment
 //     variable), so that a master that dies is restarted without refusing
 //     a connection.
-//   - extension.go is the seam for parts of the edge that render includes
-//     of their own ([Extension], [Edge]): the admission controller.
+//   - accesslog.go counts nginx's answers by status and source from the
+//     short access log lines nginx sends to a socket ([AccessLog]).
 //   - certs.go keeps TLS certificates with certmagic (ACME, HTTP-01 only)
 //     and hands each new pair out as a change; edgetls.go renders tls.conf
 //     from the [TLSOptions] and applies the pairs with it.
 //
 // The files this package writes are included by nginx.conf:
 // servers.conf inside `upstream sudoku_workers { ... }` and tls.conf at http
-// level, admission.conf inside the /sudoku location and trusted-clients.conf
-// in a geo block. The package never reads environment variables or flags;
+// level, admission.conf (the concurrency cap) inside the /sudoku location,
+// access-log.conf at http level and trusted-clients.conf in a geo block. The package never reads environment variables or flags;
 // cmd/sudoku-edge parses them ([ParseTargets], [ParsePrefixes],
 // [CheckParams], [CheckDomain]) and wires a Supervisor.
 package nginx

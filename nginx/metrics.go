@@ -1,16 +1,15 @@
 package nginx
 
 import (
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"sudoku-fcgi/nginx/internal/edgemetric"
 )
 
 // Metrics counts what a Supervisor does. A nil *Metrics counts nothing.
 type Metrics struct {
-	set             *edgemetric.Set
+	set             *metricSet
 	rounds          prometheus.Counter
 	lookupErrors    prometheus.Counter
 	workers         prometheus.Gauge
@@ -20,11 +19,13 @@ type Metrics struct {
 	certPlaceholder *prometheus.GaugeVec
 	certFailures    prometheus.Counter
 	restarts        prometheus.Counter
+	responses       *prometheus.CounterVec
+	accessLogErrors prometheus.Counter
 }
 
 // NewMetrics returns unregistered metrics in the sudoku_edge namespace.
 func NewMetrics() *Metrics {
-	s := new(edgemetric.Set)
+	s := new(metricSet)
 	m := &Metrics{
 		set: s,
 		rounds: s.Counter("discovery_rounds_total",
@@ -44,6 +45,9 @@ func NewMetrics() *Metrics {
 			"Certificate orders and renewals that failed (certmagic retries them)."),
 		restarts: s.Counter("nginx_restarts_total",
 			"nginx masters that exited on their own and were started again (the listening sockets stayed open)."),
+		responses: s.CounterVec("nginx_responses_total",
+			"Answers by status code and source, from nginx's access log: 429, 503 and under 400 from one request in 16 (x16), the other codes of 400 and up exactly (every answer exactly with -access-log-all); source nginx when it answered itself (its limits, its errors, no worker reached), worker otherwise.", "code", "source"),
+		accessLogErrors: s.Counter("access_log_errors_total", "Access log lines the edge could not read."),
 	}
 	for _, o := range []applyOutcome{reloaded, rejected, failed} {
 		m.configApplies.WithLabelValues(o.String())
@@ -52,7 +56,44 @@ func NewMetrics() *Metrics {
 }
 
 // Register registers every metric with r.
-func (m *Metrics) Register(r prometheus.Registerer) error { return m.set.Register(r) }
+func (m *Metrics) Register(r prometheus.Registerer) error {
+	var errs []error
+	for _, c := range m.set.all {
+		errs = append(errs, r.Register(c))
+	}
+	return errors.Join(errs...)
+}
+
+// metricSet makes metrics named sudoku_edge_<name> and keeps each one it
+// made for Register. The zero metricSet is ready to use.
+type metricSet struct {
+	all []prometheus.Collector
+}
+
+func edgeOpts(name, help string) prometheus.Opts {
+	return prometheus.Opts{Namespace: "sudoku", Subsystem: "edge", Name: name, Help: help}
+}
+
+func keep[C prometheus.Collector](s *metricSet, c C) C {
+	s.all = append(s.all, c)
+	return c
+}
+
+func (s *metricSet) Gauge(name, help string) prometheus.Gauge {
+	return keep(s, prometheus.NewGauge(prometheus.GaugeOpts(edgeOpts(name, help))))
+}
+
+func (s *metricSet) Counter(name, help string) prometheus.Counter {
+	return keep(s, prometheus.NewCounter(prometheus.CounterOpts(edgeOpts(name, help))))
+}
+
+func (s *metricSet) GaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return keep(s, prometheus.NewGaugeVec(prometheus.GaugeOpts(edgeOpts(name, help)), labels))
+}
+
+func (s *metricSet) CounterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return keep(s, prometheus.NewCounterVec(prometheus.CounterOpts(edgeOpts(name, help)), labels))
+}
 
 func (m *Metrics) round(err error) {
 	if m == nil {
@@ -108,4 +149,18 @@ func (m *Metrics) restarted() {
 		return
 	}
 	m.restarts.Inc()
+}
+
+func (m *Metrics) response(code []byte, source string, weight float64) {
+	if m == nil {
+		return
+	}
+	m.responses.WithLabelValues(string(code), source).Add(weight)
+}
+
+func (m *Metrics) accessLogError() {
+	if m == nil {
+		return
+	}
+	m.accessLogErrors.Inc()
 }

@@ -9,7 +9,7 @@
 # or let sudoku-edge do it with -run-dir DIR/run -nginx-conf DIR/nginx.conf.
 # DIR/run holds the files nginx.conf includes: servers.conf for
 # SUDOKU_WORKERS (default 127.0.0.1:9000; sudoku-edge, when it runs nginx,
-# rewrites it), admission.conf, tls.conf (TLS off), trusted-clients.conf,
+# rewrites it), admission.conf, access-log.conf (no socket), tls.conf (TLS off), trusted-clients.conf,
 # real-ip.conf. $SUDOKU_EDGE names a built binary; without it, go run
 # builds one.
 set -euo pipefail

@@ -204,6 +204,24 @@ func renderRealIP(from []netip.Prefix) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// renderAccessLog renders access-log.conf, included at http level: the
+// log lines nginx sends to the AccessLog's socket, none without a Path.
+func renderAccessLog(a *AccessLog) ([]byte, error) {
+	if strings.ContainsAny(a.Path, ";{}#\"'\\\n\r$ \t,") {
+		return nil, fmt.Errorf("access log socket path %q: a character nginx would misread", a.Path)
+	}
+	var buf bytes.Buffer
+	err := templates.ExecuteTemplate(&buf, "access-log.conf.tmpl", struct {
+		Path, Format string
+		All          bool
+		SampleEvery  int
+	}{a.Path, accessLogFormat, a.All, SampleEvery})
+	if err != nil {
+		return nil, fmt.Errorf("rendering access-log.conf: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
 // ProcessLimits are nginx's connection limits for all its worker
 // processes together. nginx applies worker_connections and an upstream's
 // keepalive per worker process, so each process gets its share, and the

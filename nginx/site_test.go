@@ -32,10 +32,11 @@ func TestRenderSite(t *testing.T) {
 			"\n            proxy_pass http://127.0.0.1:28081;\n",
 			"\n        include " + site.RunDir + "/servers.conf;\n",
 			"\n    include " + site.RunDir + "/tls.conf;\n",
+			"\n    include " + site.RunDir + "/access-log.conf;\n",
 			"\nhttp {\n    client_body_temp_path " + site.TempDir + "/body;\n",
 			"\n    uwsgi_temp_path " + site.TempDir + "/uwsgi;\n    server_tokens off;\n",
 		},
-		"sudoku-locations.conf": {"\n    include " + site.RunDir + "/admission.conf;\n", "\n    alias " + site.RunDir + "/admission.json;\n"},
+		"sudoku-locations.conf": {"\n    include " + site.RunDir + "/admission.conf;\n"},
 		"sudoku-www.conf":       {"\n    root /src/nginx/www;\n"},
 		"sudoku-fastcgi.conf":   {"fastcgi_pass sudoku_workers;"},
 	}

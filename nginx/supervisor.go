@@ -38,8 +38,8 @@ type Supervisor struct {
 	// fields take DefaultProcessLimits'.
 	Limits ProcessLimits
 	// RunDir receives the files nginx.conf includes: servers.conf,
-	// admission.conf, tls.conf, trusted-clients.conf, real-ip.conf,
-	// events.conf, keepalive.conf, and certs/ with TLS.
+	// admission.conf, access-log.conf, tls.conf, trusted-clients.conf,
+	// real-ip.conf, events.conf, keepalive.conf, and certs/ with TLS.
 	RunDir string
 
 	// Listen lists the addresses of nginx's listen directives (ParseListen).
@@ -83,9 +83,9 @@ type Supervisor struct {
 	MetricsHandler http.Handler
 	Metrics        *Metrics // nil counts nothing
 
-	// Extra, when set, renders includes of its own through the same
-	// check-and-reload path (the admission controller); see Extension.
-	Extra Extension
+	// AccessLog, with a Path, is the socket nginx sends short access log
+	// lines to, counted into Metrics (access-log.conf).
+	AccessLog AccessLog
 
 	Stdout io.Writer // nginx's stdout (the access log); nil means os.Stdout
 	Stderr io.Writer // where nginx's error log is relayed; nil means os.Stderr
@@ -181,10 +181,17 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if err := s.tls.prepare(ctx); err != nil {
 		return err
 	}
-	if s.Extra != nil {
-		if err := s.Extra.Start(ctx, s.edge()); err != nil {
-			return fmt.Errorf("writing the extra includes: %w", err)
+	if a := &s.AccessLog; a.Path != "" {
+		a.metrics = s.Metrics
+		if err := a.listen(); err != nil {
+			return fmt.Errorf("access log socket: %w", err)
 		}
+		defer a.close()
+		go func() {
+			if err := a.serve(); err != nil {
+				s.Log.Error().Err(err).Msg("reading nginx's access log socket")
+			}
+		}()
 	}
 	// A configuration nginx refuses ends Run with nginx's status: a restart
 	// would only fail again.
@@ -232,9 +239,6 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	defer cancelBg()
 	go every(bg, s.ResolveInterval, func() { s.round(bg) })
 	go s.tls.run(bg, s.Renew)
-	if s.Extra != nil {
-		go s.Extra.Run(bg, s.edge())
-	}
 
 	if !s.keepRunning(ctx) {
 		return nil // ctx ended while no master ran
@@ -347,7 +351,7 @@ func (m *masters) Check(ctx context.Context) error { return m.get().Check(ctx) }
 func (m *masters) Reload() error                   { return m.get().Reload() }
 
 // Render writes the files nginx.conf includes into RunDir, as Run does
-// before it starts nginx (servers.conf, admission.conf, tls.conf and the
+// before it starts nginx (servers.conf, admission.conf, access-log.conf, tls.conf and the
 // placeholder certificates, trusted-clients.conf, real-ip.conf,
 // events.conf, keepalive.conf), and
 // returns: the host stack (nginx/render-host.sh) starts nginx on them
@@ -370,13 +374,7 @@ func (s *Supervisor) Render(ctx context.Context) error {
 		return err
 	}
 	defer tls.stop()
-	if err := tls.prepare(ctx); err != nil {
-		return err
-	}
-	if s.Extra != nil {
-		return s.Extra.Start(ctx, s.edge())
-	}
-	return nil
+	return tls.prepare(ctx)
 }
 
 // stop stops nginx gracefully, or fast on one of the FastStop signals, and
@@ -410,7 +408,7 @@ func (s *Supervisor) stop() error {
 	return nil
 }
 
-// writeStartFiles writes the upstream and trusted-clients files before
+// writeStartFiles writes the upstream, trusted-clients and access log files before
 // nginx starts: it refuses to start while an include is missing.
 func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 	addrs, err := s.disc.Resolve(ctx)
@@ -440,6 +438,13 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 	}
 	if err := s.writeProcessLimits(); err != nil {
 		return err
+	}
+	accessLog, err := renderAccessLog(&s.AccessLog)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(s.path("access-log.conf"), accessLog, 0o644); err != nil {
+		return fmt.Errorf("writing access-log.conf: %w", err)
 	}
 	return s.writePrefixes("real-ip.conf", "trusted balancers", s.RealIPFrom, renderRealIP)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -32,7 +33,7 @@ type config struct {
 	logLevel   string
 	level      zerolog.Level // parsed from logLevel by check
 	tls        tlsFlags
-	adm        admissionFlags
+	accessLog  nginx.AccessLog // its Path relative to the run directory until parseConfig ends
 }
 
 func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*config, error) {
@@ -49,12 +50,12 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	fs.StringVar(&realIP, "real-ip-from", "", "comma-separated `addresses or prefixes` of the load balancers in front of nginx: from them, X-Forwarded-For names the client that the per-client limits count (the last address not of a balancer); from anyone else the header is ignored")
 	fs.StringVar(&listen, "listen", "8080,8082", "nginx listen `addresses` (as nginx.conf's listen directives name them) that sudoku-edge opens and hands to nginx, so that a restarted nginx refuses no connection; the -tls-listen address is added with TLS on")
 	fs.StringVar(&trusted, "trusted-clients", "", "comma-separated client `addresses or prefixes` exempt from the per-client limits (a load balancer in front, a load-test host)")
-	fs.StringVar(&c.renderOnly, "render-only", "", "write the files nginx.conf includes into `directory` (servers.conf from the -workers targets as given, admission.conf, tls.conf, trusted-clients.conf, real-ip.conf, events.conf, keepalive.conf), as at start, and exit without starting nginx: the host stack (nginx/render-host.sh)")
+	fs.StringVar(&c.renderOnly, "render-only", "", "write the files nginx.conf includes into `directory` (servers.conf from the -workers targets as given, admission.conf, access-log.conf, tls.conf, trusted-clients.conf, real-ip.conf, events.conf, keepalive.conf), as at start, and exit without starting nginx: the host stack (nginx/render-host.sh)")
 	fs.StringVar(&c.renderConf, "render-conf", "", "write nginx.conf, sudoku-locations.conf, sudoku-fastcgi.conf and sudoku-www.conf into `directory`, naming -run-dir, -www-root, -http-listen, -status-listen, -challenge-listen and -nginx-temp-dir, and exit (after -render-only, when both are given): the image's /etc/nginx and the host stack")
 	fs.StringVar(&c.site.WWWRoot, "www-root", "/usr/share/sudoku-www", "`directory` of the web page's files, for -render-conf")
 	fs.StringVar(&c.site.StatusListen, "status-listen", "8082", "nginx listen `address` of stub_status, for -render-conf")
 	fs.StringVar(&c.site.TempDir, "nginx-temp-dir", "", "`directory` for nginx's temporary files, for -render-conf (empty: nginx's built-in paths)")
-	fs.StringVar(&s.RunDir, "run-dir", "/run/sudoku-edge", "`directory` for servers.conf, admission.conf, tls.conf, trusted-clients.conf and exported certificates")
+	fs.StringVar(&s.RunDir, "run-dir", "/run/sudoku-edge", "`directory` for servers.conf, admission.conf, access-log.conf, tls.conf, trusted-clients.conf and exported certificates")
 	fs.StringVar(&s.Bin, "nginx", "nginx", "nginx `binary`")
 	fs.StringVar(&s.Conf, "nginx-conf", "/etc/nginx/nginx.conf", "nginx configuration `file` (-c)")
 	fs.IntVar(&s.WorkerProcesses, "worker-processes", runtime.GOMAXPROCS(0), "nginx worker_processes `count`: the default is the CPUs this process may use (its cgroup CPU quota and affinity, as GOMAXPROCS); 0 leaves it to nginx.conf")
@@ -79,7 +80,8 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	fs.IntVar(&o.RedirectPort, "tls-redirect-port", 443, "public HTTPS `port` used in redirects")
 	fs.BoolVar(&o.HSTS, "tls-hsts", false, "send Strict-Transport-Security over HTTPS")
 	fs.IntVar(&o.HSTSMaxAge, "tls-hsts-max-age", 63072000, "HSTS max-age in `seconds`")
-	c.adm.register(fs)
+	fs.StringVar(&c.accessLog.Path, "access-log-socket", "access-log.sock", "unix datagram `socket` nginx sends short access log lines to (one request in 16, and each answer of status 400 and up but 429 and 503), which sudoku-edge counts by status and source (sudoku_edge_nginx_responses_total), relative to -run-dir; empty turns it off")
+	fs.BoolVar(&c.accessLog.All, "access-log-all", false, "send a line for every answer to -access-log-socket: exact counts, at sudoku-edge CPU for each answer")
 	if err := fs.Parse(args, getenv); err != nil {
 		return nil, err
 	}
@@ -99,6 +101,9 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	}
 	if c.renderOnly != "" {
 		c.sup.RunDir = c.renderOnly
+	}
+	if p := c.accessLog.Path; p != "" && !filepath.IsAbs(p) {
+		c.accessLog.Path = filepath.Join(c.sup.RunDir, p)
 	}
 	c.site.RunDir, c.site.HTTPListen, c.site.ChallengeListen = c.sup.RunDir, c.tls.o.HTTPListen, c.sup.ChallengeListen
 	if err != nil {
@@ -136,9 +141,6 @@ func (c *config) check() error {
 	}
 	if _, _, err := net.SplitHostPort(c.sup.MetricsListen); err != nil && c.sup.MetricsListen != "" {
 		return fmt.Errorf("-metrics-listen: %w", err)
-	}
-	if err := c.adm.cfg.Check(); err != nil {
-		return fmt.Errorf("-admission-*: %w", err)
 	}
 	var err error
 	if c.level, err = zerolog.ParseLevel(c.logLevel); err != nil {

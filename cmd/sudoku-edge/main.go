@@ -26,7 +26,6 @@ import (
 
 	"sudoku-fcgi/cmd/cli"
 	"sudoku-fcgi/nginx"
-	"sudoku-fcgi/nginx/admission"
 )
 
 const name = "sudoku-edge"
@@ -43,17 +42,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	s := &c.sup
 	s.Log = zerolog.New(os.Stderr).Level(c.level).With().Timestamp().Str("service", name).Logger()
 	s.Stdout, s.Stderr = os.Stdout, os.Stderr
-	am := admission.NewMetrics()
-	loop, err := c.adm.loop(s.RunDir, am, s.Log)
-	if err != nil {
-		return err
-	}
 	if c.renderOnly != "" || c.renderConf != "" {
-		// No edge runs to read the log socket: nginx gets no log line.
-		s.Extra = admission.Extension(loop, nil)
 		return c.render(ctx)
 	}
-	s.Extra = admission.Extension(loop, c.adm.counter(s.RunDir, am, s.Log))
+	s.AccessLog = c.accessLog
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(version.NewCollector("sudoku")) // a fresh registry cannot refuse it
@@ -62,9 +54,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	s.MetricsHandler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-	if err := am.Register(reg); err != nil {
-		return err
-	}
 
 	renew := make(chan os.Signal, 1)
 	signal.Notify(renew, syscall.SIGUSR1)

@@ -69,6 +69,18 @@ func TestParseConfig(t *testing.T) {
 			t.Errorf("parseConfig = %+v", s)
 		}
 	})
+	t.Run("access log socket", func(t *testing.T) {
+		if c := mustParse(t, nil, env{}); c.accessLog != (nginx.AccessLog{Path: "/run/sudoku-edge/access-log.sock"}) {
+			t.Errorf("default access log = %+v, want access-log.sock in the run directory, sampled", c.accessLog)
+		}
+		c := mustParse(t, []string{"-access-log-all", "-run-dir", "/r"}, env{"SUDOKU_EDGE_ACCESS_LOG_SOCKET": "/log.sock"})
+		if c.accessLog != (nginx.AccessLog{Path: "/log.sock", All: true}) {
+			t.Errorf("access log = %+v, want /log.sock, every answer", c.accessLog)
+		}
+		if c := mustParse(t, []string{"-access-log-socket", "x.sock", "-run-dir", "/r"}, env{}); c.accessLog.Path != "/r/x.sock" {
+			t.Errorf("relative -access-log-socket = %q, want it in -run-dir", c.accessLog.Path)
+		}
+	})
 	bad := []struct {
 		args []string
 		env  map[string]string

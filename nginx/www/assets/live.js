@@ -163,23 +163,7 @@
     }));
   }
 
-  // The admission queue, when sudoku-edge runs its controller: one line
-  // under the charts from GET /sudoku/admission (404 while it is off).
-  const admission = document.createElement("p");
-  admission.className = "help";
-  status.after(admission);
-  async function pollAdmission() {
-    try {
-      const resp = await fetch("/sudoku/admission", { headers: { Accept: "application/json" }, cache: "no-store" });
-      if (!resp.ok) { admission.textContent = ""; return; }
-      const a = await resp.json();
-      admission.textContent = "Admission: nginx passes up to " + Math.round(a.rate) + " requests/s for all clients together" +
-        (a.capacity > 0 ? " (the workers' estimated capacity: " + Math.round(a.capacity) + "/s" + (a.congested ? ", congested" : "") + ")" : "") + ".";
-    } catch (_) { admission.textContent = ""; }
-  }
-
   async function poll() {
-    pollAdmission();
     const started = performance.now();
     const ctl = new AbortController();
     const timer = setTimeout(() => ctl.abort(), 3000);

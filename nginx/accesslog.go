@@ -1,0 +1,122 @@
+package nginx
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"os"
+	"strconv"
+)
+
+// AccessLog counts nginx's answers by status and source from the short
+// access log lines nginx sends to a unix datagram socket
+// (access_log syslog:server=unix:<Path>, rendered into access-log.conf):
+// sudoku_edge_nginx_responses_total.
+//
+// nginx sends a line for one request in SampleEvery, which counts
+// SampleEvery, and for every answer of status 400 and up but 429 and 503,
+// which counts once; with All a line for every answer. A line costs
+// sudoku-edge 34-55 us (tests/bench/RESULTS.md, "Counting nginx's
+// answers"), too much for every answer or for the 503s of an overload.
+type AccessLog struct {
+	Path string // the socket; empty turns the lines off
+	All  bool   // a line for every answer, not a sample
+
+	conn    *net.UnixConn
+	metrics *Metrics
+}
+
+// SampleEvery is one over the share of requests nginx logs when it does not
+// log every answer; nginx.conf's $sudoku_one_in_16 picks the requests whose
+// $request_id ends in one hex digit of 16.
+const SampleEvery = 16
+
+// accessLogFormat is the log_format of the lines: the status, 1 when the
+// request is in the sample (0 when it is logged for its status alone) and
+// the upstream's statuses ("-" when nginx answered itself), one per try.
+const accessLogFormat = `$status $sudoku_log_sampled $upstream_status`
+
+// listen creates the socket (replacing a stale one) with mode 0666: nginx's
+// workers run as another user.
+func (a *AccessLog) listen() error {
+	_ = os.Remove(a.Path)
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: a.Path, Net: "unixgram"})
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(a.Path, 0o666); err != nil {
+		conn.Close()
+		return err
+	}
+	a.conn = conn
+	return nil
+}
+
+// serve counts lines until close.
+func (a *AccessLog) serve() error {
+	buf := make([]byte, 8192)
+	for {
+		n, err := a.conn.Read(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		a.line(buf[:n])
+	}
+}
+
+// close stops serve and removes the socket.
+func (a *AccessLog) close() error {
+	if a.conn == nil {
+		return nil
+	}
+	err := a.conn.Close()
+	_ = os.Remove(a.Path)
+	return err
+}
+
+// line counts one syslog datagram: "<pri>timestamp tag: message".
+func (a *AccessLog) line(b []byte) {
+	if i := bytes.Index(b, []byte(": ")); i >= 0 && bytes.HasPrefix(b, []byte("<")) {
+		b = b[i+2:]
+	}
+	f := bytes.Fields(b)
+	if len(f) < 3 {
+		a.metrics.accessLogError()
+		return
+	}
+	code, err := strconv.Atoi(string(f[0]))
+	if err != nil || code < 100 || code > 599 {
+		a.metrics.accessLogError()
+		return
+	}
+	sampled := string(f[1]) == "1"
+	exact := a.All || (code >= 400 && code != 429 && code != 503)
+	var weight float64
+	switch {
+	case exact:
+		weight = 1
+	case sampled:
+		// A sampled line stands for SampleEvery requests.
+		weight = SampleEvery
+	default:
+		return
+	}
+	source := "worker"
+	if nginxAnswered(f[0], f[2:]) {
+		source = "nginx"
+	}
+	a.metrics.response(f[0], source, weight)
+}
+
+// nginxAnswered tells whether nginx gave the answer of status code itself,
+// from the tokens of $upstream_status: no upstream ("-"), or one whose last
+// status is not the answer's, as when nginx turns its own 502 "no live
+// upstreams" into a 503. Tries are separated by ", " and internal redirects
+// by " : ", so the last token is the last try's status.
+func nginxAnswered(code []byte, upstream [][]byte) bool {
+	last := upstream[len(upstream)-1]
+	return string(last) == "-" || !bytes.Equal(last, code)
+}

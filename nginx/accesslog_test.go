@@ -1,0 +1,129 @@
+package nginx
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestAccessLogCountsOverTheSocket(t *testing.T) {
+	m := NewMetrics()
+	a := &AccessLog{Path: filepath.Join(t.TempDir(), "log.sock"), metrics: m}
+	if err := a.listen(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.serve() }()
+	conn, err := net.Dial("unixgram", a.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := []string{
+		// In the sample: each counts SampleEvery (16).
+		"<190>Dec  1 19:00:00 nginx: 200 1 200",
+		"<190>Dec  1 19:00:00 nginx: 200 1 503, 200",
+		"<190>Dec  1 19:00:00 nginx: 503 1 -",
+		"<190>Dec  1 19:00:00 nginx: 429 1 -",
+		// Out of the sample, for a status counted by the sample only: not counted.
+		"<190>Dec  1 19:00:00 nginx: 503 0 -",
+		// Sent for its status alone: counts once.
+		"<190>Dec  1 19:00:00 nginx: 404 0 -",
+		// nginx's 502 "no live upstreams", answered as 503; a worker's own busy 503 after a retry;
+		// an error page after an internal redirect.
+		"<190>Dec  1 19:00:00 nginx: 503 1 502",
+		"<190>Dec  1 19:00:00 nginx: 503 1 503, 503",
+		"<190>Dec  1 19:00:00 nginx: 503 1 503 : -",
+		"<190>Dec  1 19:00:00 nginx: nonsense",
+		"<190>Dec  1 19:00:00 nginx: 999 1 -",
+	}
+	for _, l := range lines {
+		if _, err := conn.Write([]byte(l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for testutil.ToFloat64(m.accessLogErrors) < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	a.close()
+	if err := <-done; err != nil {
+		t.Fatalf("serve() = %v", err)
+	}
+	if _, err := os.Stat(a.Path); !os.IsNotExist(err) {
+		t.Errorf("socket left behind after close: %v", err)
+	}
+	for _, tc := range []struct {
+		code, source string
+		want         float64
+	}{{"200", "worker", 32}, {"503", "nginx", 48}, {"503", "worker", 16}, {"429", "nginx", 16}, {"404", "nginx", 1}} {
+		if got := testutil.ToFloat64(m.responses.WithLabelValues(tc.code, tc.source)); got != tc.want {
+			t.Errorf("responses{code=%s,source=%s} = %v, want %v", tc.code, tc.source, got, tc.want)
+		}
+	}
+	if got := testutil.ToFloat64(m.accessLogErrors); got != 2 {
+		t.Errorf("access log errors = %v, want 2", got)
+	}
+}
+
+// TestAccessLogAllCountsEachLineOnce: with All every line is one answer.
+func TestAccessLogAllCountsEachLineOnce(t *testing.T) {
+	m := NewMetrics()
+	a := &AccessLog{All: true, metrics: m}
+	a.line([]byte("<190>Dec  1 19:00:00 nginx: 503 1 -"))
+	a.line([]byte("<190>Dec  1 19:00:00 nginx: 200 1 200"))
+	if got := testutil.ToFloat64(m.responses.WithLabelValues("503", "nginx")); got != 1 {
+		t.Errorf("503 from nginx = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(m.responses.WithLabelValues("200", "worker")); got != 1 {
+		t.Errorf("200 from a worker = %v, want 1", got)
+	}
+}
+
+// TestNginxAcceptsTheAccessLog renders the project's config for the host
+// (nginx/render-host.sh) with each form of access-log.conf and asks
+// nginx -t. Skipped without nginx or bash on the PATH.
+func TestNginxAcceptsTheAccessLog(t *testing.T) {
+	nginx, err := exec.LookPath("nginx")
+	if err != nil {
+		t.Skip("no nginx on the PATH")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash on the PATH")
+	}
+	_, file, _, _ := runtime.Caller(0)
+	dir := t.TempDir()
+	out, err := exec.Command("bash", filepath.Join(filepath.Dir(file), "render-host.sh"), dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("render-host.sh: %v\n%s", err, out)
+	}
+	sock := filepath.Join(dir, "run", "log.sock")
+	for _, a := range []AccessLog{{}, {Path: sock}, {Path: sock, All: true}} {
+		b, err := renderAccessLog(&a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(b), "access_log syslog:server=unix:"+sock); got != (a.Path != "") {
+			t.Errorf("%+v: access_log line present = %v:\n%s", a, got, b)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "run", "access-log.conf"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(nginx, "-t", "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-g", "error_log stderr;")
+		out, err := cmd.CombinedOutput()
+		if err != nil && !bytes.Contains(out, []byte("Permission denied")) {
+			t.Errorf("%+v: nginx -t: %v\n%s", a, err, out)
+		}
+	}
+	if _, err := renderAccessLog(&AccessLog{Path: "/run/x;y"}); err == nil {
+		t.Error("renderAccessLog with a ';' in the socket path = nil error")
+	}
+}
