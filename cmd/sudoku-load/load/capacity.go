@@ -31,6 +31,11 @@ type CapacityConfig struct {
 	// counts as failed: on a shared machine one descheduling of the server
 	// can spoil the p99 of a short step. Every attempt is reported.
 	Retries int
+	// Repeat is how many steps judge one rate (0: 1): the rate passes when
+	// most of them pass, as the median step does, so that one step spoiled
+	// by the machine's noise neither passes nor fails a rate on its own.
+	// Retries then run the whole vote again.
+	Repeat int
 	// Cool is the pause between steps, to let the server drain (0: 1s).
 	Cool time.Duration
 	// Cores is the number of cores serving, for the rate per core.
@@ -89,8 +94,8 @@ const (
 )
 
 // FindCapacity finds the highest rate whose p99 stays within SLO: it doubles the
-// rate from Load.Rate until a step fails, then bisects between the last pass
-// and the first failure. A step passes when p99 <= SLO, the achieved rate is
+// rate from Load.Rate until a rate fails, then bisects between the last pass
+// and the first failure; Repeat steps judge each rate. A step passes when p99 <= SLO, the achieved rate is
 // at least 95% of the asked rate, no answer is wrong and the error ratio is
 // within MaxErrorRatio. The Result's main figures are those of the best
 // passing step (or of the last step when none passed); its Capacity says
@@ -116,6 +121,9 @@ func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
 	}
 	if cfg.Cores < 1 {
 		cfg.Cores = 1
+	}
+	if cfg.Repeat < 1 {
+		cfg.Repeat = 1
 	}
 	c := &Capacity{SLOms: float64(cfg.SLO) / 1e6, Cores: cfg.Cores, Stop: StopSteps}
 	var best, last *Result
@@ -149,14 +157,32 @@ func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
 		return st.Pass, nil
 	}
 
+	// vote runs Repeat steps at rate and passes it when most of them pass.
+	vote := func(rate float64) (bool, error) {
+		passed := 0
+		for i := 0; i < cfg.Repeat; i++ {
+			pass, err := run(rate)
+			if err != nil {
+				return false, err
+			}
+			if pass {
+				passed++
+			}
+			if 2*passed > cfg.Repeat || 2*(i+1-passed) >= cfg.Repeat+1 {
+				break // the majority is decided
+			}
+		}
+		return 2*passed > cfg.Repeat, nil
+	}
+
 	lo, hi := 0.0, math.Inf(1)
 	rate := min(cfg.Load.Rate, cfg.MaxRate)
 	var err error
 	for len(c.Steps) < cfg.MaxSteps {
 		var pass bool
-		pass, err = run(rate)
+		pass, err = vote(rate)
 		for try := 0; err == nil && !pass && try < cfg.Retries && len(c.Steps) < cfg.MaxSteps; try++ {
-			pass, err = run(rate)
+			pass, err = vote(rate)
 		}
 		if err != nil {
 			c.Stop = StopInterrupted

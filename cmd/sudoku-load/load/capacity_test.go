@@ -138,6 +138,38 @@ func TestFindCapacityRetries(t *testing.T) {
 	}
 }
 
+// With Repeat 3 a rate is judged by the majority of its steps: one
+// spoiled step neither fails a good rate nor passes a bad one, and a
+// decided vote runs no third step.
+func TestFindCapacityRepeatVotes(t *testing.T) {
+	calls := map[float64]int{}
+	noisy := func(ctx context.Context, lc LoadConfig) (*Result, error) {
+		calls[lc.Rate]++
+		r, err := fakeRun(1000)(ctx, lc)
+		switch {
+		case lc.Rate == 1000 && calls[lc.Rate] == 1: // a good rate, one hiccup
+			r.Latency.P99 = 50
+		case lc.Rate == 2000 && calls[lc.Rate] == 2: // a bad rate, one lucky step
+			r.Latency.P99 = 1
+		}
+		return r, err
+	}
+	res, err := FindCapacity(context.Background(), CapacityConfig{
+		Load: LoadConfig{Rate: 500}, SLO: 5 * time.Millisecond, MaxRate: 2000, Cores: 1,
+		Cool: time.Nanosecond, Repeat: 3, Precision: 0.6, runLoad: noisy,
+	})
+	if err != nil {
+		t.Fatalf("FindCapacity: %v", err)
+	}
+	c := res.Capacity
+	if c.Rate != 1000 || c.FailedRate != 2000 {
+		t.Errorf("capacity %.0f, failed at %.0f; want 1000, 2000; steps %+v", c.Rate, c.FailedRate, c.Steps)
+	}
+	if calls[500] != 2 || calls[1000] != 3 || calls[2000] != 3 {
+		t.Errorf("steps per rate %v, want 500: 2 (decided), 1000: 3, 2000: 3", calls)
+	}
+}
+
 func TestJudge(t *testing.T) {
 	cfg := CapacityConfig{SLO: 5 * time.Millisecond, MaxErrorRatio: 0.01}
 	ok := func() *Result {

@@ -89,6 +89,9 @@ type Outcome struct {
 	// Worker is the answer's X-Sudoku-Worker header: the worker that
 	// solved it.
 	Worker string
+	// RetryAfter is the answer's Retry-After header, which every busy
+	// answer of the service carries.
+	RetryAfter string
 	// Err describes a non-OK outcome.
 	Err error
 }
@@ -118,6 +121,7 @@ func (c *Client) Solve(ctx context.Context, p Puzzle) Outcome {
 		return Outcome{Kind: KindOfError(err), Status: out.Status, Worker: out.Worker, Err: err}
 	case resp.StatusCode != http.StatusOK:
 		out.Kind = KindOfStatus(resp.StatusCode)
+		out.RetryAfter = resp.Header.Get("Retry-After")
 		out.Err = fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(body))
 	default:
 		if out.Err = c.check(p, body); out.Err != nil {

@@ -210,14 +210,25 @@ func percentilesOf(h *hdrhistogram.Histogram) []Percentile {
 // PercentileOf returns the q-th percentile (0-100) of ds, computed as
 // every figure of the engine is (quantile). It is 0 for no durations.
 func PercentileOf(ds []time.Duration, q float64) time.Duration {
-	if len(ds) == 0 {
+	us := make([]int64, len(ds))
+	for i, d := range ds {
+		us[i] = d.Microseconds()
+	}
+	return time.Duration(PercentileOfCounts(us, q)) * time.Microsecond
+}
+
+// PercentileOfCounts returns the q-th percentile (0-100) of vs, whole
+// numbers from 1 to ten minutes in microseconds (others are clamped), as
+// PercentileOf does. It is 0 for no values.
+func PercentileOfCounts(vs []int64, q float64) int64 {
+	if len(vs) == 0 {
 		return 0
 	}
 	h := newHist()
-	for _, d := range ds {
-		_ = h.RecordValue(max(histMin, min(histMax, d.Microseconds()))) // cannot fail: clamped
+	for _, v := range vs {
+		_ = h.RecordValue(max(histMin, min(histMax, v))) // cannot fail: clamped
 	}
-	return time.Duration(quantile(h, q)) * time.Microsecond
+	return quantile(h, q)
 }
 
 // quantile is the q-th percentile (0-100) of h to 3 significant digits,
