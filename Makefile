@@ -71,8 +71,8 @@ shellcheck: ## shellcheck on every shell script
 # PKG narrows the unit tests, e.g. make unit PKG=./fcgi/...
 PKG ?= ./...
 FUZZTIME ?= 30s
-.PHONY: test unit fuzz nginx-test integration test-browser test-tls test-scale test-swarm test-k8s test-reliability test-reliability-ci soak
-test: lint unit nginx-test integration test-browser test-tls test-scale test-swarm test-reliability-ci ## everything CI runs, in this order
+.PHONY: test unit fuzz nginx-test integration test-browser test-tls test-scale test-swarm test-k8s test-reliability bench-overload soak
+test: lint unit nginx-test integration test-browser test-tls test-scale test-swarm test-reliability ## everything CI runs, in this order
 
 unit: ## unit tests with the race detector, shuffled (PKG, default ./...), then the solver built with the purego tag (scalar engine only)
 	$(GO) test -race -shuffle=on $(PKG)
@@ -115,13 +115,11 @@ test-k8s: ## the Kubernetes base (docker/k8s) rendered, decoded strictly into th
 
 # RELIABILITY_FLAGS passes flags to the runner, e.g. '-run overload -keep'.
 RELIABILITY_FLAGS ?=
-test-reliability: ## every reliability scenario on a fresh stack (tests/reliability/README.md)
+test-reliability: ## every reliability scenario on a fresh stack (tests/reliability/README.md; part of make test)
 	$(GO) run ./tests/reliability $(RELIABILITY_FLAGS)
 
-# The overload and the two that run it stay out of CI: their goodput
-# target is not met on a 2-core machine (tests/reliability/README.md).
-test-reliability-ci: ## the reliability scenarios CI runs: all but overload, puzzle-mix and worker-join
-	$(GO) run ./tests/reliability -skip '^(overload|puzzle-mix|worker-join)$$' $(RELIABILITY_FLAGS)
+bench-overload: ## the overload's bound on a fresh stack: CPU per answer and per rejection (cgroups), (1 - k r) / (1 - r) and the goodput at k = 2, 3 (tests/bench/RESULTS.md)
+	$(GO) run ./tests/reliability -bench-overload $(RELIABILITY_FLAGS)
 
 soak: ## 10 minutes at 0.5 C: RSS growth and errors (not in make test)
 	$(GO) run ./tests/reliability -soak $(RELIABILITY_FLAGS)

@@ -4,11 +4,11 @@
 # worker processes) run by sudoku-edge itself, in front of one sudoku-fcgi
 # worker over TCP, with -access-log-socket off, with the default (a line
 # per answer of status 400 and up) and with -access-log-all (a line per
-# answer, as with the admission queue on). For each it sends
+# answer). For each it sends
 # `sudoku-load load` at RATE GETs/s for DURATION twice: once answered 200
 # by the worker, once answered 503 by nginx itself (the edge's worker is a
 # listener that accepts and never answers, with max_conns=1: one request
-# holds the only slot, nginx's admission limit turns the rest away). It
+# holds the only slot, nginx's concurrency cap turns the rest away). It
 # prints sudoku-edge's and nginx's CPU (/proc/<pid>/schedstat, nanoseconds
 # on CPU) per request, and the lines the edge counted.
 #

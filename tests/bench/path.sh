@@ -11,13 +11,12 @@
 # Each depth is warmed up first (a short batch at that depth), so the
 # figures are of the steady state, not of the connections opened at the
 # start. Two last runs per transport (first round) measure rejections, 32 in
-# flight each: nginx's admission limit set to 1, so nearly every request is
+# flight each: nginx's concurrency cap set to 1, so nearly every request is
 # turned away by nginx with 503 (nginx us/request against nginx us/answer),
 # and workers with one solver slot and no queue, so most GETs get a
 # worker's busy 503 (workers us/GET: every GET the workers answered).
-# On compose the rejection runs (first round, straight to nginx, 32 and 480
-# in flight) recreate nginx with an admission queue of 1 request/s, and
-# every compose run also prints what dockerd and containerd-shim spent.
+# On compose every run also prints what dockerd and containerd-shim spent;
+# a rejection's cost there is make bench-overload's (tests/reliability).
 # The last line is the summary of the best c32 run of the first transport:
 #   path: c32 N req/s p99 X ms, c480 M req/s, nginx A us, workers B us per answer
 #
@@ -182,12 +181,12 @@ if [[ ${COMPOSE:-0} != 1 ]]; then
 			start_stack "$tr"
 			depth_runs "$tr" http://127.0.0.1:31680 host
 			if ((round == 1)) && [[ ${REJECT:-1} == 1 ]]; then
-				say "rejection: admission limit 1, 32 in flight"
+				say "rejection: concurrency cap 1, 32 in flight"
 				echo "limit_conn sudoku_admission 1;" >"$work/nginx/run/admission.conf"
 				nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -s reload
 				sleep 1
 				mapfile -t nginx_pids < <(echo "$nginx_master"; pgrep -P "$nginx_master")
-				measure "$tr, admission 1" http://127.0.0.1:31680 32 host
+				measure "$tr, cap 1" http://127.0.0.1:31680 32 host
 				stop_stack
 				say "rejection: workers with one solver slot and no queue, 32 in flight"
 				worker_env="SUDOKU_FCGI_POOL=1 SUDOKU_FCGI_QUEUE=0" start_stack "$tr"
@@ -242,17 +241,6 @@ else
 			up "$tr"
 			depth_runs "compose $tr, published port" http://127.0.0.1:31780 compose
 			depth_runs "compose $tr, direct" "$direct" compose
-			if ((round == 1)) && [[ ${REJECT:-1} == 1 ]]; then
-				# Admission queue at 1 request/s: nearly every GET is nginx's
-				# 503, as in an overload (nginx/README.md, "Admission").
-				say "rejection: nginx recreated with SUDOKU_EDGE_ADMISSION=1, 32 and 480 in flight"
-				override=$work/admission.yml
-				printf 'version: "2.4"\nservices:\n  nginx:\n    environment:\n      SUDOKU_EDGE_ADMISSION: "1"\n' >"$override"
-				up "$tr"
-				measure "compose $tr, direct, admission 1" "$direct" 32 compose
-				measure "compose $tr, direct, admission 1" "$direct" 480 compose
-				override=
-			fi
 			dc down -v --remove-orphans >/dev/null 2>&1
 		done
 	done

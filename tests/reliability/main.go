@@ -5,8 +5,8 @@
 // not run"; the exit status is 1 when any scenario failed, 2 on bad flags.
 // Every flag has an environment twin, $SUDOKU_RELIABILITY_<FLAG>.
 //
-// Usage (from the repository root; `make test-reliability` does this, and
-// `make test-reliability-ci` with -skip '^overload$'):
+// Usage (from the repository root; `make test-reliability` runs every
+// scenario):
 //
 //	go run ./tests/reliability [-run REGEXP] [-skip REGEXP] [-soak] [-keep]
 package main
@@ -40,18 +40,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.StringVar(&c.Puzzles, "puzzles", "tests/reliability/testdata/test1000", "puzzle file for load")
 	fs.StringVar(&c.Hard, "hard", "tests/reliability/testdata/hardest200", "hard puzzles (client abort)")
 	fs.BoolVar(&c.Soak, "soak", false, "run only the soak scenario")
+	fs.BoolVar(&c.BenchOverload, "bench-overload", false, "run only the overload's benchmark: CPU per answer and per rejection, the bound (1 - k r) / (1 - r) and the goodput at k = 2 and 3 (tests/bench/RESULTS.md)")
 	fs.StringVar(&c.Run, "run", "", "run only scenarios matching this regexp")
 	fs.StringVar(&c.Skip, "skip", "", "leave out scenarios matching this regexp (listed as not run in the results)")
 	fs.DurationVar(&c.SoakDuration, "soak-duration", 10*time.Minute, "soak length")
 	fs.StringVar(&c.Via, "via", "direct", "where load goes: direct (nginx's compose-network address) or published (the loopback port, through Docker's port proxy)")
-	fs.StringVar(&c.Admission, "admission", "", "sudoku-edge's admission controller for this run: off, auto or a fixed rate in requests/s (nginx/README.md, Admission); empty keeps the stack's setting")
 	fs.BoolVar(&c.TrustHost, "trust-host", true, "exempt the host's address from nginx's per-client limits: the suite's load stands for many clients (slow and hostile clients run from containers with their own addresses)")
 	fs.BoolVar(&c.Keep, "keep", false, "leave the stack running at the end")
 	fs.BoolVar(&c.Reuse, "reuse", false, "use an already running stack of this project (no build, no teardown)")
 	fs.DurationVar(&c.OverloadDuration, "overload-duration", 60*time.Second, "overload length")
 	fs.Float64Var(&c.Capacity, "capacity", 0, "use this C instead of measuring it (debugging only)")
-	fs.DurationVar(&c.SLO, "slo", 5*time.Millisecond, "p99 SLO for the capacity search")
-	fs.DurationVar(&c.SLOFallback, "slo-fallback", 500*time.Millisecond, "p99 SLO for a second capacity search when no rate meets -slo (0: none)")
+	fs.DurationVar(&c.SLO, "slo", 50*time.Millisecond, "p99 bound of the capacity search: C is the highest rate whose p99 stays within it")
 	fs.BoolVar(&c.Isolate, "isolate", true, "run the suite and its attackers on CPU 0 and the stack on the other cores, so that the load never takes the stack's CPU (on 2 or more cores)")
 	if err := fs.Parse(args, getenv); err != nil {
 		return err

@@ -240,12 +240,10 @@ func busy(ctx context.Context, urls map[string]string) int {
 	total := 0.0
 	for _, u := range urls {
 		m, err := scrapeMetrics(ctx, u)
-		in, okIn := m["sudoku_pool_slots_busy"]
-		q, okQ := m["sudoku_pool_queue_depth"]
-		if err != nil || !okIn || !okQ {
+		if err != nil || !m.has("sudoku_pool_slots_busy") || !m.has("sudoku_pool_queue_depth") {
 			return -1
 		}
-		total += in + q
+		total += m.value("sudoku_pool_slots_busy") + m.value("sudoku_pool_queue_depth")
 	}
 	return int(total)
 }

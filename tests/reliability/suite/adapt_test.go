@@ -1,79 +1,12 @@
 package suite
 
 import (
-	"math"
+	"strings"
 	"testing"
 	"time"
+
+	"sudoku-fcgi/cmd/sudoku-load/load"
 )
-
-// Two workers of 2 slots each, scraped 1 s apart: in the first window
-// they held 4 and 8 request seconds per second (12 over 4 slots: 3 per
-// slot) and 10 waits took 0.5 s; in the second the first worker
-// restarted (its counters went back) and only the second counts.
-func TestWorkerWindows(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	w := func(at time.Duration, reqSum, waitSum, waits float64) scraped {
-		return scraped{t0.Add(at), map[string]float64{
-			"sudoku_fastcgi_request_seconds_total": reqSum, "sudoku_queue_wait_seconds_sum": waitSum,
-			"sudoku_queue_wait_seconds_count": waits, "sudoku_pool_slots": 2,
-		}}
-	}
-	rounds := []metricRound{
-		{"a": w(0, 10, 1, 100), "b": w(0, 20, 2, 100)},
-		{"a": w(time.Second, 14, 1.2, 104), "b": w(time.Second, 28, 2.3, 106)},
-		{"a": w(2*time.Second, 1, 0, 1), "b": w(2*time.Second, 30, 2.3, 106)},
-	}
-	ws := workerWindows(rounds, []string{"a", "b"})
-	if len(ws) != 2 {
-		t.Fatalf("workerWindows = %+v, want 2 windows", ws)
-	}
-	if got := ws[0]; got.inFlightPerSlot != 3 || got.queueWait != 50*time.Millisecond || !got.from.Equal(t0) || !got.to.Equal(t0.Add(time.Second)) {
-		t.Errorf("first window %+v, want 3 in flight per slot, 50ms wait, from t0 to t0 + 1 s", got)
-	}
-	if got := ws[1]; got.inFlightPerSlot != 1 || got.queueWait != 0 {
-		t.Errorf("second window %+v, want only worker b: 2 request seconds over 2 slots, no wait", got)
-	}
-}
-
-// The workers' busy 503s between two moments, whatever the order of the
-// labels, from the last scrape at or before each moment.
-func TestBusyBetween(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	r := func(at time.Duration, a, b float64) metricRound {
-		return metricRound{
-			"a": {t0.Add(at), map[string]float64{`sudoku_requests_total{outcome="too_busy",route="get"}`: a, `sudoku_requests_total{outcome="solved",route="get"}`: 1e6}},
-			"b": {t0.Add(at), map[string]float64{`sudoku_requests_total{outcome="too_busy",route="get"}`: b, `sudoku_requests_total{outcome="too_busy",route="batch"}`: 1e6}},
-		}
-	}
-	rounds := []metricRound{r(0, 1, 1), r(time.Second, 5, 2), r(2*time.Second, 9, 3), r(3*time.Second, 100, 100)}
-	if got := busyBetween(rounds, []string{"a", "b"}, t0.Add(1500*time.Millisecond), t0.Add(2500*time.Millisecond)); got != 5 {
-		t.Errorf("busyBetween = %v, want 4 + 1 (from the scrape at 1 s to the one at 2 s)", got)
-	}
-}
-
-// An admitted rate read every 500 ms: it holds at 100, rises to 110
-// 1.5 s after the event and falls to 90 at 3 s.
-func TestGaugeMoveAndValues(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	var rounds []metricRound
-	for i, v := range []float64{100, 100, 100, 100, 110, 110, 90, 90} {
-		rounds = append(rounds, metricRound{"e": {t0.Add(time.Duration(i) * 500 * time.Millisecond),
-			map[string]float64{"sudoku_edge_admission_rate": v}}})
-	}
-	event := t0.Add(1500 * time.Millisecond)
-	before, lo, hi, up, down := gaugeMove(rounds, "e", "sudoku_edge_admission_rate", event, 10*time.Second)
-	if before != 100 || lo != 90 || hi != 110 || up != 500*time.Millisecond || down != 1500*time.Millisecond {
-		t.Errorf("gaugeMove = %v, %v, %v, %v, %v; want 100, 90, 110, 500ms, 1.5s", before, lo, hi, up, down)
-	}
-	if _, _, _, up, down := gaugeMove(rounds, "e", "sudoku_edge_admission_rate", event, 400*time.Millisecond); up != -1 || down != -1 {
-		t.Errorf("gaugeMove within 400ms: up %v, down %v; want -1, -1 (no move that soon)", up, down)
-	}
-	got := gaugeValues(rounds, "e", "sudoku_edge_admission_rate", t0, t0.Add(5*time.Second))
-	want := []float64{100, 100, 110, 90, math.NaN()}
-	if floatList(got) != floatList(want) {
-		t.Errorf("gaugeValues = %v, want %v (the last of each second, NaN without one)", got, want)
-	}
-}
 
 func TestSplitAndGoodputIn(t *testing.T) {
 	var recs []record
@@ -92,5 +25,59 @@ func TestSplitAndGoodputIn(t *testing.T) {
 	}
 	if got := goodputIn(recs, time.Second, 3*time.Second); got != 7.5 {
 		t.Errorf("goodputIn over 2 s = %v/s, want 15 answers / 2 s", got)
+	}
+}
+
+// A joining worker counts from its first answer to a request due after
+// it started, never from an earlier one or a 503.
+func TestFirstAnswerBy(t *testing.T) {
+	recs := []record{
+		{At: 1 * time.Second, Kind: kindOK, Worker: "w3"},
+		{At: 3 * time.Second, Kind: kindBusy, Worker: "w3"},
+		{At: 4 * time.Second, Kind: kindOK, Worker: "w1"},
+		{At: 5 * time.Second, Kind: kindOK, Worker: "w3"},
+	}
+	if d, ok := firstAnswerBy(recs, "w3", 2*time.Second); !ok || d != 3*time.Second {
+		t.Errorf("firstAnswerBy(w3, 2s) = %v, %v; want 3s, true", d, ok)
+	}
+	if d, ok := firstAnswerBy(recs, "w4", 0); ok || d >= 0 {
+		t.Errorf("firstAnswerBy(w4) = %v, %v; want never", d, ok)
+	}
+}
+
+// A 503 counts as busy only with Retry-After; without it, it is a failure.
+func TestLabelBusyNeedsRetryAfter(t *testing.T) {
+	if got := label(load.Outcome{Kind: load.KindBusy, Status: 503, RetryAfter: "2"}); got != kindBusy {
+		t.Errorf("503 with Retry-After = %q, want %q", got, kindBusy)
+	}
+	if got := label(load.Outcome{Kind: load.KindBusy, Status: 503}); got != kindBusyBare {
+		t.Errorf("503 without Retry-After = %q, want %q", got, kindBusyBare)
+	}
+}
+
+// The workers' metrics are read by name and label, whatever the labels'
+// order, summed over the label sets that match.
+func TestParseMetrics(t *testing.T) {
+	m, err := parseMetrics(strings.NewReader(`# TYPE sudoku_requests_total counter
+sudoku_requests_total{route="get",outcome="too_busy"} 4
+sudoku_requests_total{outcome="too_busy",route="batch"} 100
+sudoku_requests_total{outcome="solved",route="get"} 1000
+# TYPE sudoku_fastcgi_requests gauge
+sudoku_fastcgi_requests 3
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.value("sudoku_requests_total", "outcome", "too_busy", "route", "get"); got != 4 {
+		t.Errorf("busy GETs = %v, want 4", got)
+	}
+	if got := m.value("sudoku_requests_total", "outcome", "too_busy"); got != 104 {
+		t.Errorf("busy answers = %v, want 104", got)
+	}
+	if !m.has("sudoku_fastcgi_requests") || m.value("sudoku_fastcgi_requests") != 3 || m.has("sudoku_missing") {
+		t.Errorf("gauge: has %v value %v; missing has %v", m.has("sudoku_fastcgi_requests"), m.value("sudoku_fastcgi_requests"), m.has("sudoku_missing"))
+	}
+	if _, err := parseMetrics(strings.NewReader("garbage{")); err == nil {
+		t.Error("parseMetrics(garbage) = nil error")
 	}
 }

@@ -21,13 +21,16 @@ import (
 // Outcome labels of a record: the engine's kinds, with the status of a
 // 4xx or 5xx other than 503 ("4xx:429", "5xx:502").
 const (
-	kindOK      = "ok"
-	kindWrong   = "wrong_answer"
-	kindBusy    = "503"
-	kindRefused = "refused"
-	kindReset   = "reset"
-	kindTimeout = "timeout"
-	kindOther   = "other_error"
+	kindOK    = "ok"
+	kindWrong = "wrong_answer"
+	kindBusy  = "503"
+	// kindBusyBare: a 503 without Retry-After, which the service never
+	// sends: a failure, not a busy answer.
+	kindBusyBare = "503:no_retry_after"
+	kindRefused  = "refused"
+	kindReset    = "reset"
+	kindTimeout  = "timeout"
+	kindOther    = "other_error"
 	// kindSkipped: never sent, because MaxInFlight requests were already
 	// in flight (the client could not keep up with its own schedule).
 	kindSkipped = "client_skipped"
@@ -53,6 +56,9 @@ func label(o load.Outcome) string {
 	case load.KindWrong:
 		return kindWrong
 	case load.KindBusy:
+		if o.RetryAfter == "" {
+			return kindBusyBare
+		}
 		return kindBusy
 	case load.KindRefused:
 		return kindRefused

@@ -41,6 +41,7 @@ type Config struct {
 	Hard             string // hard puzzles (client abort)
 	Run, Skip        string // regexps selecting and leaving out scenarios
 	Soak             bool   // run only the soak scenario
+	BenchOverload    bool   // run only the overload's benchmark (bench.go)
 	SoakDuration     time.Duration
 	Via              string // where load goes: "direct" (nginx's compose-network address) or "published"
 	TrustHost        bool   // exempt the host's address from nginx's per-client limits
@@ -48,13 +49,8 @@ type Config struct {
 	Reuse            bool   // use an already running stack of this project
 	OverloadDuration time.Duration
 	Capacity         float64       // use this C instead of measuring it (debugging only)
-	SLO              time.Duration // p99 objective of the capacity search
-	SLOFallback      time.Duration // p99 objective of a second search when no rate meets SLO (0: none)
+	SLO              time.Duration // p99 bound of the capacity search (C)
 	Isolate          bool          // the suite on CPU 0, the stack on the other cores
-	// Admission is sudoku-edge's -admission for the scenarios (off, auto,
-	// a rate); "" keeps the stack's own. The references (C, the
-	// saturations) are always measured with it off (measureReferences).
-	Admission string
 }
 
 // ErrUsage is wrapped by errors in a Config, reported before anything ran.
@@ -75,10 +71,7 @@ type suite struct {
 	nginx   nginxConf
 	sloUsed time.Duration // the SLO C was measured at
 	iso     isolation     // zero unless -isolate split the cores
-	ref     references    // measured with the admission controller off
-	// admissionFile is the compose override that sets the admission
-	// controller (admissionOverride), "" once the stack's own setting runs.
-	admissionFile string
+	ref     references    // the saturations, measured before C
 }
 
 type result struct {
@@ -103,6 +96,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	all := allScenarios()
 	if cfg.Soak {
 		all = []scenario{{"soak", soakScenario}}
+	}
+	if cfg.BenchOverload {
+		all = []scenario{{"bench-overload", benchOverload}}
 	}
 	scenarios, skipped, err := selectScenarios(all, cfg.Run, cfg.Skip)
 	if err != nil {
@@ -173,14 +169,6 @@ func (s *suite) up(ctx context.Context, began time.Time) error {
 		s.st.extraFiles = append(s.st.extraFiles, f)
 		fmt.Fprintf(out, "== isolation: the suite and its attackers on CPU %s, the stack on CPU %s\n", loadCPU, s.iso.stackCPUs())
 	}
-	// The references are measured with the admission controller off;
-	// measure then switches nginx to the scenarios' setting.
-	f, err := admissionOverride(cfg.Project, "off")
-	if err != nil {
-		return err
-	}
-	s.st.extraFiles = append(s.st.extraFiles, f)
-	s.admissionFile = f
 	if cfg.ComposeOverride != "" {
 		s.st.extraFiles = append(s.st.extraFiles, cfg.ComposeOverride)
 	}
@@ -211,10 +199,10 @@ func (s *suite) up(ctx context.Context, began time.Time) error {
 	return nil
 }
 
-// measure sets C (given with Capacity, or measured) and the references,
-// with the admission controller off, then turns the controller to the
-// scenarios' setting (Config.Admission).
+// measure measures the references (the saturations), then sets C (given
+// with Capacity, or measured) and prints both with their ratio.
 func (s *suite) measure(ctx context.Context) error {
+	s.measureReferences(ctx)
 	if s.cfg.Capacity > 0 {
 		s.C = s.cfg.Capacity
 		s.sloUsed = s.cfg.SLO
@@ -226,8 +214,9 @@ func (s *suite) measure(ctx context.Context) error {
 		}
 		s.C = c
 	}
-	s.measureReferences(ctx)
-	return s.setAdmission(ctx, s.cfg.Admission)
+	fmt.Fprintf(s.out, "== C = %.0f req/s (p99 <= %v), saturation %.0f/s with 32 in flight, C / saturation = %.2f\n",
+		s.C, s.sloUsed, s.ref.sat32, s.C/max(1, s.ref.sat32))
+	return nil
 }
 
 // runAll runs the scenarios in turn, each on a stack with all workers up,
@@ -439,20 +428,6 @@ func logsOverride(project string) (string, error) {
         max-size: "200m"
         max-file: "5"
 `)
-}
-
-// admissionOverride writes a compose file that runs sudoku-edge's
-// admission controller as mode says (off, auto or a rate in requests/s;
-// nginx/README.md, "Admission"), so that the overload can be measured
-// with it on and off.
-func admissionOverride(project, mode string) (string, error) {
-	if strings.ContainsAny(mode, "\"\n\\") {
-		return "", fmt.Errorf("%w: -admission %q", ErrUsage, mode)
-	}
-	return writeOverride(project, "admission", fmt.Sprintf(`  nginx:
-    environment:
-      SUDOKU_EDGE_ADMISSION: %q
-`, mode))
 }
 
 // writeOverride writes a compose file of the given services, layered on
