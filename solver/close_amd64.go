@@ -19,10 +19,10 @@ func engineName() string {
 	return "scalar"
 }
 
-// closeDigitAsm is s.closeDigit(d) in assembly; t is tab.
+// closeWavesAsm is s.closeWaves(changed) in assembly; t is tab.
 //
 //go:noescape
-func closeDigitAsm(s *state, d int, t *tables) (lost uint32, ok bool)
+func closeWavesAsm(s *state, changed uint32, t *tables) (ok bool)
 
 // close_amd64.s reads the tables and the state at these offsets.
 var (

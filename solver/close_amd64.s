@@ -73,20 +73,37 @@
 	SHLL $8, CX \
 	ORL  CX, R9
 
-// func closeDigitAsm(s *state, d int, t *tables) (lost uint32, ok bool)
+// func closeWavesAsm(s *state, changed uint32, t *tables) (ok bool)
 //
-// closeDigit: the closure to its fixpoint (as closeDigit's loop), then
-// hidden singles and their claims (as claim, with the band's digits 0-7 in
-// one AVX2 vector).
+// The closure waves of propagate (as closeWaves): the digits of changed
+// are closed one by one (as closeDigit: band and stack closure to their
+// fixpoint, then hidden singles and their claims, a band's digits 0-7 in
+// one AVX2 vector); the digits that lose candidates while their wave runs
+// are closed once in the wave, the others in the next one, until a wave
+// changes nothing. No return to Go between digits.
 //
-// Registers: SI = &s.cand[0][d]; R8 = t; R9 = 0o111111111 (each 3-bit
-// group's first bit); R10-R12 = the digit's words of bands 0-2; R13 = the
-// columns of the three bands (9 bits each), then the stack patterns;
-// R14 = the band patterns (minirows).
-TEXT ·closeDigitAsm(SB), NOSPLIT, $0-29
+// Registers: DI = s; R8 = t; SI = &s.cand[0][d]; R9 = 0o111111111 (each
+// 3-bit group's first bit), then the digits a claim reached; R10-R12 = the
+// digit's words of bands 0-2; R13 = the columns of the three bands (9 bits
+// each), then the stack patterns; R14 = the band patterns (minirows).
+// Frame: 0(SP) = the digits of this wave still to close, 8(SP) = the digits
+// changed for the next wave, 16(SP) = d.
+TEXT ·closeWavesAsm(SB), NOSPLIT, $24-25
 	MOVQ s+0(FP), DI
-	MOVQ d+8(FP), CX
 	MOVQ t+16(FP), R8
+	MOVL changed+8(FP), AX
+	MOVQ AX, 0(SP)
+	MOVQ $0, 8(SP)
+
+next:
+	// d = the lowest digit left in this wave; a wave done starts the next.
+	MOVQ 0(SP), AX
+	TESTQ AX, AX
+	JZ   wave
+	TZCNTQ AX, CX
+	BLSRQ AX, AX
+	MOVQ AX, 0(SP)
+	MOVQ CX, 16(SP)
 	LEAQ (DI)(CX*4), SI
 	MOVL $0x1249249, R9
 	MOVL 0(SI), R10
@@ -169,7 +186,7 @@ loop:
 	TESTL BX, BX
 	JNZ  loop
 
-	MOVQ d+8(FP), CX
+	MOVQ 16(SP), CX
 	SHLQ $32, R13
 	ORQ  R14, R13
 	MOVQ R13, 120(DI)(CX*8)
@@ -186,9 +203,7 @@ loop:
 	MOVL R10, 0(SI)
 	MOVL R11, 36(SI)
 	MOVL R12, 72(SI)
-	MOVL $0, lost+24(FP)
-	MOVB $1, ok+28(FP)
-	RET
+	JMP  next
 
 claims:
 	// Every instruction on X/Y registers is VEX-encoded (VMOVD, not MOVL):
@@ -211,18 +226,34 @@ claim2:
 	CLAIM(R14, 72, 104, 116)
 
 claimed:
-	VZEROUPPER
 	// The digit's own words last: the vector stores wrote them too.
 	MOVL R10, 0(SI)
 	MOVL R11, 36(SI)
 	MOVL R12, 72(SI)
-	MOVQ d+8(FP), CX
+	// The other digits claimed from wait for the next wave unless they
+	// are still to come in this one.
+	MOVQ 16(SP), CX
 	BTRL CX, R9
-	MOVL R9, lost+24(FP)
-	MOVB $1, ok+28(FP)
+	MOVQ 0(SP), AX
+	ANDNQ R9, AX, R9
+	ORQ  R9, 8(SP)
+	JMP  next
+
+wave:
+	MOVQ 8(SP), AX
+	TESTQ AX, AX
+	JZ   done
+	MOVQ AX, 0(SP)
+	MOVQ $0, 8(SP)
+	JMP  next
+
+done:
+	// Go's code may use legacy SSE: leave the upper halves clean.
+	VZEROUPPER
+	MOVB $1, ok+24(FP)
 	RET
 
 fail:
-	MOVL $0, lost+24(FP)
-	MOVB $0, ok+28(FP)
+	VZEROUPPER
+	MOVB $0, ok+24(FP)
 	RET

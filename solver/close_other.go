@@ -7,5 +7,5 @@ const asmEngine = false
 
 func engineName() string { return "scalar" }
 
-// closeDigitAsm is never called when asmEngine is false.
-func closeDigitAsm(s *state, d int, t *tables) (uint32, bool) { return s.closeDigit(d) }
+// closeWavesAsm is never called when asmEngine is false.
+func closeWavesAsm(s *state, changed uint32, t *tables) bool { return s.closeWaves(changed) }

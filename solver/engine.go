@@ -193,47 +193,64 @@ func (s *state) claim(d, b int, p uint32) (lost uint32) {
 // so they describe the state.
 type patterns [9]uint64
 
+// closeWaves closes the changed digits (a 9-bit set) in waves: a digit
+// that loses candidates while it waits in the current wave is closed once,
+// after the losses. It reports false on a contradiction.
+func (s *state) closeWaves(changed uint32) bool {
+	for changed != 0 {
+		cur := changed
+		changed = 0
+		for cur != 0 {
+			d := bits.TrailingZeros32(cur)
+			cur &= cur - 1
+			lost, ok := s.closeDigit(d)
+			if !ok {
+				return false
+			}
+			changed |= lost &^ cur
+		}
+	}
+	return true
+}
+
 // propagate runs closure on the changed digits (a 9-bit set) and naked
 // singles until nothing changes, closing digits in assembly when asm is
 // true. It reports false on a contradiction.
 func (s *state) propagate(changed uint32, asm bool) bool {
 	t := tab
 	for {
-		// Close the changed digits in waves: a digit that loses
-		// candidates while it waits in the current wave is closed once,
-		// after the losses.
-		for changed != 0 {
-			cur := changed
+		if changed != 0 {
+			// asmEngine is a constant false where the assembly is not
+			// built, which takes the branch out.
+			var ok bool
+			if asmEngine && asm {
+				ok = closeWavesAsm(s, changed, t)
+			} else {
+				ok = s.closeWaves(changed)
+			}
+			if !ok {
+				return false
+			}
 			changed = 0
-			for cur != 0 {
-				d := bits.TrailingZeros32(cur)
-				cur &= cur - 1
-				var lost uint32
-				var ok bool
-				// asmEngine is a constant false where the assembly
-				// is not built, which takes the branch out.
-				if asmEngine && asm {
-					lost, ok = closeDigitAsm(s, d, t)
-				} else {
-					lost, ok = s.closeDigit(d)
-				}
-				if !ok {
-					return false
-				}
-				changed |= lost &^ cur
-			}
 		}
-		// Naked singles, a band at a time.
+		// Naked singles: the cells with one candidate, bands 0 and 1 in
+		// the halves of one word, band 2 in another.
+		var once01, twice01 uint64
+		var once2, twice2 uint32
+		for d := 0; d < 9; d++ {
+			m01 := uint64(s.cand[0][d]) | uint64(s.cand[1][d])<<32
+			m2 := s.cand[2][d]
+			twice01 |= once01 & m01
+			once01 |= m01
+			twice2 |= once2 & m2
+			once2 |= m2
+		}
+		if once01 != bandAll*halves || once2 != bandAll {
+			return false // a cell with no candidate left
+		}
+		singles := [3]uint32{uint32(once01 &^ twice01), uint32((once01 &^ twice01) >> 32), once2 &^ twice2}
 		for b := range s.cand {
-			var once, twice uint32
-			for _, m := range &s.cand[b] {
-				twice |= once & m
-				once |= m
-			}
-			if once != bandAll {
-				return false // a cell with no candidate left
-			}
-			naked := once &^ twice & s.unsolved[b]
+			naked := singles[b] & s.unsolved[b]
 			if naked == 0 {
 				continue
 			}
