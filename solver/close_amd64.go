@@ -24,6 +24,11 @@ func engineName() string {
 //go:noescape
 func closeWavesAsm(s *state, changed uint32, t *tables) (ok bool)
 
+// forcedAllAsm is p.forcedAll(f) in assembly (AVX2).
+//
+//go:noescape
+func forcedAllAsm(p *patterns, f *[9]uint64) (only, full uint64, ok bool)
+
 // close_amd64.s reads the tables and the state at these offsets.
 var (
 	_ = [1]int{}[unsafe.Offsetof(tables{}.perm)-512]

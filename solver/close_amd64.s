@@ -257,3 +257,144 @@ fail:
 	VZEROUPPER
 	MOVB $0, ok+24(FP)
 	RET
+
+// The masks of forced (engine.go), one 64-bit word each: g0|g1, g2, g0,
+// g1|g2 (othersInGroup), r0|r1, r2, r0, r1|r2 (boxOthers).
+DATA forcedMasks<>+0(SB)/8, $0x036db6db036db6db
+DATA forcedMasks<>+8(SB)/8, $0x0492492404924924
+DATA forcedMasks<>+16(SB)/8, $0x0124924901249249
+DATA forcedMasks<>+24(SB)/8, $0x06db6db606db6db6
+DATA forcedMasks<>+32(SB)/8, $0x00fc7e3f00fc7e3f
+DATA forcedMasks<>+40(SB)/8, $0x070381c0070381c0
+DATA forcedMasks<>+48(SB)/8, $0x001c0e07001c0e07
+DATA forcedMasks<>+56(SB)/8, $0x07e3f1f807e3f1f8
+GLOBL forcedMasks<>(SB), RODATA|NOPTR, $64
+
+// FORCED sets Y3 to forced(V) for the four pattern words in V (Y4 and Y5
+// are scratch, Y7-Y14 the masks).
+#define FORCED(V) \
+	VPSRLQ $1, V, Y3 \
+	VPAND  Y7, Y3, Y3 \
+	VPSLLQ $2, V, Y4 \
+	VPAND  Y8, Y4, Y4 \
+	VPOR   Y4, Y3, Y3 \
+	VPSRLQ $2, V, Y4 \
+	VPAND  Y9, Y4, Y4 \
+	VPOR   Y4, Y3, Y3 \
+	VPSLLQ $1, V, Y4 \
+	VPAND  Y10, Y4, Y4 \
+	VPOR   Y4, Y3, Y3 \
+	VPSRLQ $3, V, Y5 \
+	VPAND  Y11, Y5, Y5 \
+	VPSLLQ $6, V, Y4 \
+	VPAND  Y12, Y4, Y4 \
+	VPOR   Y4, Y5, Y5 \
+	VPSRLQ $6, V, Y4 \
+	VPAND  Y13, Y4, Y4 \
+	VPOR   Y4, Y5, Y5 \
+	VPSLLQ $3, V, Y4 \
+	VPAND  Y14, Y4, Y4 \
+	VPOR   Y4, Y5, Y5 \
+	VPAND  Y5, Y3, Y3 \
+	VPANDN V, Y3, Y3
+
+// TALLY3 sets Y3-Y5 to the lane-wise tally (at least once, twice, three
+// times) of the words in Y0-Y2; Y6 is scratch.
+#define TALLY3 \
+	VPOR  Y1, Y0, Y3 \
+	VPAND Y1, Y0, Y4 \
+	VPAND Y2, Y4, Y5 \
+	VPAND Y2, Y3, Y6 \
+	VPOR  Y6, Y4, Y4 \
+	VPOR  Y2, Y3, Y3
+
+// MERGE sums the four lanes of the tally in Y3-Y5 (at least once, twice,
+// three times): AX gets the bits counted at least three times, BX at least
+// four. Two tallies A and B add as ge_k = OR over i+j = k of A_i & B_j
+// (A_0 = B_0 = all ones); first the two 128-bit halves (the tally has no
+// ge4 yet), then the two 64-bit lanes. X0-X2 and X10-X14 are scratch.
+#define MERGE \
+	VEXTRACTI128 $1, Y3, X10 \
+	VEXTRACTI128 $1, Y4, X11 \
+	VEXTRACTI128 $1, Y5, X12 \
+	VPAND X10, X5, X13 \
+	VPAND X11, X4, X14 \
+	VPOR  X14, X13, X13 \
+	VPAND X12, X3, X14 \
+	VPOR  X14, X13, X13 \
+	VPOR  X12, X5, X5 \
+	VPAND X10, X4, X14 \
+	VPOR  X14, X5, X5 \
+	VPAND X11, X3, X14 \
+	VPOR  X14, X5, X5 \
+	VPOR  X11, X4, X4 \
+	VPAND X10, X3, X14 \
+	VPOR  X14, X4, X4 \
+	VPOR  X10, X3, X3 \
+	VPSHUFD $0x4e, X3, X10 \
+	VPSHUFD $0x4e, X4, X11 \
+	VPSHUFD $0x4e, X5, X12 \
+	VPSHUFD $0x4e, X13, X14 \
+	VPOR  X14, X13, X13 \
+	VPAND X10, X5, X0 \
+	VPOR  X0, X13, X13 \
+	VPAND X11, X4, X0 \
+	VPOR  X0, X13, X13 \
+	VPAND X12, X3, X0 \
+	VPOR  X0, X13, X13 \
+	VPOR  X12, X5, X5 \
+	VPAND X10, X4, X0 \
+	VPOR  X0, X5, X5 \
+	VPAND X11, X3, X0 \
+	VPOR  X0, X5, X5 \
+	VMOVQ X5, AX \
+	VMOVQ X13, BX
+
+// func forcedAllAsm(p *patterns, f *[9]uint64) (only, full uint64, ok bool)
+//
+// p.forcedAll(f): the nine pattern words in AVX2 lanes (digits 0-3, 4-7
+// and 8 with three zero lanes, which change no tally), forced on each and
+// both tallies summed over the lanes.
+//
+// Registers: SI = p; DI = f; Y0-Y2 = the pattern words, then the forced
+// ones; Y7-Y14 = forced's masks; CX, DX = the patterns' tally at three
+// and four.
+TEXT ·forcedAllAsm(SB), NOSPLIT, $0-33
+	MOVQ p+0(FP), SI
+	MOVQ f+8(FP), DI
+	VPBROADCASTQ forcedMasks<>+0(SB), Y7
+	VPBROADCASTQ forcedMasks<>+8(SB), Y8
+	VPBROADCASTQ forcedMasks<>+16(SB), Y9
+	VPBROADCASTQ forcedMasks<>+24(SB), Y10
+	VPBROADCASTQ forcedMasks<>+32(SB), Y11
+	VPBROADCASTQ forcedMasks<>+40(SB), Y12
+	VPBROADCASTQ forcedMasks<>+48(SB), Y13
+	VPBROADCASTQ forcedMasks<>+56(SB), Y14
+	VMOVDQU 0(SI), Y0
+	VMOVDQU 32(SI), Y1
+	VMOVQ   64(SI), X2
+	FORCED(Y0)
+	VMOVDQU Y3, 0(DI)
+	FORCED(Y1)
+	VMOVDQU Y3, 32(DI)
+	FORCED(Y2)
+	VMOVQ   X3, 64(DI)
+	TALLY3
+	MERGE
+	MOVQ AX, CX
+	MOVQ BX, DX
+	VMOVDQU 0(DI), Y0
+	VMOVDQU 32(DI), Y1
+	VMOVQ   64(DI), X2
+	TALLY3
+	MERGE
+	VZEROUPPER
+	// only = n3 &^ n4, full = f3, ok = n3 == all and f4 == 0.
+	ANDNQ CX, DX, R8
+	MOVQ R8, only+16(FP)
+	MOVQ AX, full+24(FP)
+	MOVQ $0x07ffffff07ffffff, R8
+	XORQ CX, R8
+	ORQ  BX, R8
+	SETEQ ok+32(FP)
+	RET

@@ -9,3 +9,6 @@ func engineName() string { return "scalar" }
 
 // closeWavesAsm is never called when asmEngine is false.
 func closeWavesAsm(s *state, changed uint32, t *tables) bool { return s.closeWaves(changed) }
+
+// forcedAllAsm is never called when asmEngine is false.
+func forcedAllAsm(p *patterns, f *[9]uint64) (only, full uint64, ok bool) { return p.forcedAll(f) }

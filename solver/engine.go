@@ -281,7 +281,7 @@ func (s *state) propagate(changed uint32, asm bool) bool {
 				return true // solved: nothing left to pick
 			}
 			var ok bool
-			if changed, ok = s.minilines(); !ok {
+			if changed, ok = s.minilines(asm); !ok {
 				return false
 			}
 			if changed == 0 {
@@ -342,6 +342,23 @@ func (t *tally) add(x uint64) {
 	t.ge1 |= x
 }
 
+// forcedAll sets f to each digit's forced minirows and minicolumns and
+// returns the minilines only three digits can take (only) and those three
+// digits must take (full); ok is false when a miniline has fewer than three
+// digits or more than three must take it.
+func (p *patterns) forcedAll(f *[9]uint64) (only, full uint64, ok bool) {
+	var n, fn tally
+	for d, x := range p {
+		n.add(x)
+		f[d] = forced(x)
+		fn.add(f[d])
+	}
+	if n.ge3 != bandAll*halves || fn.ge4 != 0 {
+		return 0, 0, false
+	}
+	return n.ge3 &^ n.ge4, fn.ge3, true
+}
+
 // minilines applies what the digits do together in the three cells of a
 // row within a box (a minirow) or of a column within a box (a minicolumn):
 // they hold three different digits, so when only three digits can go there
@@ -353,19 +370,18 @@ func (t *tally) add(x uint64) {
 // does in band b: the two halves have the same shape, a box's minirows or
 // minicolumns are a 3-bit group, so one pass of bit operations serves
 // both. The counts over the digits are kept bit-sliced.
-func (s *state) minilines() (changed uint32, ok bool) {
+func (s *state) minilines(asm bool) (changed uint32, ok bool) {
 	t := tab
 	var f [9]uint64
-	var n, fn tally
-	for d, x := range &s.pat {
-		n.add(x)
-		f[d] = forced(x)
-		fn.add(f[d])
+	var only, full uint64
+	if asmEngine && asm {
+		only, full, ok = forcedAllAsm(&s.pat, &f)
+	} else {
+		only, full, ok = s.pat.forcedAll(&f)
 	}
-	if n.ge3 != bandAll*halves || fn.ge4 != 0 {
+	if !ok {
 		return 0, false
 	}
-	only, full := n.ge3&^n.ge4, fn.ge3
 	if only|full == 0 {
 		return 0, true
 	}
