@@ -29,6 +29,11 @@ func closeWavesAsm(s *state, changed uint32, t *tables) (ok bool)
 //go:noescape
 func forcedAllAsm(p *patterns, f *[9]uint64) (only, full uint64, ok bool)
 
+// permCountsAsm is p.permCounts(c) in assembly (AVX2).
+//
+//go:noescape
+func permCountsAsm(p *patterns, c *[9]uint64) (tot uint64)
+
 // close_amd64.s reads the tables and the state at these offsets.
 var (
 	_ = [1]int{}[unsafe.Offsetof(tables{}.perm)-512]

@@ -398,3 +398,63 @@ TEXT ·forcedAllAsm(SB), NOSPLIT, $0-33
 	ORQ  BX, R8
 	SETEQ ok+32(FP)
 	RET
+
+// PERM adds to Y3, at each 3x3 pattern's first bit, 1 where permutation
+// (P0, P1, P2) of rows onto boxes (bands onto columns) lies on the patterns
+// in V: the bits 3r+P_r for r = 0-2, brought to bit P0 by right shifts of
+// S1 = 3+P1-P0 and S2 = 6+P2-P0 (both within the pattern's 9 bits), then
+// to bit 0. Y6 holds each pattern's bit 0; Y4 and Y5 are scratch.
+#define PERM(V, S1, S2, P0) \
+	VPSRLQ $S1, V, Y4 \
+	VPAND  V, Y4, Y4 \
+	VPSRLQ $S2, V, Y5 \
+	VPAND  Y5, Y4, Y4 \
+	VPSRLQ $P0, Y4, Y4 \
+	VPAND  Y6, Y4, Y4 \
+	VPADDQ Y4, Y3, Y3
+
+// PERMS sets Y3 to nperm of each of the six patterns of the words in V, at
+// the pattern's bit 0 (at most 6: three bits of nine).
+#define PERMS(V) \
+	VPXOR Y3, Y3, Y3 \
+	PERM(V, 4, 8, 0) \
+	PERM(V, 5, 7, 0) \
+	PERM(V, 2, 7, 1) \
+	PERM(V, 4, 5, 1) \
+	PERM(V, 1, 5, 2) \
+	PERM(V, 2, 4, 2)
+
+// func permCountsAsm(p *patterns, c *[9]uint64) (tot uint64)
+//
+// p.permCounts(c): for each digit, how many permutations lie on each of
+// its six patterns, counted bit-parallel in AVX2 lanes (digits 0-3, 4-7,
+// then 8), and their sums over the digits.
+//
+// Registers: SI = p; DI = c; Y0-Y2 = the pattern words; Y3 = a vector's
+// counts; Y6 = every pattern's bit 0 (0, 9, 18, 32, 41, 50); Y7 = the sum.
+TEXT ·permCountsAsm(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	MOVQ c+8(FP), DI
+	MOVQ $0x0004020100040201, AX
+	VMOVQ AX, X6
+	VPBROADCASTQ X6, Y6
+	VMOVDQU 0(SI), Y0
+	VMOVDQU 32(SI), Y1
+	VMOVQ   64(SI), X2
+	PERMS(Y0)
+	VMOVDQU Y3, 0(DI)
+	VMOVDQA Y3, Y7
+	PERMS(Y1)
+	VMOVDQU Y3, 32(DI)
+	VPADDQ  Y3, Y7, Y7
+	PERMS(Y2)
+	VMOVQ   X3, 64(DI)
+	VPADDQ  Y3, Y7, Y7
+	VEXTRACTI128 $1, Y7, X8
+	VPADDQ  X8, X7, X7
+	VPSHUFD $0x4e, X7, X8
+	VPADDQ  X8, X7, X7
+	VMOVQ   X7, AX
+	VZEROUPPER
+	MOVQ AX, tot+16(FP)
+	RET

@@ -445,7 +445,15 @@ func (sr *search) run(s *state, changed uint32) {
 		if sr.done != nil && sr.guesses%checkEvery == 0 && sr.budgetOver() {
 			return
 		}
-		if d, i, v, ok := s.pat.pick(); ok {
+		var d, i int
+		var v uint16
+		var ok bool
+		if asmEngine && sr.asm {
+			d, i, v, ok = s.pat.pickCounts()
+		} else {
+			d, i, v, ok = s.pat.pick()
+		}
+		if ok {
 			// Try every permutation but the last on a copy; the last
 			// one is what remains in s once the others are ruled out.
 			var last uint16
@@ -574,6 +582,57 @@ func (p *patterns) pick() (d, i int, v uint16, ok bool) {
 		}
 	}
 	return d, best, v, true
+}
+
+// unitShift is where each band's (0-2) and stack's (3-5) pattern starts in
+// a digit's pattern word.
+var unitShift = [6]uint{0, 9, 18, 32, 41, 50}
+
+// permCounts sets c[d] to, at each of digit d's six patterns' first bit,
+// how many permutations lie on it, and returns their sum over the digits
+// (at most 54 a pattern: six bits of nine).
+func (p *patterns) permCounts(c *[9]uint64) (tot uint64) {
+	t := tab
+	for d, x := range p {
+		var n uint64
+		for _, sh := range unitShift {
+			n |= uint64(t.nperm[x>>sh&511]) << sh
+		}
+		c[d] = n
+		tot += n
+	}
+	return tot
+}
+
+// pickCounts is pick with the permutation counts from permCountsAsm: the
+// same choice, for the assembly engine.
+func (p *patterns) pickCounts() (d, i int, v uint16, ok bool) {
+	var c [9]uint64
+	tot := permCountsAsm(p, &c)
+	// The totals at constant shifts, lowest first on a tie, as pick.
+	best, bestTot := -1, uint64(1<<30)
+	consider := func(j int, n uint64) {
+		if n > 9 && n < bestTot {
+			best, bestTot = j, n
+		}
+	}
+	consider(0, tot&63)
+	consider(1, tot>>9&63)
+	consider(2, tot>>18&63)
+	consider(3, tot>>32&63)
+	consider(4, tot>>41&63)
+	consider(5, tot>>50&63)
+	if best < 0 {
+		return 0, 0, 0, false
+	}
+	sh := unitShift[best] & 63 // the mask spares Go's check of the shift
+	bestN := uint64(7)
+	for e, x := range &c {
+		if n := x >> sh & 7; n >= 2 && n < bestN {
+			d, bestN = e, n
+		}
+	}
+	return d, best, uint16(p[d] >> sh & 511), true
 }
 
 // place keeps only digit d in the cell bit of band b and returns the digits
