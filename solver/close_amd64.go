@@ -27,7 +27,7 @@ func closeWavesAsm(s *state, changed uint32, t *tables) (ok bool)
 // forcedAllAsm is p.forcedAll(f) in assembly (AVX2).
 //
 //go:noescape
-func forcedAllAsm(p *patterns, f *[9]uint64) (only, full uint64, ok bool)
+func forcedAllAsm(p *patterns, f *[9]uint64) (only, full uint64, todo uint32, ok bool)
 
 // permCountsAsm is p.permCounts(c) in assembly (AVX2).
 //

@@ -350,7 +350,7 @@ GLOBL forcedMasks<>(SB), RODATA|NOPTR, $64
 	VMOVQ X5, AX \
 	VMOVQ X13, BX
 
-// func forcedAllAsm(p *patterns, f *[9]uint64) (only, full uint64, ok bool)
+// func forcedAllAsm(p *patterns, f *[9]uint64) (only, full uint64, todo uint32, ok bool)
 //
 // p.forcedAll(f): the nine pattern words in AVX2 lanes (digits 0-3, 4-7
 // and 8 with three zero lanes, which change no tally), forced on each and
@@ -359,7 +359,7 @@ GLOBL forcedMasks<>(SB), RODATA|NOPTR, $64
 // Registers: SI = p; DI = f; Y0-Y2 = the pattern words, then the forced
 // ones; Y7-Y14 = forced's masks; CX, DX = the patterns' tally at three
 // and four.
-TEXT ·forcedAllAsm(SB), NOSPLIT, $0-33
+TEXT ·forcedAllAsm(SB), NOSPLIT, $0-37
 	MOVQ p+0(FP), SI
 	MOVQ f+8(FP), DI
 	VPBROADCASTQ forcedMasks<>+0(SB), Y7
@@ -388,15 +388,44 @@ TEXT ·forcedAllAsm(SB), NOSPLIT, $0-33
 	VMOVQ   64(DI), X2
 	TALLY3
 	MERGE
-	VZEROUPPER
 	// only = n3 &^ n4, full = f3, ok = n3 == all and f4 == 0.
 	ANDNQ CX, DX, R8
 	MOVQ R8, only+16(FP)
 	MOVQ AX, full+24(FP)
+	// todo: the digits d with p[d] & (only|full) &^ f[d] != 0, four
+	// lanes a compare (VMOVMSKPD takes the lanes equal to zero), digit 8
+	// alone.
+	ORQ  AX, R8
+	VMOVQ R8, X7
+	VPBROADCASTQ X7, Y7
+	VPXOR Y6, Y6, Y6
+	VMOVDQU 0(DI), Y1
+	VPAND 0(SI), Y7, Y0
+	VPANDN Y0, Y1, Y0
+	VPCMPEQQ Y6, Y0, Y0
+	VMOVMSKPD Y0, R9
+	VMOVDQU 32(DI), Y1
+	VPAND 32(SI), Y7, Y0
+	VPANDN Y0, Y1, Y0
+	VPCMPEQQ Y6, Y0, Y0
+	VMOVMSKPD Y0, R10
+	VZEROUPPER
+	SHLL $4, R10
+	ORL  R10, R9
+	MOVQ 64(SI), R10
+	ANDQ R8, R10
+	MOVQ 64(DI), R11
+	ANDNQ R10, R11, R10
+	SETNE R10B
+	MOVBLZX R10B, R10
+	SHLL $8, R10
+	XORL $255, R9
+	ORL  R10, R9
+	MOVL R9, todo+32(FP)
 	MOVQ $0x07ffffff07ffffff, R8
 	XORQ CX, R8
 	ORQ  BX, R8
-	SETEQ ok+32(FP)
+	SETEQ ok+36(FP)
 	RET
 
 // PERM adds to Y3, at each 3x3 pattern's first bit, 1 where permutation

@@ -11,7 +11,9 @@ func engineName() string { return "scalar" }
 func closeWavesAsm(s *state, changed uint32, t *tables) bool { return s.closeWaves(changed) }
 
 // forcedAllAsm is never called when asmEngine is false.
-func forcedAllAsm(p *patterns, f *[9]uint64) (only, full uint64, ok bool) { return p.forcedAll(f) }
+func forcedAllAsm(p *patterns, f *[9]uint64) (only, full uint64, todo uint32, ok bool) {
+	return p.forcedAll(f)
+}
 
 // permCountsAsm is never called when asmEngine is false.
 func permCountsAsm(p *patterns, c *[9]uint64) (tot uint64) { return p.permCounts(c) }

@@ -343,10 +343,11 @@ func (t *tally) add(x uint64) {
 }
 
 // forcedAll sets f to each digit's forced minirows and minicolumns and
-// returns the minilines only three digits can take (only) and those three
-// digits must take (full); ok is false when a miniline has fewer than three
-// digits or more than three must take it.
-func (p *patterns) forcedAll(f *[9]uint64) (only, full uint64, ok bool) {
+// returns the minilines only three digits can take (only), those three
+// digits must take (full), and the digits holding one of them not forced
+// for the digit (todo): those minilines acts on. ok is false when a
+// miniline has fewer than three digits or more than three must take it.
+func (p *patterns) forcedAll(f *[9]uint64) (only, full uint64, todo uint32, ok bool) {
 	var n, fn tally
 	for d, x := range p {
 		n.add(x)
@@ -354,9 +355,15 @@ func (p *patterns) forcedAll(f *[9]uint64) (only, full uint64, ok bool) {
 		fn.add(f[d])
 	}
 	if n.ge3 != bandAll*halves || fn.ge4 != 0 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	return n.ge3 &^ n.ge4, fn.ge3, true
+	only, full = n.ge3&^n.ge4, fn.ge3
+	for d, x := range p {
+		if x&(only|full)&^f[d] != 0 {
+			todo |= 1 << d
+		}
+	}
+	return only, full, todo, true
 }
 
 // minilines applies what the digits do together in the three cells of a
@@ -374,22 +381,20 @@ func (s *state) minilines(asm bool) (changed uint32, ok bool) {
 	t := tab
 	var f [9]uint64
 	var only, full uint64
+	var todo uint32
 	if asmEngine && asm {
-		only, full, ok = forcedAllAsm(&s.pat, &f)
+		only, full, todo, ok = forcedAllAsm(&s.pat, &f)
 	} else {
-		only, full, ok = s.pat.forcedAll(&f)
+		only, full, todo, ok = s.pat.forcedAll(&f)
 	}
 	if !ok {
 		return 0, false
 	}
-	if only|full == 0 {
-		return 0, true
-	}
-	for d, x := range &s.pat {
+	for todo != 0 {
+		d := bits.TrailingZeros32(todo)
+		todo &= todo - 1
+		x := s.pat[d]
 		force, out := x&only&^f[d], x&full&^f[d]
-		if force|out == 0 {
-			continue
-		}
 		hForce, hOut := uint32(force), uint32(out)
 		// A column forced in band b takes the stack's other columns of
 		// band b and the same column of the other bands.

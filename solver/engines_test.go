@@ -123,10 +123,10 @@ func TestKernels(t *testing.T) {
 			p[d] = x & (bandAll * halves)
 		}
 		var fg, fa [9]uint64
-		og, ug, okg := p.forcedAll(&fg)
-		oa, ua, oka := forcedAllAsm(&p, &fa)
-		if okg != oka || okg && (og != oa || ug != ua || fg != fa) {
-			t.Fatalf("forcedAll(%#x): Go %#x %#x %v %#x, assembly %#x %#x %v %#x", p, og, ug, okg, fg, oa, ua, oka, fa)
+		og, ug, tg, okg := p.forcedAll(&fg)
+		oa, ua, ta, oka := forcedAllAsm(&p, &fa)
+		if okg != oka || okg && (og != oa || ug != ua || tg != ta || fg != fa) {
+			t.Fatalf("forcedAll(%#x): Go %#x %#x %#x %v %#x, assembly %#x %#x %#x %v %#x", p, og, ug, tg, okg, fg, oa, ua, ta, oka, fa)
 		}
 		var cg, ca [9]uint64
 		if tg, ta := p.permCounts(&cg), permCountsAsm(&p, &ca); tg != ta || cg != ca {
