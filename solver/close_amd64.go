@@ -38,7 +38,6 @@ func permCountsAsm(p *patterns, c *[9]uint64) (tot uint64)
 var (
 	_ = [1]int{}[unsafe.Offsetof(tables{}.perm)-512]
 	_ = [1]int{}[unsafe.Offsetof(tables{}.bandKeep)-1536]
-	_ = [1]int{}[unsafe.Offsetof(tables{}.single)-5632]
 	_ = [1]int{}[unsafe.Offsetof(state{}.unsolved)-108]
 	_ = [1]int{}[unsafe.Offsetof(state{}.pat)-120]
 )

@@ -27,24 +27,15 @@
 	SHLL $SH, AX \
 	ORL  AX, R13
 
-// SINGLES sets P to the cells of band word A alone in their row and not
-// yet solved (s.unsolved at UNS): rowSingles(A) & s.unsolved[b].
-#define SINGLES(A, P, UNS) \
-	MOVL A, AX \
-	ANDL $511, AX \
-	MOVWLZX 5632(R8)(AX*2), P \
-	MOVL A, AX \
-	SHRL $9, AX \
-	ANDL $511, AX \
-	MOVWLZX 5632(R8)(AX*2), AX \
-	SHLL $9, AX \
-	ORL  AX, P \
-	MOVL A, AX \
-	SHRL $18, AX \
-	MOVWLZX 5632(R8)(AX*2), AX \
-	SHLL $18, AX \
-	ORL  AX, P \
-	ANDL UNS(DI), P
+// Hidden singles in rows: the cells of a band word alone in their row.
+// At closure's fixpoint no row is empty, so subtracting 1 from each 9-bit
+// row borrows within the row: a&(a-K) keeps the rows with two or more
+// cells. (x&L)+L|x sets bit 8 of each row that is not zero, and a multiply
+// by 511 spreads it over the row. Bands 0 and 1 go together in the halves
+// of a 64-bit word, band 2 alone.
+#define ROWS_K 0x0004020100040201
+#define ROWS_L 0x03fdfeff03fdfeff
+#define ROWS_H 0x0402010004020100
 
 // CLAIM gives the cells P (not 0) of the band at byte offset BAND (its
 // digit 8 at BAND8) to the digit: they leave s.unsolved (at UNS) and every
@@ -192,9 +183,40 @@ loop:
 	MOVQ R13, 120(DI)(CX*8)
 
 	// Hidden singles of the three bands: BX, R13, R14.
-	SINGLES(R10, BX, 108)
-	SINGLES(R11, R13, 112)
-	SINGLES(R12, R14, 116)
+	// Hidden singles of the three bands: BX, R13, R14 (see ROWS_K).
+	MOVL R11, AX
+	SHLQ $32, AX
+	ORQ  R10, AX
+	MOVQ $ROWS_K, CX
+	MOVQ AX, BX
+	SUBQ CX, BX
+	ANDQ AX, BX
+	MOVQ $ROWS_L, DX
+	MOVQ BX, R13
+	ANDQ DX, R13
+	ADDQ DX, R13
+	ORQ  BX, R13
+	MOVQ $ROWS_H, DX
+	ANDQ DX, R13
+	SHRQ $8, R13
+	IMUL3Q $511, R13, R13
+	ANDNQ AX, R13, R13
+	ANDQ 108(DI), R13
+	MOVL R13, BX
+	SHRQ $32, R13
+	MOVL R12, R14
+	SUBL CX, R14
+	ANDL R12, R14
+	MOVL $0x3fdfeff, DX
+	MOVL R14, R9
+	ANDL DX, R9
+	ADDL DX, R9
+	ORL  R14, R9
+	ANDL $0x4020100, R9
+	SHRL $8, R9
+	IMUL3L $511, R9, R9
+	ANDNL R12, R9, R14
+	ANDL 116(DI), R14
 
 	MOVL BX, AX
 	ORL  R13, AX
