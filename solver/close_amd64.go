@@ -19,10 +19,10 @@ func engineName() string {
 	return "scalar"
 }
 
-// closeWavesAsm is s.closeWaves(changed) in assembly; t is tab.
+// closeAndPlaceAsm is s.closeAndPlace(changed) in assembly; t is tab.
 //
 //go:noescape
-func closeWavesAsm(s *state, changed uint32, t *tables) (ok bool)
+func closeAndPlaceAsm(s *state, changed uint32, t *tables) (ok bool)
 
 // forcedAllAsm is p.forcedAll(f) in assembly (AVX2).
 //
@@ -38,6 +38,8 @@ func permCountsAsm(p *patterns, c *[9]uint64) (tot uint64)
 var (
 	_ = [1]int{}[unsafe.Offsetof(tables{}.perm)-512]
 	_ = [1]int{}[unsafe.Offsetof(tables{}.bandKeep)-1536]
+	_ = [1]int{}[unsafe.Offsetof(tables{}.peers)-6656]
+	_ = [1]int{}[unsafe.Offsetof(tables{}.colMask)-11372]
 	_ = [1]int{}[unsafe.Offsetof(state{}.unsolved)-108]
 	_ = [1]int{}[unsafe.Offsetof(state{}.pat)-120]
 )

@@ -64,14 +64,103 @@
 	SHLL $8, CX \
 	ORL  CX, R9
 
-// func closeWavesAsm(s *state, changed uint32, t *tables) (ok bool)
+// NAKED sets OUT to the unsolved cells (s.unsolved at UNS) of the band at
+// byte offset BAND (digit 8 at BAND8) that one digit alone may take, and
+// fails when a cell has no digit left. Digits 0-7 are summed pairwise in
+// lanes as (once, twice): twice = t1|t2|o1&o2, once = o1|o2.
+#define NAKED(BAND, BAND8, UNS, OUT) \
+	VMOVDQU BAND(DI), Y0 \
+	VEXTRACTI128 $1, Y0, X1 \
+	VPAND X1, X0, X2 \
+	VPOR  X1, X0, X0 \
+	VPSHUFD $0x4e, X0, X1 \
+	VPSHUFD $0x4e, X2, X3 \
+	VPAND X1, X0, X4 \
+	VPOR  X3, X2, X2 \
+	VPOR  X4, X2, X2 \
+	VPOR  X1, X0, X0 \
+	VPSHUFD $0xb1, X0, X1 \
+	VPSHUFD $0xb1, X2, X3 \
+	VPAND X1, X0, X4 \
+	VPOR  X3, X2, X2 \
+	VPOR  X4, X2, X2 \
+	VPOR  X1, X0, X0 \
+	VMOVD X0, AX \
+	VMOVD X2, BX \
+	MOVL BAND8(DI), CX \
+	MOVL CX, DX \
+	ANDL AX, DX \
+	ORL  DX, BX \
+	ORL  CX, AX \
+	CMPL AX, $0x7ffffff \
+	JNE  fail \
+	ANDNL AX, BX, OUT \
+	ANDL UNS(DI), OUT
+
+// PLACE places the naked singles N of the band at byte offset BAND (digit
+// 8 at BAND8, s.unsolved at UNS; the other bands at O1 and O2): they leave
+// s.unsolved, and each digit holding some of them loses their peers in the
+// band (t.peers, cell by cell, as nakedSingles) and their columns in the
+// other bands (t.colMask); those digits join 8(SP). R9 = the digits still
+// to place, CX = the digit, AX = its word, DX = its cells left, R13 = their
+// columns. L1-L3 are the labels this expansion uses.
+#define PLACE(N, BAND, BAND8, UNS, O1, O2, L1, L2, L3) \
+	TESTL N, N \
+	JZ   L3 \
+	MOVL UNS(DI), AX \
+	ANDNL AX, N, AX \
+	MOVL AX, UNS(DI) \
+	VMOVD N, X1 \
+	VPBROADCASTD X1, Y1 \
+	VPAND BAND(DI), Y1, Y0 \
+	VPXOR Y3, Y3, Y3 \
+	VPCMPEQD Y3, Y0, Y0 \
+	VMOVMSKPS Y0, R9 \
+	XORL $255, R9 \
+	MOVL BAND8(DI), AX \
+	ANDL N, AX \
+	ADDL $0x7ffffff, AX \
+	SHRL $27, AX \
+	SHLL $8, AX \
+	ORL  AX, R9 \
+	ORQ  R9, 8(SP) \
+L1: \
+	TESTL R9, R9 \
+	JZ   L3 \
+	TZCNTL R9, CX \
+	BLSRL R9, R9 \
+	MOVL BAND(DI)(CX*4), AX \
+	MOVL AX, DX \
+	ANDL N, DX \
+	XORL R13, R13 \
+L2: \
+	TZCNTL DX, BX \
+	BLSRL DX, DX \
+	MOVL 6656(R8)(BX*4), R14 \
+	ANDNL AX, R14, AX \
+	ORL  11372(R8)(BX*4), R13 \
+	TESTL DX, DX \
+	JNZ  L2 \
+	MOVL AX, BAND(DI)(CX*4) \
+	MOVL O1(DI)(CX*4), AX \
+	ANDNL AX, R13, AX \
+	MOVL AX, O1(DI)(CX*4) \
+	MOVL O2(DI)(CX*4), AX \
+	ANDNL AX, R13, AX \
+	MOVL AX, O2(DI)(CX*4) \
+	JMP  L1 \
+L3:
+
+// func closeAndPlaceAsm(s *state, changed uint32, t *tables) (ok bool)
 //
-// The closure waves of propagate (as closeWaves): the digits of changed
-// are closed one by one (as closeDigit: band and stack closure to their
-// fixpoint, then hidden singles and their claims, a band's digits 0-7 in
-// one AVX2 vector); the digits that lose candidates while their wave runs
-// are closed once in the wave, the others in the next one, until a wave
-// changes nothing. No return to Go between digits.
+// s.closeAndPlace(changed): the closure waves (as closeWaves): the digits
+// of changed are closed one by one (as closeDigit: band and stack closure
+// to their fixpoint, then hidden singles and their claims, a band's digits
+// 0-7 in one AVX2 vector); the digits that lose candidates while their
+// wave runs are closed once in the wave, the others in the next one, until
+// a wave changes nothing. Then naked singles (as nakedSingles), whose
+// digits start the waves again, until neither changes anything. No return
+// to Go in between.
 //
 // Registers: DI = s; R8 = t; SI = &s.cand[0][d]; R9 = 0o111111111 (each
 // 3-bit group's first bit), then the digits a claim reached; R10-R12 = the
@@ -79,7 +168,7 @@
 // each), then the stack patterns; R14 = the band patterns (minirows).
 // Frame: 0(SP) = the digits of this wave still to close, 8(SP) = the digits
 // changed for the next wave, 16(SP) = d.
-TEXT ·closeWavesAsm(SB), NOSPLIT, $24-25
+TEXT ·closeAndPlaceAsm(SB), NOSPLIT, $24-25
 	MOVQ s+0(FP), DI
 	MOVQ t+16(FP), R8
 	MOVL changed+8(FP), AX
@@ -262,6 +351,23 @@ claimed:
 	JMP  next
 
 wave:
+	MOVQ 8(SP), AX
+	TESTQ AX, AX
+	JZ   naked
+	MOVQ AX, 0(SP)
+	MOVQ $0, 8(SP)
+	JMP  next
+
+naked:
+	// Naked singles: R10-R12 = the unsolved cells of bands 0-2 with one
+	// candidate, all found before any is placed.
+	NAKED(0, 32, 108, R10)
+	NAKED(36, 68, 112, R11)
+	NAKED(72, 104, 116, R12)
+	PLACE(R10, 0, 32, 108, 36, 72, place0, cells0, placed0)
+	PLACE(R11, 36, 68, 112, 0, 72, place1, cells1, placed1)
+	PLACE(R12, 72, 104, 116, 0, 36, place2, cells2, placed2)
+	// The digits placed start the waves again.
 	MOVQ 8(SP), AX
 	TESTQ AX, AX
 	JZ   done

@@ -7,8 +7,8 @@ const asmEngine = false
 
 func engineName() string { return "scalar" }
 
-// closeWavesAsm is never called when asmEngine is false.
-func closeWavesAsm(s *state, changed uint32, t *tables) bool { return s.closeWaves(changed) }
+// closeAndPlaceAsm is never called when asmEngine is false.
+func closeAndPlaceAsm(s *state, changed uint32, t *tables) bool { return s.closeAndPlace(changed) }
 
 // forcedAllAsm is never called when asmEngine is false.
 func forcedAllAsm(p *patterns, f *[9]uint64) (only, full uint64, todo uint32, ok bool) {

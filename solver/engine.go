@@ -51,6 +51,7 @@ type tables struct {
 	forceClear [512]uint32 // minirows of a band -> the rest of their rows and boxes
 	miniCells  [512]uint32 // minirows of a band -> their cells
 	nperm      [512]uint8  // 3x3 pattern -> how many permutations lie on it
+	colMask    [27]uint32  // a cell of a band -> the 27-bit mask of its column
 }
 
 func buildTables() *tables {
@@ -103,6 +104,7 @@ func buildTables() *tables {
 			}
 		}
 		t.peers[pos] = m &^ (1 << pos)
+		t.colMask[pos] = t.colExpand[1<<c]
 	}
 	return t
 }
@@ -213,80 +215,97 @@ func (s *state) closeWaves(changed uint32) bool {
 	return true
 }
 
-// propagate runs closure on the changed digits (a 9-bit set) and naked
-// singles until nothing changes, closing digits in assembly when asm is
-// true. It reports false on a contradiction.
-func (s *state) propagate(changed uint32, asm bool) bool {
+// nakedSingles places the cells with one candidate left, found in all
+// three bands before any is placed: the digit leaves the cell's row, box
+// and column. It returns the digits that lost candidates, and false when a
+// cell has none.
+func (s *state) nakedSingles() (changed uint32, ok bool) {
 	t := tab
-	for {
-		if changed != 0 {
-			// asmEngine is a constant false where the assembly is not
-			// built, which takes the branch out.
-			var ok bool
-			if asmEngine && asm {
-				ok = closeWavesAsm(s, changed, t)
-			} else {
-				ok = s.closeWaves(changed)
-			}
-			if !ok {
-				return false
-			}
-			changed = 0
+	// Bands 0 and 1 in the halves of one word, band 2 in another.
+	var once01, twice01 uint64
+	var once2, twice2 uint32
+	for d := 0; d < 9; d++ {
+		m01 := uint64(s.cand[0][d]) | uint64(s.cand[1][d])<<32
+		m2 := s.cand[2][d]
+		twice01 |= once01 & m01
+		once01 |= m01
+		twice2 |= once2 & m2
+		once2 |= m2
+	}
+	if once01 != bandAll*halves || once2 != bandAll {
+		return 0, false
+	}
+	singles := [3]uint32{uint32(once01 &^ twice01), uint32((once01 &^ twice01) >> 32), once2 &^ twice2}
+	for b := range s.cand {
+		naked := singles[b] & s.unsolved[b]
+		if naked == 0 {
+			continue
 		}
-		// Naked singles: the cells with one candidate, bands 0 and 1 in
-		// the halves of one word, band 2 in another.
-		var once01, twice01 uint64
-		var once2, twice2 uint32
-		for d := 0; d < 9; d++ {
-			m01 := uint64(s.cand[0][d]) | uint64(s.cand[1][d])<<32
-			m2 := s.cand[2][d]
-			twice01 |= once01 & m01
-			once01 |= m01
-			twice2 |= once2 & m2
-			once2 |= m2
-		}
-		if once01 != bandAll*halves || once2 != bandAll {
-			return false // a cell with no candidate left
-		}
-		singles := [3]uint32{uint32(once01 &^ twice01), uint32((once01 &^ twice01) >> 32), once2 &^ twice2}
-		for b := range s.cand {
-			naked := singles[b] & s.unsolved[b]
-			if naked == 0 {
+		s.unsolved[b] &^= naked
+		for d, a := range &s.cand[b] {
+			n := a & naked
+			if n == 0 {
 				continue
 			}
-			s.unsolved[b] &^= naked
-			for d, a := range &s.cand[b] {
-				n := a & naked
-				if n == 0 {
-					continue
-				}
-				changed |= 1 << d
-				var cols uint32
-				for m := n; m != 0; m &= m - 1 {
-					pos := bits.TrailingZeros32(m)
-					a &^= t.peers[pos]
-					cols |= 1 << (pos % 9)
-				}
-				s.cand[b][d] = a
-				clear := t.colExpand[cols]
-				for o := 0; o < 3; o++ {
-					if o != b {
-						s.cand[o][d] &^= clear
-					}
+			changed |= 1 << d
+			var cols uint32
+			for m := n; m != 0; m &= m - 1 {
+				pos := bits.TrailingZeros32(m)
+				a &^= t.peers[pos]
+				cols |= t.colMask[pos]
+			}
+			s.cand[b][d] = a
+			for o := 0; o < 3; o++ {
+				if o != b {
+					s.cand[o][d] &^= cols
 				}
 			}
 		}
+	}
+	return changed, true
+}
+
+// closeAndPlace runs closeWaves and nakedSingles until neither changes
+// anything. It reports false on a contradiction.
+func (s *state) closeAndPlace(changed uint32) bool {
+	for {
+		if !s.closeWaves(changed) {
+			return false
+		}
+		var ok bool
+		if changed, ok = s.nakedSingles(); !ok {
+			return false
+		}
 		if changed == 0 {
-			if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {
-				return true // solved: nothing left to pick
-			}
-			var ok bool
-			if changed, ok = s.minilines(asm); !ok {
-				return false
-			}
-			if changed == 0 {
-				return true
-			}
+			return true
+		}
+	}
+}
+
+// propagate runs closure on the changed digits (a 9-bit set), naked
+// singles and minilines until nothing changes, closing and placing in
+// assembly when asm is true. It reports false on a contradiction.
+func (s *state) propagate(changed uint32, asm bool) bool {
+	for {
+		// asmEngine is a constant false where the assembly is not
+		// built, which takes the branch out.
+		var ok bool
+		if asmEngine && asm {
+			ok = closeAndPlaceAsm(s, changed, tab)
+		} else {
+			ok = s.closeAndPlace(changed)
+		}
+		if !ok {
+			return false
+		}
+		if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {
+			return true // solved: nothing left to pick
+		}
+		if changed, ok = s.minilines(asm); !ok {
+			return false
+		}
+		if changed == 0 {
+			return true
 		}
 	}
 }
