@@ -725,40 +725,51 @@ func solveWith(ctx context.Context, g Grid, limit int, asm bool) (Result, error)
 	return res, nil
 }
 
-// start sets up the state for g and searches it. Givens go in the way
-// naked singles do (the digit leaves the cell's row, box and column), so
-// the first propagation starts from their consequences.
+// start sets up the state for g (see givens) and searches it.
 func (sr *search) start(g Grid) {
-	t := tab
 	var s state
-	for b := range s.cand {
-		for d := range s.cand[b] {
-			s.cand[b][d] = bandAll
-		}
+	if !s.givens(&g) {
+		return
 	}
-	s.unsolved = [3]uint32{bandAll, bandAll, bandAll}
+	sr.run(&s, 1<<9-1)
+}
+
+// givens sets s up for g: givens go in the way naked singles do (the digit
+// leaves the cell's row, box and column), all at once: each digit keeps the
+// cells of its givens and loses the cells of the other givens and every
+// peer of its own, so the first propagation starts from their
+// consequences. It reports false when g has no solution on its face: a
+// cell not 0-9, or two givens of a digit in one row, column or box.
+func (s *state) givens(g *Grid) bool {
+	t := tab
+	var own, clear [9][3]uint32 // each digit's givens, and their rows, boxes and columns
+	var given [3]uint32
 	for i, v := range g {
 		if v == 0 {
 			continue
 		}
 		if v > 9 {
-			return // not a digit: no solution
+			return false
 		}
 		d, b, pos := int(v-1), i/27, i%27
 		bit := uint32(1) << pos
-		if s.cand[b][d]&bit == 0 {
-			return // an earlier given took this digit from the cell
+		c := &clear[d]
+		if c[b]&bit != 0 {
+			return false // an earlier given of the digit sees this cell
 		}
-		s.place(d, b, bit)
-		s.unsolved[b] &^= bit
-		col := t.colExpand[1<<(pos%9)]
-		for o := 0; o < 3; o++ {
-			if o == b {
-				s.cand[o][d] &^= t.peers[pos]
-			} else {
-				s.cand[o][d] &^= col
-			}
-		}
+		given[b] |= bit
+		own[d][b] |= bit
+		col := t.colMask[pos]
+		c[0] |= col
+		c[1] |= col
+		c[2] |= col
+		c[b] |= t.peers[pos]
 	}
-	sr.run(&s, 1<<9-1)
+	for b := range s.cand {
+		for d := range s.cand[b] {
+			s.cand[b][d] = bandAll&^(clear[d][b]|given[b]) | own[d][b]
+		}
+		s.unsolved[b] = bandAll &^ given[b]
+	}
+	return true
 }
