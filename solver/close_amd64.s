@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// BAND closes band word A (R11 or R12) of band SH/9: A = a & bandKeep[x]
+// BAND closes band word A (R12: band 2) of band SH/9: A = a & bandKeep[x]
 // for its triads x; the kept minirows go to R14 and its columns to R13,
 // both at bit SH.
 #define BAND(A, SH) \
@@ -162,15 +162,18 @@ L3:
 // digits start the waves again, until neither changes anything. No return
 // to Go in between.
 //
-// Registers: DI = s; R8 = t; SI = &s.cand[0][d]; R9 = 0o111111111 (each
-// 3-bit group's first bit), then the digits a claim reached; R10-R12 = the
-// digit's words of bands 0-2; R13 = the columns of the three bands (9 bits
-// each), then the stack patterns; R14 = the band patterns (minirows).
+// Registers: DI = s; R8 = t; SI = &s.cand[0][d]; R9 = 0o111111111 in
+// both halves (each 3-bit group's first bit), then the digits a claim
+// reached; R10 = the digit's words of bands 0 and 1 (band 1 in the high
+// half), R12 = band 2's; R11 = 511 in both halves; R13 = the columns of the
+// three bands (9 bits each), then the stack patterns; R14 = the band
+// patterns (minirows). The naked singles phase uses R9-R14 for its own.
 // Frame: 0(SP) = the digits of this wave still to close, 8(SP) = the digits
 // changed for the next wave, 16(SP) = d.
 TEXT ·closeAndPlaceAsm(SB), NOSPLIT, $24-25
 	MOVQ s+0(FP), DI
 	MOVQ t+16(FP), R8
+	MOVQ $0x000001ff000001ff, R11
 	MOVL changed+8(FP), AX
 	MOVQ AX, 0(SP)
 	MOVQ $0, 8(SP)
@@ -185,31 +188,47 @@ next:
 	MOVQ AX, 0(SP)
 	MOVQ CX, 16(SP)
 	LEAQ (DI)(CX*4), SI
-	MOVL $0x1249249, R9
+	MOVQ $0x0124924901249249, R9
 	MOVL 0(SI), R10
-	MOVL 36(SI), R11
+	MOVL 36(SI), AX
+	SHLQ $32, AX
+	ORQ  AX, R10
 	MOVL 72(SI), R12
 
 loop:
-	// Band 0: x = the row/box triads, n = a & bandKeep[x].
-	MOVL R10, AX
-	SHRL $1, AX
-	MOVL R10, BX
-	SHRL $2, BX
-	ORL  BX, AX
-	ORL  R10, AX
-	PEXTL R9, AX, AX
-	ANDL 1536(R8)(AX*4), R10
-	MOVWLZX 512(R8)(AX*2), R14
-	MOVL R10, R13
-	SHRL $9, R13
-	ORL  R10, R13
-	MOVL R10, BX
-	SHRL $18, BX
-	ORL  BX, R13
-	ANDL $511, R13
+	// Bands 0 and 1 at once (R10 = a0 | a1<<32): x = the row/box triads
+	// (bits 0-8 of band 0, 9-17 of band 1), n = a & bandKeep[x].
+	MOVQ R10, AX
+	SHRQ $1, AX
+	MOVQ R10, BX
+	SHRQ $2, BX
+	ORQ  BX, AX
+	ORQ  R10, AX
+	PEXTQ R9, AX, AX
+	MOVL AX, BX
+	ANDL $511, BX
+	SHRL $9, AX
+	MOVL 1536(R8)(BX*4), CX
+	MOVL 1536(R8)(AX*4), DX
+	SHLQ $32, DX
+	ORQ  DX, CX
+	ANDQ CX, R10
+	MOVWLZX 512(R8)(BX*2), R14
+	MOVWLZX 512(R8)(AX*2), DX
+	SHLL $9, DX
+	ORL  DX, R14
+	// Their columns: R13 = band 0's | band 1's << 9.
+	MOVQ R10, AX
+	SHRQ $9, AX
+	ORQ  R10, AX
+	MOVQ R10, BX
+	SHRQ $18, BX
+	ORQ  BX, AX
+	ANDQ R11, AX
+	MOVQ AX, R13
+	SHRQ $23, R13
+	ORL  AX, R13
 
-	BAND(R11, 9)
 	BAND(R12, 18)
 
 	// Stacks: gather each stack's 3x3 pattern (bands by columns) and
@@ -236,34 +255,31 @@ loop:
 	MOVL AX, R13
 
 	// Back to bands: band b keeps the columns its row of every stack
-	// pattern kept, spread over its three rows (k * (1 + 2^9 + 2^18)).
-	// BX collects what the stacks removed.
+	// pattern kept, spread over its three rows (k * (1 + 2^9 + 2^18)),
+	// bands 0 and 1 again at once. BX collects what the stacks removed.
 	MOVL $0x1C0E07, CX
 	PEXTL CX, R13, AX
 	IMUL3L $0x40201, AX, AX
-	ANDL R10, AX
-	MOVL R10, BX
-	XORL AX, BX
-	MOVL AX, R10
 	SHLL $3, CX
-	PEXTL CX, R13, AX
-	IMUL3L $0x40201, AX, AX
-	ANDL R11, AX
-	MOVL R11, DX
-	XORL AX, DX
-	ORL  DX, BX
-	MOVL AX, R11
+	PEXTL CX, R13, DX
+	IMUL3L $0x40201, DX, DX
+	SHLQ $32, DX
+	ORQ  DX, AX
+	ANDQ R10, AX
+	MOVQ R10, BX
+	XORQ AX, BX
+	MOVQ AX, R10
 	SHLL $3, CX
 	PEXTL CX, R13, AX
 	IMUL3L $0x40201, AX, AX
 	ANDL R12, AX
 	MOVL R12, DX
 	XORL AX, DX
-	ORL  DX, BX
+	ORQ  DX, BX
 	MOVL AX, R12
 	// Band closure is idempotent: only a change made by the stacks can
 	// give it more to do.
-	TESTL BX, BX
+	TESTQ BX, BX
 	JNZ  loop
 
 	MOVQ 16(SP), CX
@@ -271,11 +287,8 @@ loop:
 	ORQ  R14, R13
 	MOVQ R13, 120(DI)(CX*8)
 
-	// Hidden singles of the three bands: BX, R13, R14.
 	// Hidden singles of the three bands: BX, R13, R14 (see ROWS_K).
-	MOVL R11, AX
-	SHLQ $32, AX
-	ORQ  R10, AX
+	MOVQ R10, AX
 	MOVQ $ROWS_K, CX
 	MOVQ AX, BX
 	SUBQ CX, BX
@@ -312,7 +325,8 @@ loop:
 	ORL  R14, AX
 	JNZ  claims
 	MOVL R10, 0(SI)
-	MOVL R11, 36(SI)
+	SHRQ $32, R10
+	MOVL R10, 36(SI)
 	MOVL R12, 72(SI)
 	JMP  next
 
@@ -339,7 +353,8 @@ claim2:
 claimed:
 	// The digit's own words last: the vector stores wrote them too.
 	MOVL R10, 0(SI)
-	MOVL R11, 36(SI)
+	SHRQ $32, R10
+	MOVL R10, 36(SI)
 	MOVL R12, 72(SI)
 	// The other digits claimed from wait for the next wave unless they
 	// are still to come in this one.
@@ -367,12 +382,13 @@ naked:
 	PLACE(R10, 0, 32, 108, 36, 72, place0, cells0, placed0)
 	PLACE(R11, 36, 68, 112, 0, 72, place1, cells1, placed1)
 	PLACE(R12, 72, 104, 116, 0, 36, place2, cells2, placed2)
-	// The digits placed start the waves again.
+	// The digits placed start the waves again (NAKED took R11).
 	MOVQ 8(SP), AX
 	TESTQ AX, AX
 	JZ   done
 	MOVQ AX, 0(SP)
 	MOVQ $0, 8(SP)
+	MOVQ $0x000001ff000001ff, R11
 	JMP  next
 
 done:
