@@ -42,16 +42,17 @@ type state struct {
 var tab = buildTables()
 
 type tables struct {
-	triad      [512]uint8  // 9 cells of a row -> 3 bits: boxes with a candidate
-	perm       [512]uint16 // 3x3 pattern -> cells that lie on a permutation
-	bandKeep   [512]uint32 // row/box triad pattern -> 27-bit mask it keeps
-	colExpand  [512]uint32 // 9 columns -> 27-bit mask of those columns
-	single     [512]uint16 // 9 cells of a row -> the cell if it is alone
-	peers      [27]uint32  // row and box of a cell in its band, minus the cell
-	forceClear [512]uint32 // minirows of a band -> the rest of their rows and boxes
-	miniCells  [512]uint32 // minirows of a band -> their cells
-	nperm      [512]uint8  // 3x3 pattern -> how many permutations lie on it
-	colMask    [27]uint32  // a cell of a band -> the 27-bit mask of its column
+	triad      [512]uint8      // 9 cells of a row -> 3 bits: boxes with a candidate
+	perm       [512]uint16     // 3x3 pattern -> cells that lie on a permutation
+	bandKeep   [512]uint32     // row/box triad pattern -> 27-bit mask it keeps
+	colExpand  [512]uint32     // 9 columns -> 27-bit mask of those columns
+	single     [512]uint16     // 9 cells of a row -> the cell if it is alone
+	peers      [27]uint32      // row and box of a cell in its band, minus the cell
+	forceClear [512]uint32     // minirows of a band -> the rest of their rows and boxes
+	miniCells  [512]uint32     // minirows of a band -> their cells
+	nperm      [512]uint8      // 3x3 pattern -> how many permutations lie on it
+	colMask    [27]uint32      // a cell of a band -> the 27-bit mask of its column
+	permKeep   [6][6][3]uint32 // band (0-2) or stack (3-5), permutation -> patternMask
 }
 
 func buildTables() *tables {
@@ -105,6 +106,11 @@ func buildTables() *tables {
 		}
 		t.peers[pos] = m &^ (1 << pos)
 		t.colMask[pos] = t.colExpand[1<<c]
+	}
+	for i := range t.permKeep {
+		for k, m := range permMasks {
+			t.permKeep[i][k] = patternMask(t, i, m)
+		}
 	}
 	return t
 }
@@ -480,22 +486,21 @@ func (sr *search) run(s *state, changed uint32) {
 		if ok {
 			// Try every permutation but the last on a copy; the last
 			// one is what remains in s once the others are ruled out.
-			var last uint16
-			for _, m := range permMasks {
+			keep := &tab.permKeep[i]
+			last := -1
+			for k, m := range permMasks {
 				if v&m != m {
 					continue
 				}
-				if last != 0 {
-					x := patternMask(i, last)
-					sr.guessMask(s, d, &x)
+				if last >= 0 {
+					sr.guessMask(s, d, &keep[last])
 					if sr.finished() {
 						return
 					}
 				}
-				last = m
+				last = k
 			}
-			x := patternMask(i, last)
-			s.restrict(d, &x)
+			s.restrict(d, &keep[last])
 			changed = 1 << d
 			continue
 		}
@@ -554,9 +559,9 @@ var permMasks = [6]uint16{
 }
 
 // patternMask returns the masks that keep, for one digit, only the cells of
-// permutation m in band i (0-2) or stack i-3 (3-5).
-func patternMask(i int, m uint16) (x [3]uint32) {
-	t := tab
+// permutation m in band i (0-2) or stack i-3 (3-5); t.permKeep holds them
+// for every band, stack and permutation.
+func patternMask(t *tables, i int, m uint16) (x [3]uint32) {
 	x = [3]uint32{bandAll, bandAll, bandAll}
 	if i < 3 {
 		x[i] = t.bandKeep[m&511]
