@@ -638,29 +638,36 @@ func (p *patterns) permCounts(c *[9]uint64) (tot uint64) {
 func (p *patterns) pickCounts() (d, i int, v uint16, ok bool) {
 	var c [9]uint64
 	tot := permCountsAsm(p, &c)
-	// The totals at constant shifts, lowest first on a tie, as pick.
-	best, bestTot := -1, uint64(1<<30)
-	consider := func(j int, n uint64) {
-		if n > 9 && n < bestTot {
-			best, bestTot = j, n
+	// The unit with the fewest permutations above 9, the lowest on a tie
+	// (as pick): the least of the keys total<<3 | unit, where a total of
+	// 9 or less gets a key above every other. min compiles without
+	// branches.
+	const none = 1 << 20
+	key := func(n, j uint64) uint64 {
+		if n <= 9 {
+			return none
 		}
+		return n<<3 | j
 	}
-	consider(0, tot&63)
-	consider(1, tot>>9&63)
-	consider(2, tot>>18&63)
-	consider(3, tot>>32&63)
-	consider(4, tot>>41&63)
-	consider(5, tot>>50&63)
-	if best < 0 {
+	k := min(key(tot&63, 0), key(tot>>9&63, 1), key(tot>>18&63, 2),
+		key(tot>>32&63, 3), key(tot>>41&63, 4), key(tot>>50&63, 5))
+	if k == none {
 		return 0, 0, 0, false
 	}
+	best := int(k & 7)
 	sh := unitShift[best] & 63 // the mask spares Go's check of the shift
-	bestN := uint64(7)
-	for e, x := range &c {
-		if n := x >> sh & 7; n >= 2 && n < bestN {
-			d, bestN = e, n
+	// In it the digit with the fewest permutations, at least two, the
+	// lowest on a tie: the least of n<<4 | digit.
+	digitKey := func(x uint64, e uint64) uint64 {
+		n := x >> sh & 7
+		if n < 2 {
+			return none
 		}
+		return n<<4 | e
 	}
+	k = min(digitKey(c[0], 0), digitKey(c[1], 1), digitKey(c[2], 2), digitKey(c[3], 3),
+		digitKey(c[4], 4), digitKey(c[5], 5), digitKey(c[6], 6), digitKey(c[7], 7), digitKey(c[8], 8))
+	d = int(k & 15)
 	return d, best, uint16(p[d] >> sh & 511), true
 }
 
