@@ -445,7 +445,7 @@ type search struct {
 	count   int
 	guesses int
 	stopped bool
-	asm     bool // closeDigit runs in assembly (close_amd64.s)
+	asm     bool // propagation and pick's counts run in assembly (close_amd64.s)
 	sol     Grid
 }
 
