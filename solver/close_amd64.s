@@ -153,14 +153,13 @@ L3:
 
 // func closeAndPlaceAsm(s *state, changed uint32, t *tables) (ok bool)
 //
-// s.closeAndPlace(changed): the closure waves (as closeWaves): the digits
-// of changed are closed one by one (as closeDigit: band and stack closure
-// to their fixpoint, then hidden singles and their claims, a band's digits
-// 0-7 in one AVX2 vector); the digits that lose candidates while their
-// wave runs are closed once in the wave, the others in the next one, until
-// a wave changes nothing. Then naked singles (as nakedSingles), whose
-// digits start the waves again, until neither changes anything. No return
-// to Go in between.
+// s.closeAndPlace(changed): the digits of changed are closed one by one
+// (as closeDigit: band and stack closure to their fixpoint, then hidden
+// singles and their claims, a band's digits 0-7 in one AVX2 vector); the
+// digits that lose candidates while their wave runs are closed once in the
+// wave. After each wave, naked singles (as nakedSingles); the digits they
+// and the wave reached make the next wave, until one changes nothing. No
+// return to Go in between.
 //
 // Registers: DI = s; R8 = t; SI = &s.cand[0][d]; R9 = 0o111111111 in
 // both halves (each 3-bit group's first bit), then the digits a claim
@@ -179,10 +178,11 @@ TEXT ·closeAndPlaceAsm(SB), NOSPLIT, $24-25
 	MOVQ $0, 8(SP)
 
 next:
-	// d = the lowest digit left in this wave; a wave done starts the next.
+	// d = the lowest digit left in this wave; a wave done goes on to the
+	// naked singles.
 	MOVQ 0(SP), AX
 	TESTQ AX, AX
-	JZ   wave
+	JZ   naked
 	TZCNTQ AX, CX
 	BLSRQ AX, AX
 	MOVQ AX, 0(SP)
@@ -357,14 +357,6 @@ claims:
 	ORQ  R9, 8(SP)
 	JMP  next
 
-wave:
-	MOVQ 8(SP), AX
-	TESTQ AX, AX
-	JZ   naked
-	MOVQ AX, 0(SP)
-	MOVQ $0, 8(SP)
-	JMP  next
-
 naked:
 	// Naked singles: R10-R12 = the unsolved cells of bands 0-2 with one
 	// candidate, all found before any is placed.
@@ -374,7 +366,8 @@ naked:
 	PLACE(R10, 0, 32, 108, 36, 72, place0, cells0, placed0)
 	PLACE(R11, 36, 68, 112, 0, 72, place1, cells1, placed1)
 	PLACE(R12, 72, 104, 116, 0, 36, place2, cells2, placed2)
-	// The digits placed start the waves again (NAKED took R11).
+	// The digits this wave and its naked singles reached make the next
+	// wave (NAKED took R11).
 	MOVQ 8(SP), AX
 	TESTQ AX, AX
 	JZ   done

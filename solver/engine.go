@@ -201,26 +201,6 @@ func (s *state) claim(d, b int, p uint32) (lost uint32) {
 // so they describe the state.
 type patterns [9]uint64
 
-// closeWaves closes the changed digits (a 9-bit set) in waves: a digit
-// that loses candidates while it waits in the current wave is closed once,
-// after the losses. It reports false on a contradiction.
-func (s *state) closeWaves(changed uint32) bool {
-	for changed != 0 {
-		cur := changed
-		changed = 0
-		for cur != 0 {
-			d := bits.TrailingZeros32(cur)
-			cur &= cur - 1
-			lost, ok := s.closeDigit(d)
-			if !ok {
-				return false
-			}
-			changed |= lost &^ cur
-		}
-	}
-	return true
-}
-
 // nakedSingles places the cells with one candidate left, found in all
 // three bands before any is placed: the digit leaves the cell's row, box
 // and column. It returns the digits that lost candidates, and false when a
@@ -271,17 +251,29 @@ func (s *state) nakedSingles() (changed uint32, ok bool) {
 	return changed, true
 }
 
-// closeAndPlace runs closeWaves and nakedSingles until neither changes
-// anything. It reports false on a contradiction.
+// closeAndPlace closes the changed digits (a 9-bit set) in waves, each
+// followed by naked singles: a digit that loses candidates while it waits
+// in the current wave is closed once, after the losses; the others, and
+// the digits naked singles reach, make the next wave, until a wave and its
+// naked singles change nothing. It reports false on a contradiction.
 func (s *state) closeAndPlace(changed uint32) bool {
 	for {
-		if !s.closeWaves(changed) {
+		cur := changed
+		changed = 0
+		for cur != 0 {
+			d := bits.TrailingZeros32(cur)
+			cur &= cur - 1
+			lost, ok := s.closeDigit(d)
+			if !ok {
+				return false
+			}
+			changed |= lost &^ cur
+		}
+		placed, ok := s.nakedSingles()
+		if !ok {
 			return false
 		}
-		var ok bool
-		if changed, ok = s.nakedSingles(); !ok {
-			return false
-		}
+		changed |= placed
 		if changed == 0 {
 			return true
 		}
