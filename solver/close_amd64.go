@@ -19,16 +19,27 @@ func engineName() string {
 	return "scalar"
 }
 
-// closeDigitAsm is s.closeDigit(d) in assembly; t is tab.
+// closeAndPlaceAsm is s.closeAndPlace(changed) in assembly; t is tab.
 //
 //go:noescape
-func closeDigitAsm(s *state, d int, t *tables) (lost uint32, ok bool)
+func closeAndPlaceAsm(s *state, changed uint32, t *tables) (ok bool)
+
+// forcedAllAsm is p.forcedAll(f) in assembly (AVX2).
+//
+//go:noescape
+func forcedAllAsm(p *patterns, f *[9]uint64) (only, full uint64, todo uint32, ok bool)
+
+// permCountsAsm is p.permCounts(c) in assembly (AVX2).
+//
+//go:noescape
+func permCountsAsm(p *patterns, c *[9]uint64) (tot uint64)
 
 // close_amd64.s reads the tables and the state at these offsets.
 var (
 	_ = [1]int{}[unsafe.Offsetof(tables{}.perm)-512]
 	_ = [1]int{}[unsafe.Offsetof(tables{}.bandKeep)-1536]
-	_ = [1]int{}[unsafe.Offsetof(tables{}.single)-5632]
+	_ = [1]int{}[unsafe.Offsetof(tables{}.peers)-6656]
+	_ = [1]int{}[unsafe.Offsetof(tables{}.colMask)-11372]
 	_ = [1]int{}[unsafe.Offsetof(state{}.unsolved)-108]
 	_ = [1]int{}[unsafe.Offsetof(state{}.pat)-120]
 )

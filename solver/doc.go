@@ -16,10 +16,12 @@
 // its rows) by copying its 192-byte state. Limit 1 and limit 2 share one
 // code path; see engine.go.
 //
-// On amd64 closeDigit, most of the search's time, also comes in assembly
-// (close_amd64.s: PEXT for the closure, AVX2 for the claims), which Solve
-// runs when the CPU has BMI1, BMI2 and AVX2; it finds the same solutions
-// with the same guesses as the Go code (see RESULTS.md). The purego build
+// On amd64 the propagation, most of the search's time, also comes in
+// assembly (close_amd64.s: the closure of each changed digit with PEXT, its
+// hidden singles and claims, and the naked singles with AVX2, looping to
+// their fixpoint; and AVX2 kernels for minilines and the choice of guess),
+// which Solve runs when the CPU has BMI1, BMI2 and AVX2; it finds the same
+// solutions with the same guesses as the Go code (see RESULTS.md). The purego build
 // tag, and every other architecture, keep the pure-Go scalar engine.
 // Engine says which engine Solve runs.
 package solver

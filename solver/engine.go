@@ -42,15 +42,17 @@ type state struct {
 var tab = buildTables()
 
 type tables struct {
-	triad      [512]uint8  // 9 cells of a row -> 3 bits: boxes with a candidate
-	perm       [512]uint16 // 3x3 pattern -> cells that lie on a permutation
-	bandKeep   [512]uint32 // row/box triad pattern -> 27-bit mask it keeps
-	colExpand  [512]uint32 // 9 columns -> 27-bit mask of those columns
-	single     [512]uint16 // 9 cells of a row -> the cell if it is alone
-	peers      [27]uint32  // row and box of a cell in its band, minus the cell
-	forceClear [512]uint32 // minirows of a band -> the rest of their rows and boxes
-	miniCells  [512]uint32 // minirows of a band -> their cells
-	nperm      [512]uint8  // 3x3 pattern -> how many permutations lie on it
+	triad      [512]uint8      // 9 cells of a row -> 3 bits: boxes with a candidate
+	perm       [512]uint16     // 3x3 pattern -> cells that lie on a permutation
+	bandKeep   [512]uint32     // row/box triad pattern -> 27-bit mask it keeps
+	colExpand  [512]uint32     // 9 columns -> 27-bit mask of those columns
+	single     [512]uint16     // 9 cells of a row -> the cell if it is alone
+	peers      [27]uint32      // row and box of a cell in its band, minus the cell
+	forceClear [512]uint32     // minirows of a band -> the rest of their rows and boxes
+	miniCells  [512]uint32     // minirows of a band -> their cells
+	nperm      [512]uint8      // 3x3 pattern -> how many permutations lie on it
+	colMask    [27]uint32      // a cell of a band -> the 27-bit mask of its column
+	permKeep   [6][6][3]uint32 // band (0-2) or stack (3-5), permutation -> patternMask
 }
 
 func buildTables() *tables {
@@ -103,6 +105,12 @@ func buildTables() *tables {
 			}
 		}
 		t.peers[pos] = m &^ (1 << pos)
+		t.colMask[pos] = t.colExpand[1<<c]
+	}
+	for i := range t.permKeep {
+		for k, m := range permMasks {
+			t.permKeep[i][k] = patternMask(t, i, m)
+		}
 	}
 	return t
 }
@@ -193,83 +201,109 @@ func (s *state) claim(d, b int, p uint32) (lost uint32) {
 // so they describe the state.
 type patterns [9]uint64
 
-// propagate runs closure on the changed digits (a 9-bit set) and naked
-// singles until nothing changes, closing digits in assembly when asm is
-// true. It reports false on a contradiction.
-func (s *state) propagate(changed uint32, asm bool) bool {
+// nakedSingles places the cells with one candidate left, found in all
+// three bands before any is placed: the digit leaves the cell's row, box
+// and column. It returns the digits that lost candidates, and false when a
+// cell has none.
+func (s *state) nakedSingles() (changed uint32, ok bool) {
 	t := tab
-	for {
-		// Close the changed digits in waves: a digit that loses
-		// candidates while it waits in the current wave is closed once,
-		// after the losses.
-		for changed != 0 {
-			cur := changed
-			changed = 0
-			for cur != 0 {
-				d := bits.TrailingZeros32(cur)
-				cur &= cur - 1
-				var lost uint32
-				var ok bool
-				// asmEngine is a constant false where the assembly
-				// is not built, which takes the branch out.
-				if asmEngine && asm {
-					lost, ok = closeDigitAsm(s, d, t)
-				} else {
-					lost, ok = s.closeDigit(d)
-				}
-				if !ok {
-					return false
-				}
-				changed |= lost &^ cur
-			}
+	// Bands 0 and 1 in the halves of one word, band 2 in another.
+	var once01, twice01 uint64
+	var once2, twice2 uint32
+	for d := 0; d < 9; d++ {
+		m01 := uint64(s.cand[0][d]) | uint64(s.cand[1][d])<<32
+		m2 := s.cand[2][d]
+		twice01 |= once01 & m01
+		once01 |= m01
+		twice2 |= once2 & m2
+		once2 |= m2
+	}
+	if once01 != bandAll*halves || once2 != bandAll {
+		return 0, false
+	}
+	singles := [3]uint32{uint32(once01 &^ twice01), uint32((once01 &^ twice01) >> 32), once2 &^ twice2}
+	for b := range s.cand {
+		naked := singles[b] & s.unsolved[b]
+		if naked == 0 {
+			continue
 		}
-		// Naked singles, a band at a time.
-		for b := range s.cand {
-			var once, twice uint32
-			for _, m := range &s.cand[b] {
-				twice |= once & m
-				once |= m
-			}
-			if once != bandAll {
-				return false // a cell with no candidate left
-			}
-			naked := once &^ twice & s.unsolved[b]
-			if naked == 0 {
+		s.unsolved[b] &^= naked
+		for d, a := range &s.cand[b] {
+			n := a & naked
+			if n == 0 {
 				continue
 			}
-			s.unsolved[b] &^= naked
-			for d, a := range &s.cand[b] {
-				n := a & naked
-				if n == 0 {
-					continue
-				}
-				changed |= 1 << d
-				var cols uint32
-				for m := n; m != 0; m &= m - 1 {
-					pos := bits.TrailingZeros32(m)
-					a &^= t.peers[pos]
-					cols |= 1 << (pos % 9)
-				}
-				s.cand[b][d] = a
-				clear := t.colExpand[cols]
-				for o := 0; o < 3; o++ {
-					if o != b {
-						s.cand[o][d] &^= clear
-					}
+			changed |= 1 << d
+			var cols uint32
+			for m := n; m != 0; m &= m - 1 {
+				pos := bits.TrailingZeros32(m)
+				a &^= t.peers[pos]
+				cols |= t.colMask[pos]
+			}
+			s.cand[b][d] = a
+			for o := 0; o < 3; o++ {
+				if o != b {
+					s.cand[o][d] &^= cols
 				}
 			}
 		}
-		if changed == 0 {
-			if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {
-				return true // solved: nothing left to pick
-			}
-			var ok bool
-			if changed, ok = s.minilines(); !ok {
+	}
+	return changed, true
+}
+
+// closeAndPlace closes the changed digits (a 9-bit set) in waves, each
+// followed by naked singles: a digit that loses candidates while it waits
+// in the current wave is closed once, after the losses; the others, and
+// the digits naked singles reach, make the next wave, until a wave and its
+// naked singles change nothing. It reports false on a contradiction.
+func (s *state) closeAndPlace(changed uint32) bool {
+	for {
+		cur := changed
+		changed = 0
+		for cur != 0 {
+			d := bits.TrailingZeros32(cur)
+			cur &= cur - 1
+			lost, ok := s.closeDigit(d)
+			if !ok {
 				return false
 			}
-			if changed == 0 {
-				return true
-			}
+			changed |= lost &^ cur
+		}
+		placed, ok := s.nakedSingles()
+		if !ok {
+			return false
+		}
+		changed |= placed
+		if changed == 0 {
+			return true
+		}
+	}
+}
+
+// propagate runs closure on the changed digits (a 9-bit set), naked
+// singles and minilines until nothing changes, closing and placing in
+// assembly when asm is true. It reports false on a contradiction.
+func (s *state) propagate(changed uint32, asm bool) bool {
+	for {
+		// asmEngine is a constant false where the assembly is not
+		// built, which takes the branch out.
+		var ok bool
+		if asmEngine && asm {
+			ok = closeAndPlaceAsm(s, changed, tab)
+		} else {
+			ok = s.closeAndPlace(changed)
+		}
+		if !ok {
+			return false
+		}
+		if s.unsolved[0]|s.unsolved[1]|s.unsolved[2] == 0 {
+			return true // solved: nothing left to pick
+		}
+		if changed, ok = s.minilines(asm); !ok {
+			return false
+		}
+		if changed == 0 {
+			return true
 		}
 	}
 }
@@ -325,6 +359,30 @@ func (t *tally) add(x uint64) {
 	t.ge1 |= x
 }
 
+// forcedAll sets f to each digit's forced minirows and minicolumns and
+// returns the minilines only three digits can take (only), those three
+// digits must take (full), and the digits holding one of them not forced
+// for the digit (todo): those minilines acts on. ok is false when a
+// miniline has fewer than three digits or more than three must take it.
+func (p *patterns) forcedAll(f *[9]uint64) (only, full uint64, todo uint32, ok bool) {
+	var n, fn tally
+	for d, x := range p {
+		n.add(x)
+		f[d] = forced(x)
+		fn.add(f[d])
+	}
+	if n.ge3 != bandAll*halves || fn.ge4 != 0 {
+		return 0, 0, 0, false
+	}
+	only, full = n.ge3&^n.ge4, fn.ge3
+	for d, x := range p {
+		if x&(only|full)&^f[d] != 0 {
+			todo |= 1 << d
+		}
+	}
+	return only, full, todo, true
+}
+
 // minilines applies what the digits do together in the three cells of a
 // row within a box (a minirow) or of a column within a box (a minicolumn):
 // they hold three different digits, so when only three digits can go there
@@ -336,27 +394,24 @@ func (t *tally) add(x uint64) {
 // does in band b: the two halves have the same shape, a box's minirows or
 // minicolumns are a 3-bit group, so one pass of bit operations serves
 // both. The counts over the digits are kept bit-sliced.
-func (s *state) minilines() (changed uint32, ok bool) {
+func (s *state) minilines(asm bool) (changed uint32, ok bool) {
 	t := tab
 	var f [9]uint64
-	var n, fn tally
-	for d, x := range &s.pat {
-		n.add(x)
-		f[d] = forced(x)
-		fn.add(f[d])
+	var only, full uint64
+	var todo uint32
+	if asmEngine && asm {
+		only, full, todo, ok = forcedAllAsm(&s.pat, &f)
+	} else {
+		only, full, todo, ok = s.pat.forcedAll(&f)
 	}
-	if n.ge3 != bandAll*halves || fn.ge4 != 0 {
+	if !ok {
 		return 0, false
 	}
-	only, full := n.ge3&^n.ge4, fn.ge3
-	if only|full == 0 {
-		return 0, true
-	}
-	for d, x := range &s.pat {
+	for todo != 0 {
+		d := bits.TrailingZeros32(todo)
+		todo &= todo - 1
+		x := s.pat[d]
 		force, out := x&only&^f[d], x&full&^f[d]
-		if force|out == 0 {
-			continue
-		}
 		hForce, hOut := uint32(force), uint32(out)
 		// A column forced in band b takes the stack's other columns of
 		// band b and the same column of the other bands.
@@ -382,7 +437,7 @@ type search struct {
 	count   int
 	guesses int
 	stopped bool
-	asm     bool // closeDigit runs in assembly (close_amd64.s)
+	asm     bool // propagation and pick's counts run in assembly (close_amd64.s)
 	sol     Grid
 }
 
@@ -412,25 +467,32 @@ func (sr *search) run(s *state, changed uint32) {
 		if sr.done != nil && sr.guesses%checkEvery == 0 && sr.budgetOver() {
 			return
 		}
-		if d, i, v, ok := s.pat.pick(); ok {
+		var d, i int
+		var v uint16
+		var ok bool
+		if asmEngine && sr.asm {
+			d, i, v, ok = s.pat.pickCounts()
+		} else {
+			d, i, v, ok = s.pat.pick()
+		}
+		if ok {
 			// Try every permutation but the last on a copy; the last
 			// one is what remains in s once the others are ruled out.
-			var last uint16
-			for _, m := range permMasks {
+			keep := &tab.permKeep[i]
+			last := -1
+			for k, m := range permMasks {
 				if v&m != m {
 					continue
 				}
-				if last != 0 {
-					x := patternMask(i, last)
-					sr.guessMask(s, d, &x)
+				if last >= 0 {
+					sr.guessMask(s, d, &keep[last])
 					if sr.finished() {
 						return
 					}
 				}
-				last = m
+				last = k
 			}
-			x := patternMask(i, last)
-			s.restrict(d, &x)
+			s.restrict(d, &keep[last])
 			changed = 1 << d
 			continue
 		}
@@ -489,9 +551,9 @@ var permMasks = [6]uint16{
 }
 
 // patternMask returns the masks that keep, for one digit, only the cells of
-// permutation m in band i (0-2) or stack i-3 (3-5).
-func patternMask(i int, m uint16) (x [3]uint32) {
-	t := tab
+// permutation m in band i (0-2) or stack i-3 (3-5); t.permKeep holds them
+// for every band, stack and permutation.
+func patternMask(t *tables, i int, m uint16) (x [3]uint32) {
 	x = [3]uint32{bandAll, bandAll, bandAll}
 	if i < 3 {
 		x[i] = t.bandKeep[m&511]
@@ -541,6 +603,64 @@ func (p *patterns) pick() (d, i int, v uint16, ok bool) {
 		}
 	}
 	return d, best, v, true
+}
+
+// unitShift is where each band's (0-2) and stack's (3-5) pattern starts in
+// a digit's pattern word.
+var unitShift = [6]uint{0, 9, 18, 32, 41, 50}
+
+// permCounts sets c[d] to, at each of digit d's six patterns' first bit,
+// how many permutations lie on it, and returns their sum over the digits
+// (at most 54 a pattern: six bits of nine).
+func (p *patterns) permCounts(c *[9]uint64) (tot uint64) {
+	t := tab
+	for d, x := range p {
+		var n uint64
+		for _, sh := range unitShift {
+			n |= uint64(t.nperm[x>>sh&511]) << sh
+		}
+		c[d] = n
+		tot += n
+	}
+	return tot
+}
+
+// pickCounts is pick with the permutation counts from permCountsAsm: the
+// same choice, for the assembly engine.
+func (p *patterns) pickCounts() (d, i int, v uint16, ok bool) {
+	var c [9]uint64
+	tot := permCountsAsm(p, &c)
+	// The unit with the fewest permutations above 9, the lowest on a tie
+	// (as pick): the least of the keys total<<3 | unit, where a total of
+	// 9 or less gets a key above every other. min compiles without
+	// branches.
+	const none = 1 << 20
+	key := func(n, j uint64) uint64 {
+		if n <= 9 {
+			return none
+		}
+		return n<<3 | j
+	}
+	k := min(key(tot&63, 0), key(tot>>9&63, 1), key(tot>>18&63, 2),
+		key(tot>>32&63, 3), key(tot>>41&63, 4), key(tot>>50&63, 5))
+	if k == none {
+		return 0, 0, 0, false
+	}
+	best := int(k & 7)
+	sh := unitShift[best] & 63 // the mask spares Go's check of the shift
+	// In it the digit with the fewest permutations, at least two, the
+	// lowest on a tie: the least of n<<4 | digit.
+	digitKey := func(x uint64, e uint64) uint64 {
+		n := x >> sh & 7
+		if n < 2 {
+			return none
+		}
+		return n<<4 | e
+	}
+	k = min(digitKey(c[0], 0), digitKey(c[1], 1), digitKey(c[2], 2), digitKey(c[3], 3),
+		digitKey(c[4], 4), digitKey(c[5], 5), digitKey(c[6], 6), digitKey(c[7], 7), digitKey(c[8], 8))
+	d = int(k & 15)
+	return d, best, uint16(p[d] >> sh & 511), true
 }
 
 // place keeps only digit d in the cell bit of band b and returns the digits
@@ -609,40 +729,51 @@ func solveWith(ctx context.Context, g Grid, limit int, asm bool) (Result, error)
 	return res, nil
 }
 
-// start sets up the state for g and searches it. Givens go in the way
-// naked singles do (the digit leaves the cell's row, box and column), so
-// the first propagation starts from their consequences.
+// start sets up the state for g (see givens) and searches it.
 func (sr *search) start(g Grid) {
-	t := tab
 	var s state
-	for b := range s.cand {
-		for d := range s.cand[b] {
-			s.cand[b][d] = bandAll
-		}
+	if !s.givens(&g) {
+		return
 	}
-	s.unsolved = [3]uint32{bandAll, bandAll, bandAll}
+	sr.run(&s, 1<<9-1)
+}
+
+// givens sets s up for g: givens go in the way naked singles do (the digit
+// leaves the cell's row, box and column), all at once: each digit keeps the
+// cells of its givens and loses the cells of the other givens and every
+// peer of its own, so the first propagation starts from their
+// consequences. It reports false when g has no solution on its face: a
+// cell not 0-9, or two givens of a digit in one row, column or box.
+func (s *state) givens(g *Grid) bool {
+	t := tab
+	var own, clear [9][3]uint32 // each digit's givens, and their rows, boxes and columns
+	var given [3]uint32
 	for i, v := range g {
 		if v == 0 {
 			continue
 		}
 		if v > 9 {
-			return // not a digit: no solution
+			return false
 		}
 		d, b, pos := int(v-1), i/27, i%27
 		bit := uint32(1) << pos
-		if s.cand[b][d]&bit == 0 {
-			return // an earlier given took this digit from the cell
+		c := &clear[d]
+		if c[b]&bit != 0 {
+			return false // an earlier given of the digit sees this cell
 		}
-		s.place(d, b, bit)
-		s.unsolved[b] &^= bit
-		col := t.colExpand[1<<(pos%9)]
-		for o := 0; o < 3; o++ {
-			if o == b {
-				s.cand[o][d] &^= t.peers[pos]
-			} else {
-				s.cand[o][d] &^= col
-			}
-		}
+		given[b] |= bit
+		own[d][b] |= bit
+		col := t.colMask[pos]
+		c[0] |= col
+		c[1] |= col
+		c[2] |= col
+		c[b] |= t.peers[pos]
 	}
-	sr.run(&s, 1<<9-1)
+	for b := range s.cand {
+		for d := range s.cand[b] {
+			s.cand[b][d] = bandAll&^(clear[d][b]|given[b]) | own[d][b]
+		}
+		s.unsolved[b] = bandAll &^ given[b]
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package solver
 
 import (
 	"context"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 	"time"
@@ -100,4 +101,41 @@ func FuzzEngines(f *testing.F) {
 		}
 		checkEnginesAgree(t, s, g)
 	})
+}
+
+// TestKernels checks the assembly kernels against their Go versions on
+// random pattern words (the search reaches only some of them): forced
+// patterns and tallies, permutation counts and the choice of pick.
+func TestKernels(t *testing.T) {
+	if !asmEngine {
+		t.Skip("assembly engine not built (amd64 without the purego tag) or not run by this CPU (BMI1, BMI2, AVX2)")
+	}
+	rng := rand.New(rand.NewPCG(39, 1))
+	for i := 0; i < 20000; i++ {
+		var p patterns
+		for d := range p {
+			// Dense words most of the time, so that tallies reach three
+			// and four and most patterns keep a permutation.
+			x := rng.Uint64() | rng.Uint64()
+			if i%4 == 0 {
+				x &= rng.Uint64()
+			}
+			p[d] = x & (bandAll * halves)
+		}
+		var fg, fa [9]uint64
+		og, ug, tg, okg := p.forcedAll(&fg)
+		oa, ua, ta, oka := forcedAllAsm(&p, &fa)
+		if okg != oka || okg && (og != oa || ug != ua || tg != ta || fg != fa) {
+			t.Fatalf("forcedAll(%#x): Go %#x %#x %#x %v %#x, assembly %#x %#x %#x %v %#x", p, og, ug, tg, okg, fg, oa, ua, ta, oka, fa)
+		}
+		var cg, ca [9]uint64
+		if tg, ta := p.permCounts(&cg), permCountsAsm(&p, &ca); tg != ta || cg != ca {
+			t.Fatalf("permCounts(%#x): Go %#x %#x, assembly %#x %#x", p, tg, cg, ta, ca)
+		}
+		dg, ig, vg, okg := p.pick()
+		da, ia, va, oka := p.pickCounts()
+		if dg != da || ig != ia || vg != va || okg != oka {
+			t.Fatalf("pick(%#x) = %d %d %#x %v, pickCounts = %d %d %#x %v", p, dg, ig, vg, okg, da, ia, va, oka)
+		}
+	}
 }
