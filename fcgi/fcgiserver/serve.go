@@ -77,6 +77,13 @@ type Options struct {
 // KiB + 86 KiB + the fixed params stay below 128 KiB.
 const defaultParamsBytes = 128 << 10
 
+// DefaultLinger is the Linger the worker binary runs with (sudoku-fcgi
+// -drain-linger): two of sudoku-edge's resolve intervals
+// (nginx.DefaultResolveInterval), so that the edge drops a draining worker
+// while its address still refuses. DefaultOptions leaves Linger 0, so that a
+// Serve embedded elsewhere (tests) returns as soon as it has drained.
+const DefaultLinger = 2 * time.Second
+
 // DefaultOptions returns the options Serve is meant to run with.
 func DefaultOptions() Options {
 	return Options{

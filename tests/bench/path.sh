@@ -77,11 +77,7 @@ start_stack() { # transport: 2 workers (with $worker_env) and nginx; sets nginx_
 	done
 	rm -rf "$work/nginx"
 	SUDOKU_WORKERS=$servers nginx/render-host.sh "$work/nginx" 31680 31682 31681 >/dev/null
-	# The project's upstream parameters (docker-compose.yml) on every server line.
-	params=$(sed -n 's/^ *SUDOKU_EDGE_UPSTREAM_PARAMS: "\(.*\)"/\1/p' docker-compose.yml)
-	sed -i "s/ max_fails=0;/ $params;/" "$work/nginx/run/servers.conf"
-	maxconns=$(sed -n 's/.*max_conns=\([0-9]*\).*/\1/p' <<<"$params")
-	[[ -z $maxconns ]] || echo "limit_conn sudoku_admission $((2 * maxconns));" >"$work/nginx/run/admission.conf"
+	# servers.conf and admission.conf carry sudoku-edge's defaults, as the stack runs them.
 	# Access log to a file on the host run, as /dev/stdout would be a terminal or a pipe here.
 	sed -i "s#access_log /dev/stdout#access_log $work/nginx/logs/access.log#" "$work/nginx/nginx.conf"
 	[[ -z ${NGINX_SED:-} ]] || sed -i -e "$NGINX_SED" "$work/nginx/nginx.conf" "$work/nginx/sudoku-locations.conf" "$work/nginx/sudoku-fastcgi.conf"
