@@ -57,6 +57,9 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	fs.StringVar(&c.site.WWWRoot, "www-root", "/usr/share/sudoku-www", "`directory` of the web page's files, for -render-conf")
 	fs.StringVar(&c.site.StatusListen, "status-listen", "8082", "nginx listen `address` of stub_status, for -render-conf")
 	fs.StringVar(&c.site.TempDir, "nginx-temp-dir", "", "`directory` for nginx's temporary files, for -render-conf (empty: nginx's built-in paths)")
+	c.site.ReadTimeout, c.site.BatchReadTimeout = nginx.DefaultReadTimeout, nginx.DefaultBatchReadTimeout
+	fs.Var(positiveDuration{&c.site.ReadTimeout}, "read-timeout", "nginx's fastcgi_read_timeout of a GET, for -render-conf: the `duration` after which a silent worker counts as hung and the GET goes to another; above the worker's -queue-timeout + -solve-timeout")
+	fs.Var(positiveDuration{&c.site.BatchReadTimeout}, "batch-read-timeout", "nginx's fastcgi_read_timeout of a batch POST, for -render-conf: a `duration` above the worker's -batch-timeout")
 	fs.StringVar(&s.RunDir, "run-dir", "/run/sudoku-edge", "`directory` for servers.conf, admission.conf, access-log.conf, tls.conf, trusted-clients.conf and exported certificates")
 	fs.StringVar(&s.Bin, "nginx", "nginx", "nginx `binary`")
 	fs.StringVar(&s.Conf, "nginx-conf", "/etc/nginx/nginx.conf", "nginx configuration `file` (-c)")

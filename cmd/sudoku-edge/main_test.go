@@ -276,7 +276,8 @@ func TestRenderOnly(t *testing.T) {
 		"-worker-processes", "4", "-worker-connections", "10000",
 		"-render-conf", conf, "-www-root", "/src/www", "-nginx-temp-dir", "/src/tmp",
 		"-http-listen", "127.0.0.1:28080", "-status-listen", "127.0.0.1:28082", "-challenge-listen", "127.0.0.1:28081",
-	}, env{}.get, io.Discard)
+		"-read-timeout", "2500ms",
+	}, env{"SUDOKU_EDGE_BATCH_READ_TIMEOUT": "1m"}.get, io.Discard)
 	if err != nil {
 		t.Fatalf("run(-render-only) = %v", err)
 	}
@@ -295,15 +296,18 @@ func TestRenderOnly(t *testing.T) {
 			t.Errorf("-render-only wrote %s = %q, %v; want it to contain %q", name, b, err, want)
 		}
 	}
-	for name, want := range map[string]string{
-		"nginx.conf":            "include " + dir + "/servers.conf;",
-		"sudoku-locations.conf": "include " + dir + "/admission.conf;",
-		"sudoku-www.conf":       "root /src/www;",
-		"sudoku-fastcgi.conf":   "fastcgi_pass sudoku_workers;",
+	for name, wants := range map[string][]string{
+		"nginx.conf": {"include " + dir + "/servers.conf;"},
+		"sudoku-locations.conf": {"include " + dir + "/admission.conf;",
+			"\n    fastcgi_read_timeout 2500ms;\n}", "\n    fastcgi_read_timeout 60s;\n}"},
+		"sudoku-www.conf":     {"root /src/www;"},
+		"sudoku-fastcgi.conf": {"fastcgi_pass sudoku_workers;"},
 	} {
 		b, err := os.ReadFile(filepath.Join(conf, name))
-		if err != nil || !strings.Contains(string(b), want) {
-			t.Errorf("-render-conf wrote %s = %v; want it to contain %q", name, err, want)
+		for _, want := range wants {
+			if err != nil || !strings.Contains(string(b), want) {
+				t.Errorf("-render-conf wrote %s = %v; want it to contain %q", name, err, want)
+			}
 		}
 	}
 	b, _ := os.ReadFile(filepath.Join(conf, "nginx.conf"))

@@ -71,7 +71,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.IntVar(&c.svc.PoolSize, "pool", c.svc.PoolSize, "solver slots (0: GOMAXPROCS)")
 	fs.IntVar(&c.svc.QueueSize, "queue", c.svc.QueueSize, "puzzles that may wait for a solver slot (0: none)")
 	fs.DurationVar(&c.svc.QueueTimeout, "queue-timeout", c.svc.QueueTimeout, "longest wait for a solver slot before 503; a puzzle whose expected wait is over half of it gets 503 at once")
-	fs.DurationVar(&c.svc.SolveTimeout, "solve-timeout", c.svc.SolveTimeout, "budget for one solve before 503 (with -queue-timeout, keep below nginx's GET fastcgi_read_timeout, 1.5 s)")
+	fs.DurationVar(&c.svc.SolveTimeout, "solve-timeout", c.svc.SolveTimeout, "budget for one solve before 503 (with -queue-timeout, keep below sudoku-edge's -read-timeout)")
 	fs.IntVar(&c.serve.MaxConns, "max-conns", c.serve.MaxConns, "open FastCGI connections; above it the worker stops accepting")
 	fs.IntVar(&c.serve.MaxConnsPerPeer, "max-conns-per-peer", c.serve.MaxConnsPerPeer, "open FastCGI connections from one peer, a TCP address or, over a unix socket, a user id; more are closed at once (0: half of -max-conns)")
 	fs.DurationVar(&c.serve.DrainTimeout, "drain-timeout", c.serve.DrainTimeout, "graceful drain limit after SIGTERM/SIGINT")

@@ -74,7 +74,8 @@ type Options struct {
 // long query), and its header lines (at most 32 KiB together) grow when
 // they become params: a 3-byte line "a:\n" becomes the 8 bytes of the pair
 // HTTP_A="" (two length bytes, the HTTP_ prefix), 8/3 of its size. So 24
-// KiB + 86 KiB + the fixed params stay below 128 KiB.
+// KiB + 86 KiB + the fixed params stay below 128 KiB. nginx's
+// TestSharedLimits checks it against the rendered nginx.conf.
 const defaultParamsBytes = 128 << 10
 
 // DefaultLinger is the Linger the worker binary runs with (sudoku-fcgi
