@@ -6,4 +6,8 @@
 // '-' as '_': sudoku-edge's -max-conns-per-worker is $SUDOKU_EDGE_MAX_CONNS_PER_WORKER.
 // A flag on the command line wins over its variable; a variable's value goes
 // through the flag's own Set, so it is checked exactly as the flag would be.
+//
+// The lab's programs under tests/ (herd, reliability) are commands too and
+// use it, so it is not below cmd/internal, which Go admits only from cmd/.
+// No product package imports it (cmd/imports_test.go).
 package cli

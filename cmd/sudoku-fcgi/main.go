@@ -61,14 +61,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	internal, err := cli.ServeHTTP(log, "internal listener", c.internalListen, svc.InternalHandler(reg))
+	internal, err := serveHTTP(log, "internal listener", c.internalListen, svc.InternalHandler(reg))
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	defer shutdown(internal)
 	if c.pprofListen != "" {
-		pp, err := cli.ServeHTTP(log, "pprof listener", c.pprofListen, pprofHandler())
+		pp, err := serveHTTP(log, "pprof listener", c.pprofListen, pprofHandler())
 		if err != nil {
 			ln.Close()
 			return err
