@@ -72,7 +72,7 @@ shellcheck: ## shellcheck on every shell script
 PKG ?= ./...
 FUZZTIME ?= 30s
 .PHONY: test unit fuzz nginx-test integration test-browser test-tls test-scale test-swarm test-k8s test-reliability bench-overload soak
-test: lint unit nginx-test integration test-browser test-tls test-scale test-swarm test-reliability ## everything CI runs, in this order
+test: lint unit bench-smoke nginx-test integration test-browser test-tls test-scale test-swarm test-reliability ## everything CI runs, in this order
 
 unit: ## unit tests with the race detector, shuffled (PKG, default ./...), then the solver built with the purego tag (scalar engine only)
 	$(GO) test -race -shuffle=on $(PKG)
@@ -189,16 +189,36 @@ pin-digests: ## write the pushed images' digests into docker/stack.yml and docke
 
 # ---- benchmarks (figures: tests/bench/RESULTS.md, solver/RESULTS.md, tests/herd/RESULTS.md) ----
 # Only what a RESULTS file or a README cites. Host benchmarks need Debian's
-# nginx; CLIENT=wrk needs wrk.
+# nginx; bench-accept and CLIENT=wrk need wrk.
 COUNT ?= 6
-.PHONY: bench solver-bench bench-worker bench-path bench-path-compose bench-accept bench-access-log capacity-plan herd herd-nginx
+BENCHTIME ?= 1s
+HERD_OUT ?= out/herd
+HERD_SVG ?= tests/herd/herd.svg
+.PHONY: bench bench-smoke solver-bench bench-worker bench-path bench-path-compose bench-accept bench-access-log capacity-plan herd herd-nginx
 bench: solver-bench bench-worker ## the Go benchmarks (no external tools)
+
+# Each host benchmark once with tiny sizes, so a target that cannot run
+# fails CI (figures meaningless; out/bench-smoke). bench-path-compose and
+# bench-overload build and start the compose stack, which the end-to-end
+# suites already do: bench-path-compose's own part is path.sh's, run here by
+# bench-path, and bench-overload's is the reliability suite's.
+SMOKE_OUT ?= out/bench-smoke
+bench-smoke: ## start every host benchmark target briefly with tiny sizes (part of make test; not the compose ones)
+	rm -rf $(SMOKE_OUT) && mkdir -p $(SMOKE_OUT)
+	$(MAKE) solver-bench COUNT=1 SAMPLE=2 BENCHTIME=1x OUT=$(CURDIR)/$(SMOKE_OUT)/solver
+	$(MAKE) bench-worker COUNT=1 BENCHTIME=1x
+	$(MAKE) bench-path N=200 ROUNDS=1 DEPTHS=4 OUT=$(CURDIR)/$(SMOKE_OUT)/path
+	$(MAKE) bench-accept DURATION=1s CLIENTS=8
+	$(MAKE) bench-access-log DURATION=1s RATE=200
+	$(MAKE) capacity-plan STEP=1s SUDOKU_LOAD_STEPS=2 OUT=$(CURDIR)/$(SMOKE_OUT)/capacity
+	$(MAKE) herd HERD_REQUESTS=2000 HERD_SWEEP= HERD_OUT=$(SMOKE_OUT)/herd HERD_SVG=$(SMOKE_OUT)/herd/herd.svg
+	$(MAKE) herd-nginx DURATION=1s ROUNDS=1 RATE=200
 
 solver-bench: ## solver: CPU time, guesses and callgrind instructions per puzzle per set at limit 1 and 2 (COUNT=10 SAMPLE=200, OUT=dir keeps raw output)
 	GO=$(GO) solver/bench.sh
 
 bench-worker: ## handler and FastCGI round-trip benchmarks, -benchmem (COUNT)
-	$(GO) test ./fcgi -run '^$$' -bench . -benchmem -count $(COUNT)
+	$(GO) test ./fcgi -run '^$$' -bench . -benchmem -count $(COUNT) -benchtime $(BENCHTIME)
 
 bench-path: ## the request path at 32 and 480 in flight on host nginx + 2 workers, unix sockets and TCP (tests/bench/path.sh; CLIENT=wrk drives it with wrk)
 	tests/bench/path.sh
@@ -216,8 +236,8 @@ capacity-plan: ## capacity at p99 <= 5 ms on easy and hard puzzles on host nginx
 	tests/bench/capacity-plan.sh
 
 herd: ## balancer simulation: the plot tests/herd/herd.svg and the full tables in out/herd/table.md (tests/herd/RESULTS.md)
-	mkdir -p out/herd
-	$(GO) run ./tests/herd -svg tests/herd/herd.svg > out/herd/table.md
+	mkdir -p $(HERD_OUT)
+	$(GO) run ./tests/herd -svg $(HERD_SVG) > $(HERD_OUT)/table.md
 
 herd-nginx: ## nginx's own balancing policies on host processes (127.0.0.1:31480-31541; tests/herd/nginx.sh)
 	tests/herd/nginx.sh

@@ -15,13 +15,43 @@ ENV CGO_ENABLED=0 GOFLAGS=-trimpath
 # Dockerfiles, so the layer is shared.
 RUN go build std
 COPY go.mod go.sum* ./
-RUN go mod download
+# Only the modules sudoku-edge's packages import, not the tests' (k8s.io/api,
+# chromedp, pebble, kin-openapi), which every build would download.
+# TestImageModules (cmd/images_test.go) fails when the list goes stale.
+RUN go mod download \
+	github.com/beorn7/perks \
+	github.com/caddyserver/certmagic \
+	github.com/caddyserver/zerossl \
+	github.com/cespare/xxhash/v2 \
+	github.com/klauspost/cpuid/v2 \
+	github.com/libdns/libdns \
+	github.com/mattn/go-colorable \
+	github.com/mattn/go-isatty \
+	github.com/mholt/acmez/v3 \
+	github.com/miekg/dns \
+	github.com/munnerz/goautoneg \
+	github.com/prometheus/client_golang \
+	github.com/prometheus/client_model \
+	github.com/prometheus/common \
+	github.com/prometheus/procfs \
+	github.com/rs/zerolog \
+	github.com/zeebo/blake3 \
+	go.uber.org/multierr \
+	go.uber.org/zap \
+	go.uber.org/zap/exp \
+	golang.org/x/crypto \
+	golang.org/x/net \
+	golang.org/x/sys \
+	golang.org/x/text \
+	google.golang.org/protobuf
 # Only what the Go build reads: the package and its embedded templates,
 # nginx.conf and the sudoku-*.conf files among them.
 COPY nginx/*.go nginx/*.conf nginx/
 COPY nginx/templates/ nginx/templates/
-# cmd/cli names the solver engine in -version.
+# cmd/cli names the solver engine in -version; nginx renders its read
+# timeouts from the worker's defaults (package fcgi).
 COPY solver/ solver/
+COPY fcgi/ fcgi/
 COPY cmd/cli/ cmd/cli/
 COPY cmd/sudoku-edge/ cmd/sudoku-edge/
 # Stamped into -version and sudoku_build_info (make passes them).

@@ -13,7 +13,22 @@ ENV CGO_ENABLED=0 GOFLAGS=-trimpath
 RUN go build std
 # Dependencies first: this layer stays cached until go.mod/go.sum change.
 COPY go.mod go.sum* ./
-RUN go mod download
+# Only the modules the worker's packages import, not the tests' (k8s.io/api,
+# chromedp, pebble, kin-openapi), which every build would download.
+# TestImageModules (cmd/images_test.go) fails when the list goes stale.
+RUN go mod download \
+	github.com/beorn7/perks \
+	github.com/cespare/xxhash/v2 \
+	github.com/mattn/go-colorable \
+	github.com/mattn/go-isatty \
+	github.com/munnerz/goautoneg \
+	github.com/prometheus/client_golang \
+	github.com/prometheus/client_model \
+	github.com/prometheus/common \
+	github.com/prometheus/procfs \
+	github.com/rs/zerolog \
+	golang.org/x/sys \
+	google.golang.org/protobuf
 COPY solver/ solver/
 COPY fcgi/ fcgi/
 COPY cmd/cli/ cmd/cli/

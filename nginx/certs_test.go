@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"sudoku-fcgi/cmd/cli"
 	"sudoku-fcgi/nginx/acmetest"
 	"sudoku-fcgi/nginx/nginxtest"
 )
@@ -92,7 +91,7 @@ func TestCertManagerPebble(t *testing.T) {
 	if err := et.prepare(ctx); err != nil {
 		t.Fatalf("prepare: %v", err)
 	}
-	chSrv, err := cli.ServeHTTP(logger, "challenge responder", fmt.Sprintf("127.0.0.1:%d", chPort), m.HTTPChallengeHandler(http.NotFoundHandler()))
+	chSrv, err := serveHTTP(logger, "challenge responder", fmt.Sprintf("127.0.0.1:%d", chPort), m.HTTPChallengeHandler(http.NotFoundHandler()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,12 @@ import (
 	"time"
 )
 
+// DefaultResolveInterval is how often sudoku-edge resolves and probes the
+// workers unless told otherwise: a worker that refuses (it drains) is out of
+// the upstream within a second, inside the worker's drain linger
+// (fcgiserver.DefaultLinger).
+const DefaultResolveInterval = time.Second
+
 // workerAddr is a worker's address: an IP address and port, or the path of a
 // unix socket. It is comparable, so it keys maps and compares with ==.
 type workerAddr struct {

@@ -353,7 +353,7 @@ func TestRoundFollowsTheWorkers(t *testing.T) {
 		}
 		servers, _ := os.ReadFile(filepath.Join(s.RunDir, "servers.conf"))
 		for _, a := range want {
-			if !strings.Contains(string(servers), "server "+a.String()+";") {
+			if !strings.Contains(string(servers), "server "+a.String()+" max_fails=0;") {
 				t.Errorf("%s: servers.conf lacks %s:\n%s", what, a, servers)
 			}
 		}

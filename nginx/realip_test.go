@@ -33,7 +33,7 @@ func TestRealIPFromTrustedProxyOnly(t *testing.T) {
         add_header X-Client $remote_addr always;`)
 	sup := &Supervisor{
 		Bin: bin, Prefix: dir, Conf: conf, RunDir: runDir, RealIPFrom: trusted,
-		Workers: targets(t, back.String()), UpstreamParams: "max_fails=0",
+		Workers:         targets(t, back.String()),
 		ResolveInterval: time.Second, BudgetHold: time.Minute,
 	}
 	ctx, cancel := context.WithCancel(context.Background())

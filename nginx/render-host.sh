@@ -23,7 +23,7 @@ workers=${workers// /,}
 # Temp files under DIR, so no root-owned /var/lib/nginx is needed.
 render=(-render-conf "$dir" -render-only "$dir/run" -www-root "$src/www" -nginx-temp-dir "$dir/tmp"
 	-http-listen "127.0.0.1:$http" -status-listen "127.0.0.1:$status" -challenge-listen "127.0.0.1:$acme"
-	-workers "$workers" -upstream-params max_fails=0 -log-level warn)
+	-workers "$workers" -log-level warn)
 if [[ -n ${SUDOKU_EDGE:-} ]]; then
 	"$SUDOKU_EDGE" "${render[@]}"
 else

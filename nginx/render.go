@@ -22,14 +22,42 @@ var templates = template.Must(template.New("").
 // configuration it is pasted into.
 var errUnsafe = errors.New("nginx: unsafe value for configuration")
 
-// CheckParams reports whether params can follow `server <addr>` in an
-// upstream block: nginx parameters such as `max_fails=0 weight=2`, without
-// anything that ends the directive or opens a block.
-func CheckParams(params string) error {
-	if i := strings.IndexAny(params, ";{}#\"'\\\n\r$"); i >= 0 {
-		return fmt.Errorf("%w: upstream parameters %q contain %q", errUnsafe, params, params[i])
+// Upstream holds the parameters of each worker's `server` line in the
+// upstream block. DefaultUpstream is what sudoku-edge runs with.
+type Upstream struct {
+	// MaxConns is each worker's max_conns: the requests nginx sends one
+	// worker at once. Past MaxConns x workers, /sudoku gets 503 before nginx
+	// builds a FastCGI request (admission.conf). 0 sets no cap.
+	MaxConns int
+	// MaxFails is each worker's max_fails: the failed tries within
+	// fail_timeout (10 s) that take a worker out for that long. 0 never
+	// does: sudoku-edge takes refusing workers out itself (nginx/README.md,
+	// "The max_fails trap").
+	MaxFails int
+}
+
+// DefaultUpstream are the measured values (nginx/README.md, "The max_fails
+// trap" and "The concurrency cap"): 256 requests at a worker are room for a
+// burst, not a wait, and max_fails=0 keeps a busy worker's 503 from taking it
+// out.
+var DefaultUpstream = Upstream{MaxConns: 256, MaxFails: 0}
+
+// Check reports a negative parameter.
+func (u Upstream) Check() error {
+	if u.MaxConns < 0 || u.MaxFails < 0 {
+		return fmt.Errorf("%w: upstream max_conns %d, max_fails %d: each must be >= 0", errUnsafe, u.MaxConns, u.MaxFails)
 	}
 	return nil
+}
+
+// params renders u as the parameters after a server address, max_conns
+// replaced by maxConns (0: none).
+func (u Upstream) params(maxConns int) string {
+	p := "max_fails=" + strconv.Itoa(u.MaxFails)
+	if maxConns > 0 {
+		p += " max_conns=" + strconv.Itoa(maxConns)
+	}
+	return p
 }
 
 // renderServers renders the `server` lines for the upstream block: one per
@@ -37,9 +65,6 @@ func CheckParams(params string) error {
 // `server 127.0.0.1:9 down;` when addrs is empty so that nginx still starts.
 // source names where the addresses came from, for the comment at the top.
 func renderServers(source string, addrs []workerAddr, params string) ([]byte, error) {
-	if err := CheckParams(params); err != nil {
-		return nil, err
-	}
 	if strings.ContainsAny(source, "\n\r") {
 		return nil, fmt.Errorf("%w: source %q has a line break", errUnsafe, source)
 	}
@@ -53,7 +78,7 @@ func renderServers(source string, addrs []workerAddr, params string) ([]byte, er
 		Source string
 		Addrs  []workerAddr
 		Params string
-	}{source, addrs, strings.Join(strings.Fields(params), " ")})
+	}{source, addrs, params})
 	if err != nil {
 		return nil, fmt.Errorf("rendering servers.conf: %w", err)
 	}
@@ -67,29 +92,27 @@ func renderServers(source string, addrs []workerAddr, params string) ([]byte, er
 // together they take what budget workers take, and the admission limit
 // stays budget x max_conns (none without workers: nginx answers "no live
 // upstreams" at once).
-func renderUpstream(source string, addrs []workerAddr, budget int, params string) (servers, admission []byte, err error) {
-	maxConns, err := maxConnsOf(params)
-	if err != nil {
+func renderUpstream(source string, addrs []workerAddr, budget int, u Upstream) (servers, admission []byte, err error) {
+	if err := u.Check(); err != nil {
 		return nil, nil, err
 	}
-	if servers, err = renderServers(source, addrs, shareMaxConns(params, maxConns, len(addrs), budget)); err != nil {
+	if servers, err = renderServers(source, addrs, u.params(shareMaxConns(u.MaxConns, len(addrs), budget))); err != nil {
 		return nil, nil, err
 	}
 	if len(addrs) == 0 {
 		budget = 0
 	}
-	if admission, err = renderAdmission(budget, maxConns); err != nil {
+	if admission, err = renderAdmission(budget, u.MaxConns); err != nil {
 		return nil, nil, err
 	}
 	return servers, admission, nil
 }
 
 // renderAdmission renders the `limit_conn` line of the /sudoku location:
-// as many requests at once as the workers take, workers x maxConns (the
-// upstream parameters' max_conns), so that nginx turns the excess away
-// before it builds a FastCGI request for it (a request over every worker's
-// max_conns costs nginx that request, a failed pick of a worker and an
-// error-log line). No limit when workers or maxConns is 0: the upstream's
+// as many requests at once as the workers take, workers x maxConns
+// (Upstream.MaxConns), so that nginx turns the excess away before it builds
+// a FastCGI request for it (a request over every worker's max_conns costs
+// nginx that request, a failed pick of a worker and an error-log line). No limit when workers or maxConns is 0: the upstream's
 // own checks stay.
 func renderAdmission(workers, maxConns int) ([]byte, error) {
 	var buf bytes.Buffer
@@ -101,41 +124,16 @@ func renderAdmission(workers, maxConns int) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// maxConnsOf checks params and returns their max_conns (0 when unset).
-func maxConnsOf(params string) (int, error) {
-	if err := CheckParams(params); err != nil {
-		return 0, err
-	}
-	maxConns := 0
-	for _, f := range strings.Fields(params) {
-		if v, ok := strings.CutPrefix(f, "max_conns="); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return 0, fmt.Errorf("%w: upstream parameter %q", errUnsafe, f)
-			}
-			maxConns = n
-		}
-	}
-	return maxConns, nil
-}
-
-// shareMaxConns returns params, whose max_conns is maxConns, with
-// max_conns raised so that workers servers take, together, what budget
-// servers take with params (rounded up): while a worker is missing, the
-// others take its share of the requests in flight. Params without
-// max_conns, or with no fewer workers than budget, come back unchanged.
-func shareMaxConns(params string, maxConns, workers, budget int) string {
+// shareMaxConns returns the max_conns of each of workers servers so that,
+// together, they take what budget servers of maxConns take (rounded up):
+// while a worker is missing, the others take its share of the requests in
+// flight. maxConns 0 (no cap), or no fewer workers than budget, give
+// maxConns back.
+func shareMaxConns(maxConns, workers, budget int) int {
 	if maxConns == 0 || workers <= 0 || workers >= budget {
-		return params
+		return maxConns
 	}
-	shared := (maxConns*budget + workers - 1) / workers
-	fields := strings.Fields(params)
-	for i, f := range fields {
-		if strings.HasPrefix(f, "max_conns=") {
-			fields[i] = "max_conns=" + strconv.Itoa(shared)
-		}
-	}
-	return strings.Join(fields, " ")
+	return (maxConns*budget + workers - 1) / workers
 }
 
 // ParsePrefixes parses a comma-separated list of client addresses

@@ -32,31 +32,30 @@ func golden(t *testing.T, name string, got []byte) {
 func TestRenderServers(t *testing.T) {
 	ap := func(s string) workerAddr { return aps(s)[0] }
 	tests := []struct {
-		name   string
-		addrs  []workerAddr
-		params string
+		name  string
+		addrs []workerAddr
+		u     Upstream
 	}{
-		{"servers_none.conf", nil, "max_fails=0"},
-		{"servers_two.conf", []workerAddr{ap("172.18.0.3:9000"), ap("172.18.0.4:9000")}, "max_fails=0"},
-		{"servers_params.conf", []workerAddr{ap("10.0.0.1:9000"), ap("[fd00::1]:9000")}, "  max_fails=3   fail_timeout=5s "},
-		{"servers_noparams.conf", []workerAddr{ap("127.0.0.1:19000")}, ""},
-		{"servers_unix.conf", aps("unix:/run/sudoku-fcgi/3f2a.sock", "unix:/run/sudoku-fcgi/9c1b.sock"), "max_fails=0 max_conns=256"},
+		{"servers_none.conf", nil, Upstream{}},
+		{"servers_two.conf", []workerAddr{ap("172.18.0.3:9000"), ap("172.18.0.4:9000")}, Upstream{}},
+		{"servers_params.conf", []workerAddr{ap("10.0.0.1:9000"), ap("[fd00::1]:9000")}, Upstream{MaxConns: 10, MaxFails: 3}},
+		{"servers_unix.conf", aps("unix:/run/sudoku-fcgi/3f2a.sock", "unix:/run/sudoku-fcgi/9c1b.sock"), DefaultUpstream},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := renderServers("sudoku:9000", tt.addrs, tt.params)
+			got, err := renderServers("sudoku:9000", tt.addrs, tt.u.params(tt.u.MaxConns))
 			if err != nil {
-				t.Fatalf("RenderServers(%v, %q) error: %v", tt.addrs, tt.params, err)
+				t.Fatalf("RenderServers(%v, %+v) error: %v", tt.addrs, tt.u, err)
 			}
 			golden(t, tt.name, got)
 		})
 	}
 }
 
-func TestRenderServersRejectsUnsafeParams(t *testing.T) {
-	for _, p := range []string{"max_fails=0; }", "backup\nserver 1.2.3.4:1", "weight=$x", "down {", "# x"} {
-		if _, err := renderServers("s", nil, p); !errors.Is(err, errUnsafe) {
-			t.Errorf("RenderServers(params %q) error = %v, want ErrUnsafe", p, err)
+func TestRenderUpstreamRejectsNegativeParams(t *testing.T) {
+	for _, u := range []Upstream{{MaxConns: -1}, {MaxFails: -1}} {
+		if _, _, err := renderUpstream("s", aps("10.0.0.1:9000"), 1, u); !errors.Is(err, errUnsafe) {
+			t.Errorf("renderUpstream(%+v) error = %v, want ErrUnsafe", u, err)
 		}
 	}
 }
@@ -184,24 +183,18 @@ func TestParseTrustedClientsRejects(t *testing.T) {
 
 func TestRenderAdmission(t *testing.T) {
 	tests := []struct {
-		workers int
-		params  string
-		want    string // the limit_conn line, or "" for none
+		workers, maxConns int
+		want              string // the limit_conn line, or "" for none
 	}{
-		{2, "max_fails=0 max_conns=256", "limit_conn sudoku_admission 512;"},
-		{4, "max_conns=100 max_fails=0", "limit_conn sudoku_admission 400;"},
-		{0, "max_fails=0 max_conns=256", ""},
-		{2, "max_fails=0", ""},
-		{2, "max_conns=0", ""},
+		{2, 256, "limit_conn sudoku_admission 512;"},
+		{4, 100, "limit_conn sudoku_admission 400;"},
+		{0, 256, ""},
+		{2, 0, ""},
 	}
 	for _, tt := range tests {
-		maxConns, err := maxConnsOf(tt.params)
+		got, err := renderAdmission(tt.workers, tt.maxConns)
 		if err != nil {
-			t.Fatalf("maxConnsOf(%q) error: %v", tt.params, err)
-		}
-		got, err := renderAdmission(tt.workers, maxConns)
-		if err != nil {
-			t.Fatalf("renderAdmission(%d, %d) error: %v", tt.workers, maxConns, err)
+			t.Fatalf("renderAdmission(%d, %d) error: %v", tt.workers, tt.maxConns, err)
 		}
 		var line string
 		for _, l := range strings.Split(string(got), "\n") {
@@ -210,37 +203,27 @@ func TestRenderAdmission(t *testing.T) {
 			}
 		}
 		if line != tt.want {
-			t.Errorf("renderAdmission(%d, %q) limit line = %q, want %q; file:\n%s", tt.workers, tt.params, line, tt.want, got)
-		}
-	}
-	for _, p := range []string{"max_conns=x", "max_conns=-1", "max_conns=1;"} {
-		if _, _, err := renderUpstream("sudoku:9000", nil, 2, p); !errors.Is(err, errUnsafe) {
-			t.Errorf("RenderUpstream with params %q: error = %v, want ErrUnsafe", p, err)
+			t.Errorf("renderAdmission(%d, %d) limit line = %q, want %q; file:\n%s", tt.workers, tt.maxConns, line, tt.want, got)
 		}
 	}
 }
 
 func TestShareMaxConns(t *testing.T) {
 	tests := []struct {
-		params          string
-		workers, budget int
-		want            string
+		maxConns, workers, budget int
+		want                      int
 	}{
-		{"max_fails=0 max_conns=256", 1, 2, "max_fails=0 max_conns=512"},
-		{"max_fails=0 max_conns=256", 2, 3, "max_fails=0 max_conns=384"},
-		{"max_conns=100 max_fails=0", 3, 4, "max_conns=134 max_fails=0"}, // rounded up
-		{"max_fails=0 max_conns=256", 2, 2, "max_fails=0 max_conns=256"},
-		{"max_fails=0 max_conns=256", 0, 2, "max_fails=0 max_conns=256"},
-		{"max_fails=0", 1, 2, "max_fails=0"},
+		{256, 1, 2, 512},
+		{256, 2, 3, 384},
+		{100, 3, 4, 134}, // rounded up
+		{256, 2, 2, 256},
+		{256, 0, 2, 256},
+		{0, 1, 2, 0},
 	}
 	for _, tt := range tests {
-		maxConns, err := maxConnsOf(tt.params)
-		if got := shareMaxConns(tt.params, maxConns, tt.workers, tt.budget); err != nil || got != tt.want {
-			t.Errorf("shareMaxConns(%q, %d, %d, %d) = %q, %v; want %q", tt.params, maxConns, tt.workers, tt.budget, got, err, tt.want)
+		if got := shareMaxConns(tt.maxConns, tt.workers, tt.budget); got != tt.want {
+			t.Errorf("shareMaxConns(%d, %d, %d) = %d; want %d", tt.maxConns, tt.workers, tt.budget, got, tt.want)
 		}
-	}
-	if _, err := maxConnsOf("max_conns=x"); !errors.Is(err, errUnsafe) {
-		t.Errorf("maxConnsOf(max_conns=x) error = %v, want ErrUnsafe", err)
 	}
 }
 
@@ -248,7 +231,7 @@ func TestShareMaxConns(t *testing.T) {
 // and the admission limit stays; with no worker there is no limit.
 func TestRenderUpstream(t *testing.T) {
 	one := aps("10.0.0.2:9000")
-	servers, admission, err := renderUpstream("sudoku:9000", one, 2, "max_fails=0 max_conns=256")
+	servers, admission, err := renderUpstream("sudoku:9000", one, 2, DefaultUpstream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +241,7 @@ func TestRenderUpstream(t *testing.T) {
 	if !strings.Contains(string(admission), "limit_conn sudoku_admission 512;") {
 		t.Errorf("admission.conf for a budget of two:\n%s", admission)
 	}
-	_, admission, err = renderUpstream("sudoku:9000", nil, 2, "max_fails=0 max_conns=256")
+	_, admission, err = renderUpstream("sudoku:9000", nil, 2, DefaultUpstream)
 	if err != nil {
 		t.Fatal(err)
 	}

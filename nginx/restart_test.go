@@ -35,7 +35,7 @@ func TestSupervisorRestartsKilledMaster(t *testing.T) {
 	sup := &Supervisor{
 		Bin: bin, Prefix: dir, Conf: testNginxWorkers(t, 0, dir, runDir, port, "\n    include "+runDir+"/tls.conf;", ""), RunDir: runDir,
 		Listen:  []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))},
-		Workers: targets(t, back.String()), UpstreamParams: "max_fails=0", WorkerProcesses: 3,
+		Workers: targets(t, back.String()), WorkerProcesses: 3,
 		ResolveInterval: time.Second, BudgetHold: time.Minute,
 		Metrics: metrics,
 	}

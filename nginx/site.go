@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/template"
+	"time"
+
+	"sudoku-fcgi/fcgi"
 )
 
 // The project's nginx configuration: nginx.conf and the files it includes
@@ -17,7 +21,8 @@ import (
 //go:embed nginx.conf sudoku-locations.conf sudoku-fastcgi.conf sudoku-www.conf
 var siteFS embed.FS
 
-var siteTemplates = template.Must(template.New("").Option("missingkey=error").ParseFS(siteFS, "*.conf"))
+var siteTemplates = template.Must(template.New("").Option("missingkey=error").
+	Funcs(template.FuncMap{"duration": nginxDuration}).ParseFS(siteFS, "*.conf"))
 
 // siteFiles are the files RenderSite writes, in siteFS.
 var siteFiles = []string{"nginx.conf", "sudoku-locations.conf", "sudoku-fastcgi.conf", "sudoku-www.conf"}
@@ -31,6 +36,34 @@ type Site struct {
 	StatusListen    string // nginx listen of stub_status, e.g. "8082"
 	ChallengeListen string // host:port of sudoku-edge's ACME challenge responder
 	TempDir         string // nginx's temporary files; empty keeps nginx's built-in paths
+
+	// ReadTimeout is fastcgi_read_timeout of GET /sudoku and /sudoku/stats:
+	// a worker silent for longer hangs, and nginx retries the GET on
+	// another. 0 means DefaultReadTimeout.
+	ReadTimeout time.Duration
+	// BatchReadTimeout is fastcgi_read_timeout of the batch POST. 0 means
+	// DefaultBatchReadTimeout.
+	BatchReadTimeout time.Duration
+}
+
+// The read timeouts follow the worker's defaults (fcgi.DefaultConfig), so
+// that a live worker always answers within them: a GET within its queue
+// timeout plus its solve budget (503 past them), a batch within its batch
+// deadline (the lines left are answered ServerTooBusy). The margins cover
+// the answer's way back and a worker's GC pause. TestSharedLimits checks
+// the rendered configuration against the worker's defaults.
+var (
+	DefaultReadTimeout      = fcgi.DefaultConfig().QueueTimeout + fcgi.DefaultConfig().SolveTimeout + 300*time.Millisecond
+	DefaultBatchReadTimeout = fcgi.DefaultConfig().BatchTimeout + 5*time.Second
+)
+
+// nginxDuration writes d as an nginx time: whole seconds as "35s", anything
+// else in milliseconds ("1500ms").
+func nginxDuration(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
 }
 
 // RenderSite writes nginx.conf and the files it includes from beside it
@@ -43,6 +76,17 @@ func RenderSite(dir string, site Site) error {
 	for name, v := range values {
 		if strings.ContainsAny(v, ";{}#\"'\\\n\r$ \t") || (v == "" && name != "temp directory") {
 			return fmt.Errorf("%w: %s %q", errUnsafe, name, v)
+		}
+	}
+	if site.ReadTimeout == 0 {
+		site.ReadTimeout = DefaultReadTimeout
+	}
+	if site.BatchReadTimeout == 0 {
+		site.BatchReadTimeout = DefaultBatchReadTimeout
+	}
+	for _, d := range []time.Duration{site.ReadTimeout, site.BatchReadTimeout} {
+		if d < time.Millisecond || d%time.Millisecond != 0 {
+			return fmt.Errorf("%w: read timeout %v: want whole milliseconds, at least 1ms", errUnsafe, d)
 		}
 	}
 	for _, l := range []string{site.HTTPListen, site.StatusListen} {

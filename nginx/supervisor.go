@@ -54,7 +54,7 @@ type Supervisor struct {
 	resolver        resolver      // nil means net.DefaultResolver
 	ResolveInterval time.Duration // how often the workers are resolved again; > 0
 	BudgetHold      time.Duration // how long the workers left take a missing one's share before it counts as gone
-	UpstreamParams  string        // nginx parameters after each server address, e.g. max_fails=0 (CheckParams)
+	Upstream        Upstream      // each worker's server parameters; the zero value sets no max_conns (DefaultUpstream)
 	TrustedClients  []netip.Prefix
 	// RealIPFrom lists the load balancers in front of nginx whose
 	// X-Forwarded-For names the client (real-ip.conf); empty believes no
@@ -539,7 +539,7 @@ func applyCounted(ctx context.Context, a *configApplier, m *Metrics, changes ...
 // upstreamFiles renders servers.conf and admission.conf for addrs and the
 // budget of workers (renderUpstream). They always change together.
 func (s *Supervisor) upstreamFiles(addrs []workerAddr, budget int) ([]configChange, error) {
-	servers, admission, err := renderUpstream(joinTargets(s.Workers), addrs, budget, s.UpstreamParams)
+	servers, admission, err := renderUpstream(joinTargets(s.Workers), addrs, budget, s.Upstream)
 	if err != nil {
 		return nil, err
 	}

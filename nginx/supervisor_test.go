@@ -92,7 +92,7 @@ func TestSupervisorServesAndStopsGracefully(t *testing.T) {
 	}
 	sup := &Supervisor{
 		Bin: bin, Prefix: dir, Conf: supervisorConf(t, dir, runDir, port, chPort), RunDir: runDir,
-		Workers: targets(t, backendAddrs...), UpstreamParams: "max_fails=0 max_conns=64",
+		Workers: targets(t, backendAddrs...), Upstream: Upstream{MaxConns: 64},
 		ResolveInterval: 100 * time.Millisecond, BudgetHold: time.Second, TrustedClients: trusted,
 		MetricsListen: fmt.Sprintf("127.0.0.1:%d", metricsPort), Metrics: metrics,
 		MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
@@ -241,7 +241,7 @@ func TestSupervisorUnixWorkers(t *testing.T) {
 	lnB, pathB := serve("b")
 	sup := &Supervisor{
 		Bin: bin, Prefix: dir, Conf: supervisorConf(t, dir, runDir, port, chPort), RunDir: runDir,
-		Workers: targets(t, "unix:"+sockDir+"/*.sock"), UpstreamParams: "max_fails=0 max_conns=64",
+		Workers: targets(t, "unix:"+sockDir+"/*.sock"), Upstream: Upstream{MaxConns: 64},
 		ResolveInterval: 100 * time.Millisecond, BudgetHold: time.Minute,
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -7,7 +7,7 @@
 #      the solver only (solver.solveWith), for the first SAMPLE puzzles of each
 #      set, solved one by one by `sudoku solve -jobs 1` (limit 1) and
 #      `sudoku solve -jobs 1 -unique` (limit 2). Skipped without valgrind.
-# Usage: solver/bench.sh   (COUNT=10, SAMPLE=200; OUT=dir keeps the raw output; GO=go)
+# Usage: solver/bench.sh   (COUNT=10, SAMPLE=200, BENCHTIME=1s; OUT=dir keeps the raw output; GO=go)
 #        GOFLAGS=-tags=purego solver/bench.sh   measures the scalar engine (amd64 runs the
 #        assembly one otherwise)
 set -euo pipefail
@@ -22,7 +22,7 @@ mkdir -p "$out"
 sets=(puzzles2_17_clue puzzles3_magictour_top1465 "puzzles5_forum_hardest_1905_11+" puzzles6_forum_hardest_1106)
 
 echo "== BenchmarkSolve, $count rounds ($(date -u +%FT%TZ), $(nproc) CPUs, $("$go" env GOVERSION), GOFLAGS=${GOFLAGS:-})"
-"$go" test -run '^$' -bench Solve -count "$count" ./solver >"$out/bench.txt"
+"$go" test -run '^$' -bench Solve -count "$count" -benchtime "${BENCHTIME:-1s}" ./solver >"$out/bench.txt"
 awk '
 	/^BenchmarkSolve\// {
 		name = $1; sub(/^BenchmarkSolve\//, "", name); sub(/-[0-9]+$/, "", name)

@@ -42,10 +42,12 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	fs := cli.NewFlagSet(name, summary, stdout)
 	s.Workers, _ = nginx.ParseTargets("sudoku:9000") // a valid constant
 	fs.Var(targetsFlag{&s.Workers}, "workers", "worker `targets`, comma-separated: host:port to resolve, or unix:<glob> to list the unix sockets that match, e.g. unix:/run/sudoku-fcgi/*.sock")
-	s.ResolveInterval, s.BudgetHold = 2*time.Second, time.Minute
+	s.ResolveInterval, s.BudgetHold = nginx.DefaultResolveInterval, time.Minute
 	fs.Var(positiveDuration{&s.ResolveInterval}, "resolve-interval", "`duration` between two lookups of the workers")
 	fs.Var(positiveDuration{&s.BudgetHold}, "budget-hold", "`duration` for which the workers left take a missing worker's share of the requests in flight before it counts as gone (a restart or crash is shorter, a scale-down longer)")
-	fs.StringVar(&s.UpstreamParams, "upstream-params", "", "nginx `parameters` after each upstream server address, e.g. max_fails=0")
+	s.Upstream = nginx.DefaultUpstream
+	fs.IntVar(&s.Upstream.MaxConns, "max-conns-per-worker", s.Upstream.MaxConns, "requests nginx sends one worker at once (the upstream's max_conns); past `count` x the workers /sudoku gets 503 at once, and while a worker is missing the others take its share; 0 sets no cap")
+	fs.IntVar(&s.Upstream.MaxFails, "max-fails", s.Upstream.MaxFails, "nginx's max_fails of each worker: failed `tries` within 10 s that take it out for 10 s; 0 never does, and sudoku-edge takes refusing workers out itself (nginx/README.md, \"The max_fails trap\")")
 	var trusted, listen, realIP string
 	fs.StringVar(&realIP, "real-ip-from", "", "comma-separated `addresses or prefixes` of the load balancers in front of nginx: from them, X-Forwarded-For names the client that the per-client limits count (the last address not of a balancer); from anyone else the header is ignored")
 	fs.StringVar(&listen, "listen", "8080,8082", "nginx listen `addresses` (as nginx.conf's listen directives name them) that sudoku-edge opens and hands to nginx, so that a restarted nginx refuses no connection; the -tls-listen address is added with TLS on")
@@ -55,6 +57,9 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	fs.StringVar(&c.site.WWWRoot, "www-root", "/usr/share/sudoku-www", "`directory` of the web page's files, for -render-conf")
 	fs.StringVar(&c.site.StatusListen, "status-listen", "8082", "nginx listen `address` of stub_status, for -render-conf")
 	fs.StringVar(&c.site.TempDir, "nginx-temp-dir", "", "`directory` for nginx's temporary files, for -render-conf (empty: nginx's built-in paths)")
+	c.site.ReadTimeout, c.site.BatchReadTimeout = nginx.DefaultReadTimeout, nginx.DefaultBatchReadTimeout
+	fs.Var(positiveDuration{&c.site.ReadTimeout}, "read-timeout", "nginx's fastcgi_read_timeout of a GET, for -render-conf: the `duration` after which a silent worker counts as hung and the GET goes to another; above the worker's -queue-timeout + -solve-timeout")
+	fs.Var(positiveDuration{&c.site.BatchReadTimeout}, "batch-read-timeout", "nginx's fastcgi_read_timeout of a batch POST, for -render-conf: a `duration` above the worker's -batch-timeout")
 	fs.StringVar(&s.RunDir, "run-dir", "/run/sudoku-edge", "`directory` for servers.conf, admission.conf, access-log.conf, tls.conf, trusted-clients.conf and exported certificates")
 	fs.StringVar(&s.Bin, "nginx", "nginx", "nginx `binary`")
 	fs.StringVar(&s.Conf, "nginx-conf", "/etc/nginx/nginx.conf", "nginx configuration `file` (-c)")
@@ -127,8 +132,8 @@ func (c *config) render(ctx context.Context) error {
 
 // check validates the values that no flag.Value checks.
 func (c *config) check() error {
-	if err := nginx.CheckParams(c.sup.UpstreamParams); err != nil {
-		return err
+	if u := c.sup.Upstream; u.MaxConns < 0 || u.MaxFails < 0 {
+		return fmt.Errorf("-max-conns-per-worker %d, -max-fails %d: each must be >= 0", u.MaxConns, u.MaxFails)
 	}
 	if c.sup.WorkerProcesses < 0 {
 		return fmt.Errorf("-worker-processes: %d is negative", c.sup.WorkerProcesses)

@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	stdfcgi "net/http/fcgi"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -42,7 +44,7 @@ func TestParseConfig(t *testing.T) {
 		if s.WorkerProcesses != runtime.GOMAXPROCS(0) {
 			t.Errorf("default -worker-processes = %d, want GOMAXPROCS %d (the CPUs the container may use)", s.WorkerProcesses, runtime.GOMAXPROCS(0))
 		}
-		if (targetsFlag{&s.Workers}).String() != "sudoku:9000" || s.ResolveInterval != 2*time.Second || s.BudgetHold != time.Minute || s.RunDir != "/run/sudoku-edge" ||
+		if (targetsFlag{&s.Workers}).String() != "sudoku:9000" || s.ResolveInterval != time.Second || s.Upstream != (nginx.Upstream{MaxConns: 256, MaxFails: 0}) || s.BudgetHold != time.Minute || s.RunDir != "/run/sudoku-edge" ||
 			s.Bin != "nginx" || s.Conf != "/etc/nginx/nginx.conf" || s.ChallengeListen != "127.0.0.1:8081" || s.MetricsListen != ":9145" {
 			t.Errorf("parseConfig(nil) = %+v, want the documented defaults", s)
 		}
@@ -55,16 +57,17 @@ func TestParseConfig(t *testing.T) {
 	})
 	t.Run("env twins, flags win", func(t *testing.T) {
 		c := mustParse(t, []string{"-workers", "w:1"}, env{
-			"SUDOKU_EDGE_WORKERS":          "ignored:2",
-			"SUDOKU_EDGE_RESOLVE_INTERVAL": "500ms",
-			"SUDOKU_EDGE_UPSTREAM_PARAMS":  "max_fails=0",
-			"SUDOKU_EDGE_BUDGET_HOLD":      "5m",
-			"SUDOKU_EDGE_METRICS_LISTEN":   "127.0.0.1:19145",
-			"SUDOKU_EDGE_WORKER_PROCESSES": "3",
-			"SUDOKU_EDGE_KEEPALIVE":        "90",
+			"SUDOKU_EDGE_WORKERS":              "ignored:2",
+			"SUDOKU_EDGE_RESOLVE_INTERVAL":     "500ms",
+			"SUDOKU_EDGE_MAX_CONNS_PER_WORKER": "64",
+			"SUDOKU_EDGE_MAX_FAILS":            "2",
+			"SUDOKU_EDGE_BUDGET_HOLD":          "5m",
+			"SUDOKU_EDGE_METRICS_LISTEN":       "127.0.0.1:19145",
+			"SUDOKU_EDGE_WORKER_PROCESSES":     "3",
+			"SUDOKU_EDGE_KEEPALIVE":            "90",
 		})
 		s := &c.sup
-		if (targetsFlag{&s.Workers}).String() != "w:1" || s.ResolveInterval != 500*time.Millisecond || s.UpstreamParams != "max_fails=0" || s.BudgetHold != 5*time.Minute ||
+		if (targetsFlag{&s.Workers}).String() != "w:1" || s.ResolveInterval != 500*time.Millisecond || s.Upstream != (nginx.Upstream{MaxConns: 64, MaxFails: 2}) || s.BudgetHold != 5*time.Minute ||
 			s.MetricsListen != "127.0.0.1:19145" || s.WorkerProcesses != 3 || s.Limits != (nginx.ProcessLimits{Connections: 8192, Keepalive: 90}) {
 			t.Errorf("parseConfig = %+v", s)
 		}
@@ -89,7 +92,9 @@ func TestParseConfig(t *testing.T) {
 		{[]string{"-resolve-interval", "0s"}, nil, "not positive"},
 		{[]string{"-budget-hold", "0s"}, nil, "not positive"},
 		{nil, map[string]string{"SUDOKU_EDGE_RESOLVE_INTERVAL": "soon"}, "SUDOKU_EDGE_RESOLVE_INTERVAL"},
-		{[]string{"-upstream-params", "max_fails=0; }"}, nil, "unsafe"},
+		{[]string{"-max-conns-per-worker", "-1"}, nil, "-max-conns-per-worker"},
+		{[]string{"-max-fails", "-1"}, nil, "-max-fails"},
+		{[]string{"-max-conns-per-worker", "many"}, nil, "invalid value"},
 		{[]string{"-workers", "sudoku"}, nil, "missing port"},
 		{[]string{"-workers", "unix:run/*.sock"}, nil, "absolute"},
 		{[]string{"-log-level", "loud"}, nil, "log-level"},
@@ -127,8 +132,8 @@ func TestHelp(t *testing.T) {
 	help := out.String()
 	for _, want := range []string{
 		"Usage: sudoku-edge [flags]",
-		"-workers targets\n", "unix:<glob>", "$SUDOKU_EDGE_WORKERS", "(default sudoku:9000)", "-resolve-interval duration\n", "-budget-hold duration\n", "(default 2s)",
-		"-upstream-params parameters\n", "nginx parameters after each upstream server address, e.g. max_fails=0 ($SUDOKU_EDGE_UPSTREAM_PARAMS)\n",
+		"-workers targets\n", "unix:<glob>", "$SUDOKU_EDGE_WORKERS", "(default sudoku:9000)", "-resolve-interval duration\n", "-budget-hold duration\n", "(default 1s)",
+		"-max-conns-per-worker count\n", "(default 256) ($SUDOKU_EDGE_MAX_CONNS_PER_WORKER)\n", "-max-fails tries\n", "($SUDOKU_EDGE_MAX_FAILS)\n",
 		"-metrics-listen address\n", `(default ":9145") ($SUDOKU_EDGE_METRICS_LISTEN)`,
 		"-tls-domains names\n", "-tls-hsts-max-age seconds\n", "(default 63072000) ($SUDOKU_EDGE_TLS_HSTS_MAX_AGE)",
 		"-tls-redirect\n", "-version\n",
@@ -267,19 +272,20 @@ func TestRenderOnly(t *testing.T) {
 	dir, conf := filepath.Join(t.TempDir(), "run"), t.TempDir()
 	err := run(context.Background(), []string{
 		"-render-only", dir, "-nginx", "/nonexistent/nginx", "-workers", "127.0.0.1:9000, 127.0.0.1:9002",
-		"-upstream-params", "max_fails=0", "-real-ip-from", "10.0.0.0/8", "-log-level", "warn",
+		"-real-ip-from", "10.0.0.0/8", "-log-level", "warn",
 		"-worker-processes", "4", "-worker-connections", "10000",
 		"-render-conf", conf, "-www-root", "/src/www", "-nginx-temp-dir", "/src/tmp",
 		"-http-listen", "127.0.0.1:28080", "-status-listen", "127.0.0.1:28082", "-challenge-listen", "127.0.0.1:28081",
-	}, env{}.get, io.Discard)
+		"-read-timeout", "2500ms",
+	}, env{"SUDOKU_EDGE_BATCH_READ_TIMEOUT": "1m"}.get, io.Discard)
 	if err != nil {
 		t.Fatalf("run(-render-only) = %v", err)
 	}
 	for name, want := range map[string]string{
-		"servers.conf":         "server 127.0.0.1:9000 max_fails=0;\nserver 127.0.0.1:9002 max_fails=0;\n",
+		"servers.conf":         "server 127.0.0.1:9000 max_fails=0 max_conns=256;\nserver 127.0.0.1:9002 max_fails=0 max_conns=256;\n",
 		"real-ip.conf":         "set_real_ip_from 10.0.0.0/8;\n",
 		"tls.conf":             "map $https $sudoku_hsts {",
-		"admission.conf":       "# Written by sudoku-edge",
+		"admission.conf":       "\nlimit_conn sudoku_admission 512;\n",
 		"trusted-clients.conf": "# Written by sudoku-edge",
 		// The totals shared among the 4 worker processes.
 		"events.conf":    "\nworker_connections 2500;\n",
@@ -290,15 +296,18 @@ func TestRenderOnly(t *testing.T) {
 			t.Errorf("-render-only wrote %s = %q, %v; want it to contain %q", name, b, err, want)
 		}
 	}
-	for name, want := range map[string]string{
-		"nginx.conf":            "include " + dir + "/servers.conf;",
-		"sudoku-locations.conf": "include " + dir + "/admission.conf;",
-		"sudoku-www.conf":       "root /src/www;",
-		"sudoku-fastcgi.conf":   "fastcgi_pass sudoku_workers;",
+	for name, wants := range map[string][]string{
+		"nginx.conf": {"include " + dir + "/servers.conf;"},
+		"sudoku-locations.conf": {"include " + dir + "/admission.conf;",
+			"\n    fastcgi_read_timeout 2500ms;\n}", "\n    fastcgi_read_timeout 60s;\n}"},
+		"sudoku-www.conf":     {"root /src/www;"},
+		"sudoku-fastcgi.conf": {"fastcgi_pass sudoku_workers;"},
 	} {
 		b, err := os.ReadFile(filepath.Join(conf, name))
-		if err != nil || !strings.Contains(string(b), want) {
-			t.Errorf("-render-conf wrote %s = %v; want it to contain %q", name, err, want)
+		for _, want := range wants {
+			if err != nil || !strings.Contains(string(b), want) {
+				t.Errorf("-render-conf wrote %s = %v; want it to contain %q", name, err, want)
+			}
 		}
 	}
 	b, _ := os.ReadFile(filepath.Join(conf, "nginx.conf"))
@@ -306,5 +315,119 @@ func TestRenderOnly(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("-render-conf's nginx.conf has no %q", want)
 		}
+	}
+}
+
+// holdingWorker serves FastCGI like a worker whose pool is full: it holds
+// each /sudoku request until the test ends (or nginx gives up on it) and
+// reports on held that it has one; /sudoku/stats it answers at once.
+func holdingWorker(t *testing.T) (addr string, held <-chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, h := make(chan struct{}), make(chan struct{}, 16)
+	go stdfcgi.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/sudoku" {
+			h <- struct{}{}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		io.WriteString(w, `{"worker":"held"}`)
+	}))
+	t.Cleanup(func() { close(release); ln.Close() })
+	return ln.Addr().String(), h
+}
+
+// TestBareEdgeCapsTheWorkers runs sudoku-edge with none of the stack's
+// settings, only where its files and ports are: it renders the shipped
+// cap, max_fails=0 max_conns=256 per worker and a limit_conn of 1 x 256;
+// with -max-conns-per-worker 1 and a worker that holds the one request
+// it has, the next /sudoku gets nginx's 503 at once.
+func TestBareEdgeCapsTheWorkers(t *testing.T) {
+	bin := nginxtest.NeedNginx(t)
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		limit int
+	}{
+		{"defaults", nil, 256},
+		{"cap of one", []string{"-max-conns-per-worker", "1"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, d := range []string{filepath.Dir(dir), dir} {
+				if err := os.Chmod(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			httpPort, statusPort, acmePort := nginxtest.FreePort(t), nginxtest.FreePort(t), nginxtest.FreePort(t)
+			worker, held := holdingWorker(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			edge := edgeRun{bin: bin, dir: dir, conf: renderHostConf(t, dir, httpPort, statusPort, acmePort), worker: worker, http: httpPort, status: statusPort, acme: acmePort}
+			done := edge.start(ctx, env{"SUDOKU_EDGE_METRICS_LISTEN": "", "SUDOKU_EDGE_LOG_LEVEL": "warn"}, tc.extra...)
+			public := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
+			nginxtest.WaitUntil(t, 10*time.Second, "nginx reaches the worker", func() error {
+				nginxtest.Running(t, done, "run")
+				resp, err := http.Get(public + "/sudoku/stats")
+				if err != nil {
+					return err
+				}
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					return fmt.Errorf("GET /sudoku/stats = %d", resp.StatusCode)
+				}
+				return nil
+			})
+			for name, want := range map[string]string{
+				"servers.conf":   fmt.Sprintf("\nserver %s max_fails=0 max_conns=%d;\n", worker, tc.limit),
+				"admission.conf": fmt.Sprintf("\nlimit_conn sudoku_admission %d;\n", tc.limit),
+			} {
+				if b, err := os.ReadFile(filepath.Join(dir, "run", name)); err != nil || !strings.Contains(string(b), want) {
+					t.Errorf("%s = %q, %v; want it to contain %q", name, b, err, want)
+				}
+			}
+			if tc.limit != 1 {
+				return
+			}
+			first := make(chan error, 1)
+			go func() {
+				resp, err := http.Get(public + "/sudoku?puzzle=1")
+				if err == nil {
+					resp.Body.Close()
+				}
+				first <- err
+			}()
+			select {
+			case <-held:
+			case err := <-first:
+				t.Fatalf("the first /sudoku returned (%v) before the worker held it", err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the worker never got the first /sudoku")
+			}
+			resp, err := http.Get(public + "/sudoku?puzzle=2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 503 || !strings.Contains(string(body), "server too busy") || resp.Header.Get("Retry-After") != "1" {
+				t.Errorf("/sudoku past the cap = %d %q (Retry-After %q), want nginx's 503 server too busy, Retry-After 1", resp.StatusCode, body, resp.Header.Get("Retry-After"))
+			}
+			select {
+			case <-held:
+				t.Error("the worker got the request past the cap")
+			default:
+			}
+			cancel()
+			if err := nginxtest.Returned(t, done, 10*time.Second, "run after cancel"); err != nil {
+				t.Errorf("run after cancel = %v", err)
+			}
+		})
 	}
 }

@@ -30,6 +30,7 @@ type config struct {
 	svc                                 fcgi.Config
 	serve                               fcgiserver.Options
 	gcPercent                           int
+	memoryLimit                         byteSize
 	logLevel                            string
 	level                               zerolog.Level
 	logFlush                            time.Duration
@@ -49,10 +50,12 @@ func defaultConfig() config {
 		svc:            fcgi.DefaultConfig(),
 		serve:          fcgiserver.DefaultOptions(),
 		gcPercent:      400,
+		memoryLimit:    48 << 20,
 		logLevel:       "info",
 		logFlush:       100 * time.Millisecond,
 	}
 	c.svc.WorkerID = host
+	c.serve.Linger = fcgiserver.DefaultLinger
 	return c
 }
 
@@ -68,7 +71,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.IntVar(&c.svc.PoolSize, "pool", c.svc.PoolSize, "solver slots (0: GOMAXPROCS)")
 	fs.IntVar(&c.svc.QueueSize, "queue", c.svc.QueueSize, "puzzles that may wait for a solver slot (0: none)")
 	fs.DurationVar(&c.svc.QueueTimeout, "queue-timeout", c.svc.QueueTimeout, "longest wait for a solver slot before 503; a puzzle whose expected wait is over half of it gets 503 at once")
-	fs.DurationVar(&c.svc.SolveTimeout, "solve-timeout", c.svc.SolveTimeout, "budget for one solve before 503 (with -queue-timeout, keep below nginx's GET fastcgi_read_timeout, 1.5 s)")
+	fs.DurationVar(&c.svc.SolveTimeout, "solve-timeout", c.svc.SolveTimeout, "budget for one solve before 503 (with -queue-timeout, keep below sudoku-edge's -read-timeout)")
 	fs.IntVar(&c.serve.MaxConns, "max-conns", c.serve.MaxConns, "open FastCGI connections; above it the worker stops accepting")
 	fs.IntVar(&c.serve.MaxConnsPerPeer, "max-conns-per-peer", c.serve.MaxConnsPerPeer, "open FastCGI connections from one peer, a TCP address or, over a unix socket, a user id; more are closed at once (0: half of -max-conns)")
 	fs.DurationVar(&c.serve.DrainTimeout, "drain-timeout", c.serve.DrainTimeout, "graceful drain limit after SIGTERM/SIGINT")
@@ -78,6 +81,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.IntVar(&c.svc.BatchParallel, "batch-parallel", c.svc.BatchParallel, "puzzles of one batch solved at once (0: pool size)")
 	fs.DurationVar(&c.svc.BatchTimeout, "batch-timeout", c.svc.BatchTimeout, "deadline of one POST batch; lines still unsolved then are answered ServerTooBusy")
 	fs.IntVar(&c.gcPercent, "gc-percent", c.gcPercent, "GC target percentage (debug.SetGCPercent); 0 keeps GOGC or the runtime default")
+	fs.Var(&c.memoryLimit, "memory-limit", "the Go runtime's soft memory `limit` (debug.SetMemoryLimit), as GOMEMLIMIT writes it (48MiB, 1GiB); with -gc-percent 400 it caps the garbage that piles up when many connections open at once, far above the live memory; 0 sets none, and GOMEMLIMIT wins when set")
 	fs.StringVar(&c.logLevel, "log-level", c.logLevel, "log `level`: debug, info, warn, error")
 	fs.BoolVar(&c.svc.AccessLog, "access-log", c.svc.AccessLog, "log one line per request")
 	fs.DurationVar(&c.logFlush, "log-flush", c.logFlush, "buffer log lines up to this long (0: write each line at once)")
@@ -150,4 +154,40 @@ func socketName(id string) bool {
 		}
 	}
 	return true
+}
+
+// byteSize is a flag.Value for a size in bytes as GOMEMLIMIT writes it: a
+// number with an optional unit B, KiB, MiB, GiB or TiB.
+type byteSize int64
+
+func (b *byteSize) String() string {
+	if b == nil {
+		return "0"
+	}
+	n := int64(*b)
+	for _, u := range []string{"TiB", "GiB", "MiB", "KiB"} {
+		unit := byteUnits[u]
+		if n != 0 && n%unit == 0 {
+			return strconv.FormatInt(n/unit, 10) + u
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+var byteUnits = map[string]int64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+func (b *byteSize) Set(s string) error {
+	num, unit := s, "B"
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB", "B"} {
+		if n, ok := strings.CutSuffix(s, u); ok {
+			num, unit = n, u
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/byteUnits[unit] {
+		return fmt.Errorf("%q: want a size such as 48MiB (units B, KiB, MiB, GiB, TiB)", s)
+	}
+	*b = byteSize(n * byteUnits[unit])
+	return nil
 }

@@ -46,6 +46,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if c.gcPercent > 0 && getenv("GOGC") == "" {
 		debug.SetGCPercent(c.gcPercent)
 	}
+	if c.memoryLimit > 0 && getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(int64(c.memoryLimit))
+	}
 
 	conns := fcgiserver.NewMetrics("sudoku")
 	c.svc.OpenConns = conns.Open
@@ -58,14 +61,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	internal, err := cli.ServeHTTP(log, "internal listener", c.internalListen, svc.InternalHandler(reg))
+	internal, err := serveHTTP(log, "internal listener", c.internalListen, svc.InternalHandler(reg))
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	defer shutdown(internal)
 	if c.pprofListen != "" {
-		pp, err := cli.ServeHTTP(log, "pprof listener", c.pprofListen, pprofHandler())
+		pp, err := serveHTTP(log, "pprof listener", c.pprofListen, pprofHandler())
 		if err != nil {
 			ln.Close()
 			return err
@@ -75,6 +78,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	cfg := svc.Config()
 	log.Info().Str("version", version.Version).Str("revision", version.Revision).Str("listen", ln.Addr().String()).
 		Str("internal_listen", c.internalListen).Int("gomaxprocs", runtime.GOMAXPROCS(0)).Int("gc_percent", c.gcPercent).
+		Stringer("memory_limit", &c.memoryLimit).
 		Str("gogc", getenv("GOGC")).Str("pprof_listen", c.pprofListen).
 		Int("pool", cfg.PoolSize).Int("queue", cfg.QueueSize).Dur("queue_timeout", cfg.QueueTimeout).
 		Dur("solve_timeout", cfg.SolveTimeout).Msg("starting")

@@ -137,6 +137,23 @@ func TestParseFlags(t *testing.T) {
 		if d := fcgiserver.DefaultOptions(); c.serve.MaxParamsBytes != d.MaxParamsBytes || c.serve.MaxConns != d.MaxConns {
 			t.Errorf("parseConfig() params cap %d, max conns %d; want fcgiserver.DefaultOptions' %d, %d", c.serve.MaxParamsBytes, c.serve.MaxConns, d.MaxParamsBytes, d.MaxConns)
 		}
+		// The stack's measured values are the binary's own (README.md).
+		if c.serve.Linger != 2*time.Second || c.memoryLimit != 48<<20 || c.memoryLimit.String() != "48MiB" {
+			t.Errorf("parseConfig() drain linger %v, memory limit %v; want 2s and 48MiB", c.serve.Linger, c.memoryLimit.String())
+		}
+	})
+	t.Run("memory limit", func(t *testing.T) {
+		for in, want := range map[string]byteSize{"0": 0, "1GiB": 1 << 30, "512KiB": 512 << 10, "1000": 1000, "64B": 64, "3TiB": 3 << 40} {
+			c, err := parseConfig(nil, env("SUDOKU_FCGI_MEMORY_LIMIT", in), io.Discard)
+			if err != nil || c.memoryLimit != want {
+				t.Errorf("$SUDOKU_FCGI_MEMORY_LIMIT=%s: %d, %v; want %d", in, c.memoryLimit, err, want)
+			}
+		}
+		for _, in := range []string{"48M", "48 MiB", "-1MiB", "MiB", "1.5GiB", "99999999TiB"} {
+			if _, err := parseConfig([]string{"-memory-limit", in}, env(), io.Discard); err == nil || !strings.Contains(err.Error(), "want a size") {
+				t.Errorf("-memory-limit %q: %v, want an error naming the form", in, err)
+			}
+		}
 	})
 	for _, tt := range []struct {
 		name string
@@ -192,11 +209,14 @@ func TestHealthcheck(t *testing.T) {
 }
 
 // start runs the worker with args until the test ends or stop is called,
-// which returns run's error.
+// which returns run's error. Nothing drops it from an upstream, so it
+// stops without the drain linger.
 func start(t *testing.T, args ...string) (stop func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, append(args, "-log-level", "error"), env(), io.Discard) }()
+	go func() {
+		done <- run(ctx, append(args, "-log-level", "error", "-drain-linger", "0s"), env(), io.Discard)
+	}()
 	stop = func() error {
 		cancel()
 		select {

@@ -74,8 +74,16 @@ type Options struct {
 // long query), and its header lines (at most 32 KiB together) grow when
 // they become params: a 3-byte line "a:\n" becomes the 8 bytes of the pair
 // HTTP_A="" (two length bytes, the HTTP_ prefix), 8/3 of its size. So 24
-// KiB + 86 KiB + the fixed params stay below 128 KiB.
+// KiB + 86 KiB + the fixed params stay below 128 KiB. nginx's
+// TestSharedLimits checks it against the rendered nginx.conf.
 const defaultParamsBytes = 128 << 10
+
+// DefaultLinger is the Linger the worker binary runs with (sudoku-fcgi
+// -drain-linger): two of sudoku-edge's resolve intervals
+// (nginx.DefaultResolveInterval), so that the edge drops a draining worker
+// while its address still refuses. DefaultOptions leaves Linger 0, so that a
+// Serve embedded elsewhere (tests) returns as soon as it has drained.
+const DefaultLinger = 2 * time.Second
 
 // DefaultOptions returns the options Serve is meant to run with.
 func DefaultOptions() Options {

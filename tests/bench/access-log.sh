@@ -7,8 +7,9 @@
 # answer). For each it sends
 # `sudoku-load load` at RATE GETs/s for DURATION twice: once answered 200
 # by the worker, once answered 503 by nginx itself (the edge's worker is a
-# listener that accepts and never answers, with max_conns=1: one request
-# holds the only slot, nginx's concurrency cap turns the rest away). It
+# listener that accepts and never answers, with -max-conns-per-worker 1:
+# one request holds the only slot, nginx's concurrency cap turns the rest
+# away). It
 # prints sudoku-edge's and nginx's CPU (/proc/<pid>/schedstat, nanoseconds
 # on CPU) per request, and the lines the edge counted.
 #
@@ -37,15 +38,15 @@ python3 -c 'import socket, time
 s = socket.socket(); s.bind(("127.0.0.1", 31820)); s.listen(4096); time.sleep(3600)' &
 pids+=($!)
 
-run() { # name worker upstream-params edge-flags...: one load run, prints a table row
-	local name=$1 worker=$2 params=$3 edge e0 e1 n0 n1 nginx_pids
+run() { # name worker max-conns-per-worker edge-flags...: one load run, prints a table row
+	local name=$1 worker=$2 maxconns=$3 edge e0 e1 n0 n1 nginx_pids
 	shift 3
 	rm -rf "$work/nginx"
 	SUDOKU_EDGE=$work/bin/sudoku-edge nginx/render-host.sh "$work/nginx" 31880 31882 31881 >/dev/null
 	sed -i "s#access_log /dev/stdout#access_log $work/nginx/logs/access.log#" "$work/nginx/nginx.conf"
 	"$work/bin/sudoku-edge" -nginx-prefix "$work/nginx" -nginx-conf "$work/nginx/nginx.conf" -run-dir "$work/nginx/run" \
 		-listen 127.0.0.1:31880,127.0.0.1:31882 -challenge-listen 127.0.0.1:31881 -metrics-listen 127.0.0.1:31885 \
-		-workers "$worker" -upstream-params "$params" -worker-processes 2 -log-level warn "$@" 2>>"$work/edge.log" &
+		-workers "$worker" -max-conns-per-worker "$maxconns" -worker-processes 2 -log-level warn "$@" 2>>"$work/edge.log" &
 	edge=$!
 	pids+=("$edge")
 	wait_for http://127.0.0.1:31882/stub_status
@@ -67,11 +68,11 @@ run() { # name worker upstream-params edge-flags...: one load run, prints a tabl
 
 printf '| run | requests | lines counted | sudoku-edge us/request | nginx us/request |\n| --- | ---: | ---: | ---: | ---: |\n'
 for answers in 200 503; do
-	if [[ $answers == 200 ]]; then worker=127.0.0.1:31810 params=max_fails=0; else worker=127.0.0.1:31820 params="max_fails=0 max_conns=1"; fi
+	if [[ $answers == 200 ]]; then worker=127.0.0.1:31810 maxconns=0; else worker=127.0.0.1:31820 maxconns=1; fi
 	say "$answers answers: counting off"
-	run "$answers, -access-log-socket ''" "$worker" "$params" -access-log-socket ''
+	run "$answers, -access-log-socket ''" "$worker" "$maxconns" -access-log-socket ''
 	say "$answers answers: default (400 and up)"
-	run "$answers, default" "$worker" "$params"
+	run "$answers, default" "$worker" "$maxconns"
 	say "$answers answers: -access-log-all"
-	run "$answers, -access-log-all" "$worker" "$params" -access-log-all
+	run "$answers, -access-log-all" "$worker" "$maxconns" -access-log-all
 done

@@ -60,6 +60,15 @@ load=$work/bin/sudoku-load
 big=$work/puzzles.txt
 grep -E '^[0-9.]{81}$' "$puzzles" | awk -v n="$n" '{p[c++] = $0} END {for (i = 0; i < n; i++) print p[i % c]}' >"$big"
 
+# Run as root, nginx's worker processes run as another user, which needs
+# the workers' sockets (0660) to be of its group: nginx is told the user and
+# group, and the workers the group (-socket-group).
+nginx_user="" socket_group=""
+if ((EUID == 0)); then
+	socket_group=$(id -gn nobody)
+	nginx_user="user nobody $socket_group;"
+fi
+
 start_stack() { # transport: 2 workers (with $worker_env) and nginx; sets nginx_pids, worker_pids, internal, nginx_master
 	local tr=$1 i addr servers="" port
 	worker_pids=() internal=()
@@ -68,7 +77,7 @@ start_stack() { # transport: 2 workers (with $worker_env) and nginx; sets nginx_
 		if [[ $tr == unix ]]; then addr=$work/w$i.sock; servers+="unix:$addr "; else addr=127.0.0.1:$port; servers+="$addr "; fi
 		rm -f "$work/w$i.sock"
 		# shellcheck disable=SC2086 # WORKER_ENV is a list of VAR=value words
-		env SUDOKU_FCGI_LISTEN="$addr" SUDOKU_FCGI_INTERNAL_LISTEN=127.0.0.1:$((port + 1)) SUDOKU_FCGI_ID=w$i $worker_env \
+		env SUDOKU_FCGI_LISTEN="$addr" SUDOKU_FCGI_INTERNAL_LISTEN=127.0.0.1:$((port + 1)) SUDOKU_FCGI_ID=w$i SUDOKU_FCGI_SOCKET_GROUP="$socket_group" $worker_env \
 			"$work/bin/sudoku-fcgi" 2>>"$out/worker$i-$tr.log" &
 		worker_pids+=($!)
 		pids+=($!)
@@ -77,15 +86,11 @@ start_stack() { # transport: 2 workers (with $worker_env) and nginx; sets nginx_
 	done
 	rm -rf "$work/nginx"
 	SUDOKU_WORKERS=$servers nginx/render-host.sh "$work/nginx" 31680 31682 31681 >/dev/null
-	# The project's upstream parameters (docker-compose.yml) on every server line.
-	params=$(sed -n 's/^ *SUDOKU_EDGE_UPSTREAM_PARAMS: "\(.*\)"/\1/p' docker-compose.yml)
-	sed -i "s/ max_fails=0;/ $params;/" "$work/nginx/run/servers.conf"
-	maxconns=$(sed -n 's/.*max_conns=\([0-9]*\).*/\1/p' <<<"$params")
-	[[ -z $maxconns ]] || echo "limit_conn sudoku_admission $((2 * maxconns));" >"$work/nginx/run/admission.conf"
+	# servers.conf and admission.conf carry sudoku-edge's defaults, as the stack runs them.
 	# Access log to a file on the host run, as /dev/stdout would be a terminal or a pipe here.
 	sed -i "s#access_log /dev/stdout#access_log $work/nginx/logs/access.log#" "$work/nginx/nginx.conf"
 	[[ -z ${NGINX_SED:-} ]] || sed -i -e "$NGINX_SED" "$work/nginx/nginx.conf" "$work/nginx/sudoku-locations.conf" "$work/nginx/sudoku-fastcgi.conf"
-	nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off; worker_processes 2;' >/dev/null 2>"$out/nginx-$tr.err" &
+	nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g "daemon off; worker_processes 2; $nginx_user" >/dev/null 2>"$out/nginx-$tr.err" &
 	nginx_master=$!
 	pids+=($!)
 	wait_for "http://127.0.0.1:31680/sudoku/stats"

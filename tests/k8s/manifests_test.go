@@ -30,6 +30,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"sudoku-fcgi/fcgi/fcgiserver"
+	"sudoku-fcgi/nginx"
 )
 
 const (
@@ -310,11 +313,13 @@ func listenPort(t *testing.T, c corev1.Container, name string) int32 {
 	return int32(n)
 }
 
-func duration(t *testing.T, c corev1.Container, name string) time.Duration {
+// duration is the duration c's $name sets, or def, the binary's default
+// for it, when c does not set it.
+func duration(t *testing.T, c corev1.Container, name string, def time.Duration) time.Duration {
 	t.Helper()
 	v, ok := env(c, name)
 	if !ok {
-		t.Fatalf("container %s does not set $%s", c.Name, name)
+		return def
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil {
@@ -354,7 +359,7 @@ func TestWorkerProbesAndDrain(t *testing.T) {
 	// preStop outlasts the edge's discovery interval; the grace period
 	// outlasts preStop, the linger and the drain together.
 	edge := o.deployment(t, edgeApp).Spec.Template.Spec.Containers[0]
-	resolve := duration(t, edge, "SUDOKU_EDGE_RESOLVE_INTERVAL")
+	resolve := duration(t, edge, "SUDOKU_EDGE_RESOLVE_INTERVAL", nginx.DefaultResolveInterval)
 	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil {
 		t.Fatalf("worker has no preStop sleep: %+v", c.Lifecycle)
 	}
@@ -362,7 +367,8 @@ func TestWorkerProbesAndDrain(t *testing.T) {
 	if preStop <= 2*resolve {
 		t.Errorf("worker preStop sleeps %v, want more than two edge resolve intervals (%v)", preStop, 2*resolve)
 	}
-	need := preStop + duration(t, c, "SUDOKU_FCGI_DRAIN_LINGER") + duration(t, c, "SUDOKU_FCGI_DRAIN_TIMEOUT")
+	need := preStop + duration(t, c, "SUDOKU_FCGI_DRAIN_LINGER", fcgiserver.DefaultLinger) +
+		duration(t, c, "SUDOKU_FCGI_DRAIN_TIMEOUT", fcgiserver.DefaultOptions().DrainTimeout)
 	if pod.TerminationGracePeriodSeconds == nil || time.Duration(*pod.TerminationGracePeriodSeconds)*time.Second <= need {
 		t.Errorf("worker terminationGracePeriodSeconds %v, want above preStop + linger + drain = %v", pod.TerminationGracePeriodSeconds, need)
 	}

@@ -40,10 +40,10 @@ type BatchConfig struct {
 // send; the figure that matters is the total time (DurationS) and Throughput.
 func Batch(ctx context.Context, cfg BatchConfig) (*Result, error) {
 	if cfg.Client == nil || len(cfg.Puzzles) == 0 || cfg.Conns < 1 || cfg.Size < 0 || cfg.Retry < 0 {
-		return nil, fmt.Errorf("%w: want a client, puzzles, conns >= 1, size >= 0 and retry >= 0", ErrConfig)
+		return nil, fmt.Errorf("%w: want a client, puzzles, conns >= 1, size >= 0 and retry >= 0", errConfig)
 	}
 	start := time.Now()
-	rec := NewRecorder(start)
+	rec := newRecorder(start)
 	stopTicks := startTicker(rec, start, cfg.Progress)
 
 	// Work items are index ranges into Puzzles: one puzzle each for GET.
@@ -90,7 +90,7 @@ func Batch(ctx context.Context, cfg BatchConfig) (*Result, error) {
 // "ServerTooBusy" or "error: <msg>" (solver.ParseAnswer). Lines answered
 // ServerTooBusy or not at all go again in a new POST, up to retry times.
 // Each puzzle counts as one request; its latency is from the first POST.
-func (c *Client) solveBatch(ctx context.Context, ps []Puzzle, retry int, rec *Recorder) {
+func (c *Client) solveBatch(ctx context.Context, ps []Puzzle, retry int, rec *recorder) {
 	for range ps {
 		rec.Due()
 		rec.Sent()
@@ -131,7 +131,7 @@ type unanswered struct {
 // all. A body that ends in an error (a broken stream: the connection cut,
 // the chunked encoding unfinished) is never a clean end: its unanswered
 // lines get the transport error's kind.
-func (c *Client) postLines(ctx context.Context, ps []Puzzle, idx []int, rec *Recorder, t0 time.Time) []unanswered {
+func (c *Client) postLines(ctx context.Context, ps []Puzzle, idx []int, rec *recorder, t0 time.Time) []unanswered {
 	var body bytes.Buffer
 	for _, i := range idx {
 		body.WriteString(strconv.Itoa(i))
@@ -156,12 +156,12 @@ func (c *Client) postLines(ctx context.Context, ps []Puzzle, idx []int, rec *Rec
 	req.Header.Set("Content-Type", "text/plain")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return all(KindOfError(err), false)
+		return all(kindOfError(err), false)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		k := KindOfStatus(resp.StatusCode)
+		k := kindOfStatus(resp.StatusCode)
 		if k == Kind4xx || k == KindOther {
 			for range idx {
 				rec.Done(k, true, time.Since(t0))
@@ -193,7 +193,7 @@ func (c *Client) postLines(ctx context.Context, ps []Puzzle, idx []int, rec *Rec
 			again = append(again, unanswered{i, KindBusy, true})
 		case a.Kind == solver.AnswerNone || a.Kind == solver.AnswerError:
 			rec.Done(Kind4xx, true, lat)
-		case Verify(ps[i].Grid, a.Solution) != nil:
+		case verify(ps[i].Grid, a.Solution) != nil:
 			rec.Done(KindWrong, true, lat)
 		default:
 			rec.Done(KindOK, true, lat)
@@ -201,7 +201,7 @@ func (c *Client) postLines(ctx context.Context, ps []Puzzle, idx []int, rec *Rec
 	}
 	missing := KindOther // the server ended the body cleanly, lines unanswered
 	if err := sc.Err(); err != nil {
-		missing = KindOfError(err)
+		missing = kindOfError(err)
 	}
 	for _, i := range idx { // in idx order, so a retry sends them in order
 		if want[i] {

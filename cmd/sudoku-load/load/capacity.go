@@ -41,7 +41,7 @@ type CapacityConfig struct {
 	// Cores is the number of cores serving, for the rate per core.
 	Cores int
 	// Plan, if its Peak is > 0, adds a capacity plan for that peak to the
-	// result (see NewPlan).
+	// result (see newPlan).
 	Plan PlanConfig
 	// OnStep, if set, is called after every step.
 	OnStep func(Step)
@@ -75,8 +75,8 @@ type Capacity struct {
 	// FailedRate is the lowest rate that failed (0: none failed); the
 	// capacity lies below it.
 	FailedRate float64 `json:"failed_rate"`
-	// Stop is why the search ended: StopPrecision, StopMinRate,
-	// StopMaxRate, StopSteps or StopInterrupted.
+	// Stop is why the search ended: stopPrecision, stopMinRate,
+	// stopMaxRate, stopSteps or stopInterrupted.
 	Stop    string  `json:"stop"`
 	Cores   int     `json:"cores"`
 	PerCore float64 `json:"per_core"`
@@ -86,11 +86,11 @@ type Capacity struct {
 
 // Why a capacity search ended.
 const (
-	StopPrecision   = "precision"   // the capacity is known to within Precision
-	StopMinRate     = "min-rate"    // a rate at or below MinRate failed: no capacity
-	StopMaxRate     = "max-rate"    // MaxRate passed: the capacity is at least MaxRate
-	StopSteps       = "steps"       // MaxSteps ran out
-	StopInterrupted = "interrupted" // a run failed or the context ended
+	stopPrecision   = "precision"   // the capacity is known to within Precision
+	stopMinRate     = "min-rate"    // a rate at or below MinRate failed: no capacity
+	stopMaxRate     = "max-rate"    // MaxRate passed: the capacity is at least MaxRate
+	stopSteps       = "steps"       // MaxSteps ran out
+	stopInterrupted = "interrupted" // a run failed or the context ended
 )
 
 // FindCapacity finds the highest rate whose p99 stays within SLO: it doubles the
@@ -102,7 +102,7 @@ const (
 // whether the rate found is only a lower bound.
 func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
 	if cfg.SLO <= 0 || cfg.Load.Rate <= 0 {
-		return nil, fmt.Errorf("%w: capacity needs an SLO > 0 and a starting rate > 0", ErrConfig)
+		return nil, fmt.Errorf("%w: capacity needs an SLO > 0 and a starting rate > 0", errConfig)
 	}
 	if cfg.MaxRate <= 0 {
 		cfg.MaxRate = 1e6
@@ -125,7 +125,7 @@ func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
 	if cfg.Repeat < 1 {
 		cfg.Repeat = 1
 	}
-	c := &Capacity{SLOms: float64(cfg.SLO) / 1e6, Cores: cfg.Cores, Stop: StopSteps}
+	c := &Capacity{SLOms: float64(cfg.SLO) / 1e6, Cores: cfg.Cores, Stop: stopSteps}
 	var best, last *Result
 	run := func(rate float64) (bool, error) {
 		if len(c.Steps) > 0 {
@@ -185,7 +185,7 @@ func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
 			pass, err = vote(rate)
 		}
 		if err != nil {
-			c.Stop = StopInterrupted
+			c.Stop = stopInterrupted
 			break
 		}
 		if pass {
@@ -195,9 +195,9 @@ func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
 		}
 		switch {
 		case !pass && rate <= cfg.MinRate:
-			c.Stop = StopMinRate // even the lowest rate fails
+			c.Stop = stopMinRate // even the lowest rate fails
 		case pass && math.IsInf(hi, 1) && rate >= cfg.MaxRate:
-			c.Stop = StopMaxRate
+			c.Stop = stopMaxRate
 		case math.IsInf(hi, 1):
 			rate = min(2*rate, cfg.MaxRate)
 			continue
@@ -206,9 +206,9 @@ func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
 			if rate > lo && rate < hi {
 				continue
 			}
-			c.Stop = StopPrecision // whole requests/s cannot narrow it further
+			c.Stop = stopPrecision // whole requests/s cannot narrow it further
 		default:
-			c.Stop = StopPrecision
+			c.Stop = stopPrecision
 		}
 		break
 	}
@@ -223,13 +223,13 @@ func FindCapacity(ctx context.Context, cfg CapacityConfig) (*Result, error) {
 	out := *res
 	out.Mode = "capacity"
 	c.Rate = lo
-	c.AtLeast = lo > 0 && c.Stop != StopPrecision && c.Stop != StopMinRate
+	c.AtLeast = lo > 0 && c.Stop != stopPrecision && c.Stop != stopMinRate
 	if !math.IsInf(hi, 1) {
 		c.FailedRate = hi
 	}
 	c.PerCore = lo / float64(cfg.Cores)
 	if cfg.Plan.Peak > 0 {
-		c.Plan = NewPlan(c, cfg.Plan)
+		c.Plan = newPlan(c, cfg.Plan)
 	}
 	out.Capacity = c
 	return &out, err

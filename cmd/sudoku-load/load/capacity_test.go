@@ -34,10 +34,10 @@ func TestFindCapacitySearch(t *testing.T) {
 		wantStop        string
 		wantAtLeast     bool
 	}{
-		{"knee above start", 500, 3000, 1e6, 3000 * 0.95, 3000, 12, true, StopPrecision, false},
-		{"knee below start", 4000, 700, 1e6, 700 * 0.95, 700, 14, true, StopPrecision, false},
-		{"never fails", 500, math.Inf(1), 8000, 8000, 8000, 6, false, StopMaxRate, true},
-		{"always fails", 500, 0, 1e6, 0, 0, 7, true, StopMinRate, false}, // 500 250 125 63 32 16 8
+		{"knee above start", 500, 3000, 1e6, 3000 * 0.95, 3000, 12, true, stopPrecision, false},
+		{"knee below start", 4000, 700, 1e6, 700 * 0.95, 700, 14, true, stopPrecision, false},
+		{"never fails", 500, math.Inf(1), 8000, 8000, 8000, 6, false, stopMaxRate, true},
+		{"always fails", 500, 0, 1e6, 0, 0, 7, true, stopMinRate, false}, // 500 250 125 63 32 16 8
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var steps []Step
@@ -99,7 +99,7 @@ func TestFindCapacityOutOfSteps(t *testing.T) {
 				t.Fatalf("FindCapacity: %v", err)
 			}
 			c := res.Capacity
-			if c.Rate != tc.want || !c.AtLeast || c.Stop != StopSteps || c.FailedRate != tc.fail {
+			if c.Rate != tc.want || !c.AtLeast || c.Stop != stopSteps || c.FailedRate != tc.fail {
 				t.Errorf("capacity %+v; want at least %.0f, stopped by steps, failed rate %.0f", c, tc.want, tc.fail)
 			}
 			var b strings.Builder

@@ -111,16 +111,16 @@ func (c *Client) Solve(ctx context.Context, p Puzzle) Outcome {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return Outcome{Kind: KindOfError(err), Err: err}
+		return Outcome{Kind: kindOfError(err), Err: err}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	out := Outcome{Received: true, Status: resp.StatusCode, Worker: resp.Header.Get("X-Sudoku-Worker")}
 	switch {
 	case err != nil:
-		return Outcome{Kind: KindOfError(err), Status: out.Status, Worker: out.Worker, Err: err}
+		return Outcome{Kind: kindOfError(err), Status: out.Status, Worker: out.Worker, Err: err}
 	case resp.StatusCode != http.StatusOK:
-		out.Kind = KindOfStatus(resp.StatusCode)
+		out.Kind = kindOfStatus(resp.StatusCode)
 		out.RetryAfter = resp.Header.Get("Retry-After")
 		out.Err = fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(body))
 	default:
@@ -142,17 +142,17 @@ func (c *Client) check(p Puzzle, body []byte) error {
 	if c.text {
 		ta, ok := solver.ParseAnswer(strings.TrimSpace(string(body)))
 		if !ok || ta.Kind != solver.AnswerSolved {
-			return fmt.Errorf("%w: text answer %.100q is not a solution line", ErrWrongAnswer, body)
+			return fmt.Errorf("%w: text answer %.100q is not a solution line", errWrongAnswer, body)
 		}
 		a.ID, a.Solution = ta.ID, ta.Solution
 		if !ta.HasID {
 			a.ID = p.ID
 		}
 	} else if err := json.Unmarshal(body, &a); err != nil {
-		return fmt.Errorf("%w: decoding JSON answer: %v", ErrWrongAnswer, err)
+		return fmt.Errorf("%w: decoding JSON answer: %v", errWrongAnswer, err)
 	}
 	if a.ID != p.ID {
-		return fmt.Errorf("%w: answer for id %q, want %q", ErrWrongAnswer, a.ID, p.ID)
+		return fmt.Errorf("%w: answer for id %q, want %q", errWrongAnswer, a.ID, p.ID)
 	}
-	return Verify(p.Grid, a.Solution)
+	return verify(p.Grid, a.Solution)
 }

@@ -145,8 +145,8 @@ func newClient(t *testing.T, url string, conns int, timeout time.Duration, text 
 func TestSolutionsFile(t *testing.T) {
 	ps, sols := testPuzzles(t)
 	for _, p := range ps {
-		if err := Verify(p.Grid, sols[p.Text]); err != nil {
-			t.Errorf("puzzle %s: Verify(solution) = %v", p.ID, err)
+		if err := verify(p.Grid, sols[p.Text]); err != nil {
+			t.Errorf("puzzle %s: verify(solution) = %v", p.ID, err)
 		}
 	}
 }

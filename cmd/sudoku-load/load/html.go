@@ -20,7 +20,7 @@ func (r *Result) WriteHTML(w io.Writer, title string, generated time.Time) error
 		Kinds     []Kind
 		Charts    []template.HTML
 		Note      string
-	}{Title: title, Generated: generated.UTC().Format(time.RFC3339), R: r, Kinds: ErrorKinds(), Note: latencyNotes[r.Mode]}
+	}{Title: title, Generated: generated.UTC().Format(time.RFC3339), R: r, Kinds: errorKinds(), Note: latencyNotes[r.Mode]}
 	for _, c := range r.charts() {
 		data.Charts = append(data.Charts, template.HTML(c)) //nolint:gosec // built by chart, which escapes every text
 	}

@@ -35,13 +35,13 @@ func (k Kind) String() string {
 	return kindNames[k]
 }
 
-// ErrorKinds lists the error kinds in report order.
-func ErrorKinds() []Kind {
+// errorKinds lists the error kinds in report order.
+func errorKinds() []Kind {
 	return []Kind{KindRefused, KindReset, KindTimeout, Kind4xx, KindBusy, Kind5xx, KindWrong, KindOther}
 }
 
-// KindOfStatus maps an HTTP status other than 200 to a kind.
-func KindOfStatus(code int) Kind {
+// kindOfStatus maps an HTTP status other than 200 to a kind.
+func kindOfStatus(code int) Kind {
 	switch {
 	case code == 503:
 		return KindBusy
@@ -53,8 +53,8 @@ func KindOfStatus(code int) Kind {
 	return KindOther
 }
 
-// KindOfError classifies a transport error.
-func KindOfError(err error) Kind {
+// kindOfError classifies a transport error.
+func kindOfError(err error) Kind {
 	var ne net.Error
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):

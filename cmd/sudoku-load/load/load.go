@@ -59,8 +59,8 @@ type Sample struct {
 	Outcome
 }
 
-// ErrConfig is wrapped by errors about a configuration.
-var ErrConfig = errors.New("load: bad configuration")
+// errConfig is wrapped by errors about a configuration.
+var errConfig = errors.New("load: bad configuration")
 
 type job struct {
 	p   *Puzzle
@@ -74,7 +74,7 @@ type job struct {
 // omission).
 func Load(ctx context.Context, cfg LoadConfig) (*Result, error) {
 	if cfg.Client == nil || len(cfg.Puzzles) == 0 || cfg.Rate <= 0 || cfg.Duration <= 0 || cfg.Conns < 1 {
-		return nil, fmt.Errorf("%w: want a client, puzzles, rate > 0, duration > 0 and conns >= 1", ErrConfig)
+		return nil, fmt.Errorf("%w: want a client, puzzles, rate > 0, duration > 0 and conns >= 1", errConfig)
 	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = 10 * time.Second
@@ -82,7 +82,7 @@ func Load(ctx context.Context, cfg LoadConfig) (*Result, error) {
 	burst := max(cfg.Burst, 1)
 	interval := time.Duration(float64(time.Second) * float64(burst) / cfg.Rate)
 	if interval <= 0 {
-		return nil, fmt.Errorf("%w: rate %.0f/s is too high", ErrConfig, cfg.Rate)
+		return nil, fmt.Errorf("%w: rate %.0f/s is too high", errConfig, cfg.Rate)
 	}
 	total := max(int(cfg.Duration/interval)*burst, 1)
 
@@ -92,7 +92,7 @@ func Load(ctx context.Context, cfg LoadConfig) (*Result, error) {
 	runCtx, cancel := context.WithDeadline(ctx, start.Add(cfg.Duration+cfg.Grace))
 	defer cancel()
 
-	rec := NewRecorder(start)
+	rec := newRecorder(start)
 	report := func(s Sample) {
 		if cfg.OnSample != nil {
 			cfg.OnSample(s)
@@ -203,7 +203,7 @@ func Background(ctx context.Context, cfg LoadConfig) (stop func() (*Result, erro
 
 // finish fills res from rec over a run of d and reports an interrupted
 // run, whose figures are still in res.
-func finish(ctx context.Context, rec *Recorder, res *Result, d time.Duration) (*Result, error) {
+func finish(ctx context.Context, rec *recorder, res *Result, d time.Duration) (*Result, error) {
 	rec.Fill(res)
 	res.DurationS = d.Seconds()
 	res.Throughput = float64(res.OK) / res.DurationS
@@ -216,7 +216,7 @@ func finish(ctx context.Context, rec *Recorder, res *Result, d time.Duration) (*
 // startTicker calls rec.Tick every second from start and hands each tick to
 // progress. The returned function stops it and records the last partial
 // second.
-func startTicker(rec *Recorder, start time.Time, progress func(Tick)) func(time.Time) {
+func startTicker(rec *recorder, start time.Time, progress func(Tick)) func(time.Time) {
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	tick := func() {

@@ -40,7 +40,7 @@ type LocalStats struct {
 // every solution: the baseline for the served modes.
 func Local(ctx context.Context, cfg LocalConfig) (*Result, error) {
 	if len(cfg.Puzzles) == 0 || cfg.Workers < 1 {
-		return nil, fmt.Errorf("%w: want puzzles and workers >= 1", ErrConfig)
+		return nil, fmt.Errorf("%w: want puzzles and workers >= 1", errConfig)
 	}
 	if cfg.Count <= 0 {
 		cfg.Count = len(cfg.Puzzles)
@@ -55,7 +55,7 @@ func Local(ctx context.Context, cfg LocalConfig) (*Result, error) {
 		defer cancel()
 	}
 	start := time.Now()
-	rec := NewRecorder(start)
+	rec := newRecorder(start)
 	stopTicks := startTicker(rec, start, cfg.Progress)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -75,7 +75,7 @@ func Local(ctx context.Context, cfg LocalConfig) (*Result, error) {
 				switch {
 				case r.Count == 0:
 					rec.Done(Kind4xx, true, lat) // as the server's 422
-				case Verify(p.Grid, r.Solution.String()) != nil:
+				case verify(p.Grid, r.Solution.String()) != nil:
 					rec.Done(KindWrong, true, lat)
 				default:
 					rec.Done(KindOK, true, lat)

@@ -43,9 +43,9 @@ type Plan struct {
 	AtLeast bool `json:"at_least"`
 }
 
-// NewPlan plans for cfg.Peak at c's capacity per core. It returns nil when
+// newPlan plans for cfg.Peak at c's capacity per core. It returns nil when
 // c has no capacity (no rate met the objective) or there is no peak.
-func NewPlan(c *Capacity, cfg PlanConfig) *Plan {
+func newPlan(c *Capacity, cfg PlanConfig) *Plan {
 	if cfg.Peak <= 0 || c.PerCore <= 0 {
 		return nil
 	}

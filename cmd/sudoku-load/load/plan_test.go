@@ -21,12 +21,12 @@ func TestNewPlan(t *testing.T) {
 		{"a tiny peak", Capacity{Rate: 10000, Cores: 1, PerCore: 10000}, PlanConfig{Peak: 1, Spare: 1}, 7000, 1, 2, 16},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := NewPlan(&tc.c, tc.cfg)
+			p := newPlan(&tc.c, tc.cfg)
 			if p == nil {
-				t.Fatalf("NewPlan(%+v, %+v) = nil", tc.c, tc.cfg)
+				t.Fatalf("newPlan(%+v, %+v) = nil", tc.c, tc.cfg)
 			}
 			if p.Planned != tc.planned || p.Cores != tc.cores || p.Machines != tc.machines || p.Provisioned != tc.provisioned {
-				t.Errorf("NewPlan(%+v, %+v) = %+v; want %.0f/s per core planned, %d cores, %d machines, %d cores provisioned",
+				t.Errorf("newPlan(%+v, %+v) = %+v; want %.0f/s per core planned, %d cores, %d machines, %d cores provisioned",
 					tc.c, tc.cfg, p, tc.planned, tc.cores, tc.machines, tc.provisioned)
 			}
 			// With Spare machines down, the rest still carry the peak at
@@ -36,16 +36,16 @@ func TestNewPlan(t *testing.T) {
 			}
 		})
 	}
-	if p := NewPlan(&Capacity{}, PlanConfig{Peak: 1000}); p != nil {
-		t.Errorf("NewPlan without capacity = %+v, want nil", p)
+	if p := newPlan(&Capacity{}, PlanConfig{Peak: 1000}); p != nil {
+		t.Errorf("newPlan without capacity = %+v, want nil", p)
 	}
-	if p := NewPlan(&Capacity{PerCore: 10}, PlanConfig{}); p != nil {
-		t.Errorf("NewPlan without a peak = %+v, want nil", p)
+	if p := newPlan(&Capacity{PerCore: 10}, PlanConfig{}); p != nil {
+		t.Errorf("newPlan without a peak = %+v, want nil", p)
 	}
 }
 
 func TestPlanTable(t *testing.T) {
-	p := NewPlan(&Capacity{Rate: 2063, Cores: 2, PerCore: 1031.5, AtLeast: true}, PlanConfig{Peak: 100000, Spare: 1})
+	p := newPlan(&Capacity{Rate: 2063, Cores: 2, PerCore: 1031.5, AtLeast: true}, PlanConfig{Peak: 100000, Spare: 1})
 	var b strings.Builder
 	if err := p.WriteTable(&b); err != nil {
 		t.Fatal(err)

@@ -21,8 +21,8 @@ type Puzzle struct {
 	Grid solver.Grid
 }
 
-// ErrNoPuzzles is returned by ReadPuzzles for input without any puzzle.
-var ErrNoPuzzles = errors.New("load: no puzzles in input")
+// errNoPuzzles is returned by ReadPuzzles for input without any puzzle.
+var errNoPuzzles = errors.New("load: no puzzles in input")
 
 // ReadPuzzles reads one puzzle per line, "[id:]<81 cells>" with '0' or '.'
 // for blanks (solver.ParseLine: the id ends at the last ':'). Blank lines and lines starting with '#' are skipped. A malformed
@@ -49,32 +49,32 @@ func ReadPuzzles(r io.Reader) ([]Puzzle, error) {
 		return nil, fmt.Errorf("reading puzzles: %w", err)
 	}
 	if len(ps) == 0 {
-		return nil, ErrNoPuzzles
+		return nil, errNoPuzzles
 	}
 	return ps, nil
 }
 
-// Errors returned by Verify. They wrap ErrWrongAnswer.
-var ErrWrongAnswer = errors.New("load: wrong answer")
+// Errors returned by verify. They wrap errWrongAnswer.
+var errWrongAnswer = errors.New("load: wrong answer")
 
-// Verify checks that answer is a complete valid grid (81 digits 1-9, each
+// verify checks that answer is a complete valid grid (81 digits 1-9, each
 // row, column and box holding every digit once) that keeps every given of
 // puzzle. It does not solve anything: solver.Parse checks the cells and the
-// conflicts, Verify that no cell is blank and the givens stay.
-func Verify(puzzle solver.Grid, answer string) error {
+// conflicts, verify that no cell is blank and the givens stay.
+func verify(puzzle solver.Grid, answer string) error {
 	if len(answer) != 81 {
-		return fmt.Errorf("%w: got %d cells, want 81", ErrWrongAnswer, len(answer))
+		return fmt.Errorf("%w: got %d cells, want 81", errWrongAnswer, len(answer))
 	}
 	g, err := solver.Parse(answer)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrWrongAnswer, err)
+		return fmt.Errorf("%w: %w", errWrongAnswer, err)
 	}
 	for i, v := range g {
 		if v == 0 {
-			return fmt.Errorf("%w: cell %d is blank", ErrWrongAnswer, i+1)
+			return fmt.Errorf("%w: cell %d is blank", errWrongAnswer, i+1)
 		}
 		if p := puzzle[i]; p != 0 && p != v {
-			return fmt.Errorf("%w: cell %d is %d, the puzzle gives %d", ErrWrongAnswer, i+1, v, p)
+			return fmt.Errorf("%w: cell %d is %d, the puzzle gives %d", errWrongAnswer, i+1, v, p)
 		}
 	}
 	return nil

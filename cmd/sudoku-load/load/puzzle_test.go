@@ -69,9 +69,9 @@ func TestVerify(t *testing.T) {
 		{"reliability test puzzle, short", relPuzzle, relSolution[:80], false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Verify(tc.puzzle, tc.answer)
-			if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrWrongAnswer)) {
-				t.Errorf("Verify(%s) = %v, want ok=%v", tc.name, err, tc.ok)
+			err := verify(tc.puzzle, tc.answer)
+			if (err == nil) != tc.ok || (err != nil && !errors.Is(err, errWrongAnswer)) {
+				t.Errorf("verify(%s) = %v, want ok=%v", tc.name, err, tc.ok)
 			}
 		})
 	}

@@ -44,8 +44,8 @@ type Tick struct {
 	LagP99ms float64 `json:"lag_p99_ms"`
 }
 
-// Recorder collects outcomes and latencies. It is safe for concurrent use.
-type Recorder struct {
+// recorder collects outcomes and latencies. It is safe for concurrent use.
+type recorder struct {
 	start time.Time
 
 	due      atomic.Int64 // requests whose send time has come
@@ -65,16 +65,16 @@ type Recorder struct {
 	timeline []Tick
 }
 
-// NewRecorder starts a recorder whose seconds count from start.
-func NewRecorder(start time.Time) *Recorder {
-	return &Recorder{start: start, all: newHist(), sec: newHist()}
+// newRecorder starts a recorder whose seconds count from start.
+func newRecorder(start time.Time) *recorder {
+	return &recorder{start: start, all: newHist(), sec: newHist()}
 }
 
 // Due notes that a request's scheduled send time has come.
-func (r *Recorder) Due() { r.due.Add(1) }
+func (r *recorder) Due() { r.due.Add(1) }
 
 // Late records how late this process handed a request on after it was due.
-func (r *Recorder) Late(d time.Duration) {
+func (r *recorder) Late(d time.Duration) {
 	us := max(histMin, min(histMax, d.Microseconds()))
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -86,7 +86,7 @@ func (r *Recorder) Late(d time.Duration) {
 }
 
 // Sent notes that a request went out.
-func (r *Recorder) Sent() {
+func (r *recorder) Sent() {
 	r.sent.Add(1)
 	r.mu.Lock()
 	r.tick.Sent++
@@ -95,7 +95,7 @@ func (r *Recorder) Sent() {
 
 // Done records a finished request: its kind and, when received is true (an
 // answer of any status arrived), its latency.
-func (r *Recorder) Done(k Kind, received bool, latency time.Duration) {
+func (r *recorder) Done(k Kind, received bool, latency time.Duration) {
 	us := latency.Microseconds()
 	us = max(histMin, min(histMax, us))
 	r.finished.Add(1)
@@ -118,7 +118,7 @@ func (r *Recorder) Done(k Kind, received bool, latency time.Duration) {
 
 // Unsent records a request that was due but never sent because the run
 // ended first (all connections stayed busy). It counts as a timeout.
-func (r *Recorder) Unsent() {
+func (r *recorder) Unsent() {
 	r.unsent.Add(1)
 	r.mu.Lock()
 	r.kinds[KindTimeout]++
@@ -127,7 +127,7 @@ func (r *Recorder) Unsent() {
 }
 
 // Tick closes the current second and returns it. Call it once a second.
-func (r *Recorder) Tick() Tick {
+func (r *recorder) Tick() Tick {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.tick
@@ -151,17 +151,17 @@ func (r *Recorder) Tick() Tick {
 
 func usToMs(us int64) float64 { return float64(us) / 1000 }
 
-func (r *Recorder) ticks() int {
+func (r *recorder) ticks() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.timeline)
 }
 
 // Resent notes n batch lines sent again; each still counts once as sent.
-func (r *Recorder) Resent(n int) { r.resent.Add(int64(n)) }
+func (r *recorder) Resent(n int) { r.resent.Add(int64(n)) }
 
 // Fill copies the totals, latency percentiles and timeline into res.
-func (r *Recorder) Fill(res *Result) {
+func (r *recorder) Fill(res *Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res.Sent = r.sent.Load()
@@ -170,7 +170,7 @@ func (r *Recorder) Fill(res *Result) {
 	res.OK = r.kinds[KindOK]
 	res.Wrong = r.kinds[KindWrong]
 	res.Errors = make(map[string]int64, numKinds)
-	for _, k := range ErrorKinds() {
+	for _, k := range errorKinds() {
 		res.Errors[k.String()] = r.kinds[k]
 	}
 	res.Latency = latencyOf(r.all)

@@ -101,7 +101,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "rate      %.1f verified answers/s\n", r.Throughput)
 	fmt.Fprintf(&b, "errors    %d", r.ErrorCount())
-	for _, k := range ErrorKinds() {
+	for _, k := range errorKinds() {
 		if n := r.Errors[k.String()]; n > 0 {
 			fmt.Fprintf(&b, "  %s=%d", k, n)
 		}
@@ -151,7 +151,7 @@ func (c *Capacity) verdict() string {
 		at = "at least "
 	}
 	switch {
-	case c.Stop == StopMaxRate:
+	case c.Stop == stopMaxRate:
 		why = " (passed at -max-rate; the search went no higher)"
 	case c.AtLeast && c.FailedRate > 0:
 		why = fmt.Sprintf(" and below %.0f/s (search ended: %s)", c.FailedRate, c.Stop)

@@ -58,10 +58,10 @@ type StressStats struct {
 func Stress(ctx context.Context, cfg StressConfig) (*Result, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return nil, fmt.Errorf("%w: stress needs an http://host:port URL, got %q", ErrConfig, cfg.URL)
+		return nil, fmt.Errorf("%w: stress needs an http://host:port URL, got %q", errConfig, cfg.URL)
 	}
 	if len(cfg.Puzzles) == 0 || cfg.Conns < 1 || cfg.Count < 1 || cfg.Duration <= 0 {
-		return nil, fmt.Errorf("%w: want puzzles, conns >= 1, count >= 1 and duration > 0", ErrConfig)
+		return nil, fmt.Errorf("%w: want puzzles, conns >= 1, count >= 1 and duration > 0", errConfig)
 	}
 	addr := u.Host
 	if u.Port() == "" {
@@ -88,7 +88,7 @@ func Stress(ctx context.Context, cfg StressConfig) (*Result, error) {
 	deadline := start.Add(cfg.Duration)
 	runCtx, cancel := context.WithDeadline(ctx, deadline.Add(cfg.Grace))
 	defer cancel()
-	rec := NewRecorder(start)
+	rec := newRecorder(start)
 	stopTicks := startTicker(rec, start, cfg.Progress)
 
 	var next atomic.Int64 // request index, shared by all connections
@@ -115,7 +115,7 @@ type sentReq struct {
 	p    *Puzzle
 	req  []byte
 	at   time.Time // when first handed to a connection; zero until then
-	sent bool      // counted by Recorder.Sent
+	sent bool      // counted by recorder.Sent
 }
 
 // stressConn keeps one pipelined connection going until the writing ends
@@ -125,13 +125,13 @@ type sentReq struct {
 // first, on a new connection, as HTTP/1.1 asks of a client that pipelines
 // (RFC 9112, section 9.3.2). Their latency still runs from the first write.
 func stressConn(ctx context.Context, addr string, deadline time.Time, cfg StressConfig,
-	reqs [][]byte, client *Client, next *atomic.Int64, rec *Recorder, resent *atomic.Int64) {
+	reqs [][]byte, client *Client, next *atomic.Int64, rec *recorder, resent *atomic.Int64) {
 	var again []sentReq
 	for first := true; ; first = false {
 		d := net.Dialer{Timeout: max(time.Until(deadline), time.Second)}
 		conn, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
-			k := KindOfError(err)
+			k := kindOfError(err)
 			failAll(again, k, rec)
 			// Count one failed request for the connection that never came up.
 			if first && next.Add(1) <= int64(cfg.Count) {
@@ -149,7 +149,7 @@ func stressConn(ctx context.Context, addr string, deadline time.Time, cfg Stress
 		var closed bool
 		again, closed = stressOneConn(ctx, conn, deadline, cfg, reqs, client, next, rec, again)
 		if ctx.Err() != nil {
-			failAll(again, KindOfError(ctx.Err()), rec)
+			failAll(again, kindOfError(ctx.Err()), rec)
 			return
 		}
 		if !closed || (len(again) == 0 && (time.Now().After(deadline) || next.Load() >= int64(cfg.Count))) {
@@ -160,7 +160,7 @@ func stressConn(ctx context.Context, addr string, deadline time.Time, cfg Stress
 
 // failAll counts requests that will not be written again as failed with
 // kind k; one never written counts as unsent.
-func failAll(reqs []sentReq, k Kind, rec *Recorder) {
+func failAll(reqs []sentReq, k Kind, rec *recorder) {
 	for _, s := range reqs {
 		if s.sent {
 			rec.Done(k, false, time.Since(s.at))
@@ -175,7 +175,7 @@ func failAll(reqs []sentReq, k Kind, rec *Recorder) {
 // server announced that it closes the connection, and the requests it
 // then left unanswered (or that were not written yet), oldest first.
 func stressOneConn(ctx context.Context, conn net.Conn, deadline time.Time, cfg StressConfig,
-	reqs [][]byte, client *Client, next *atomic.Int64, rec *Recorder, again []sentReq) ([]sentReq, bool) {
+	reqs [][]byte, client *Client, next *atomic.Int64, rec *recorder, again []sentReq) ([]sentReq, bool) {
 	defer conn.Close()
 	// The write loop stops at deadline by itself; the write deadline is a
 	// backstop for a server that stops reading, late enough that the last
@@ -257,14 +257,14 @@ write:
 		}
 		if _, werr = w.Write(sr.req); werr != nil {
 			if cfg.NoRead { // with a reader, the reader counts the failure
-				rec.Done(KindOfError(werr), false, 0)
+				rec.Done(kindOfError(werr), false, 0)
 			}
 			break
 		}
 	}
 	if werr == nil && len(held) == 0 {
 		if werr = w.Flush(); werr != nil && cfg.NoRead {
-			rec.Done(KindOfError(werr), false, 0)
+			rec.Done(kindOfError(werr), false, 0)
 		}
 	}
 	if pending != nil {
@@ -284,14 +284,14 @@ write:
 	select {
 	case <-closing:
 		// Requests written after the closing answer went unanswered; the
-		// writer counted every one it wrote (Recorder.Sent), so they are
+		// writer counted every one it wrote (recorder.Sent), so they are
 		// sent, and only held and again may not be.
 		for i := range unanswered {
 			unanswered[i].sent = true
 		}
 		return append(append(unanswered, held...), again...), true
 	default:
-		failAll(append(held, again...), KindOfError(werr), rec)
+		failAll(append(held, again...), kindOfError(werr), rec)
 		return nil, false
 	}
 }
@@ -301,12 +301,12 @@ write:
 // counted with the kind of that failure. After an answer with "Connection:
 // close" it closes closing, stops reading and returns the requests still
 // pending: the server never saw them.
-func stressRead(conn net.Conn, pending <-chan sentReq, client *Client, rec *Recorder, closing chan<- struct{}) []sentReq {
+func stressRead(conn net.Conn, pending <-chan sentReq, client *Client, rec *recorder, closing chan<- struct{}) []sentReq {
 	br := bufio.NewReaderSize(conn, 32<<10)
 	for s := range pending {
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
-			k := KindOfError(err)
+			k := kindOfError(err)
 			if errors.Is(err, io.EOF) {
 				k = KindReset
 			}
@@ -321,9 +321,9 @@ func stressRead(conn net.Conn, pending <-chan sentReq, client *Client, rec *Reco
 		lat := time.Since(s.at)
 		switch {
 		case err != nil:
-			rec.Done(KindOfError(err), false, lat)
+			rec.Done(kindOfError(err), false, lat)
 		case resp.StatusCode != http.StatusOK:
-			rec.Done(KindOfStatus(resp.StatusCode), true, lat)
+			rec.Done(kindOfStatus(resp.StatusCode), true, lat)
 		case client.check(*s.p, body) != nil:
 			rec.Done(KindWrong, true, lat)
 		default:

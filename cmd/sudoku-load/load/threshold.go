@@ -49,15 +49,15 @@ func (t Thresholds) Check(r *Result) []Breach {
 	return out
 }
 
-// ExitThreshold is the exit status of a run that completed but broke a
+// exitThreshold is the exit status of a run that completed but broke a
 // threshold (as k6's); cli.Main exits with it through ExitCode.
-const ExitThreshold = 3
+const exitThreshold = 3
 
 // ThresholdError is the error of a run that broke thresholds.
 type ThresholdError struct{ Breaches []Breach }
 
-// ExitCode is ExitThreshold.
-func (e *ThresholdError) ExitCode() int { return ExitThreshold }
+// ExitCode is exitThreshold.
+func (e *ThresholdError) ExitCode() int { return exitThreshold }
 
 func (e *ThresholdError) Error() string {
 	s := make([]string, len(e.Breaches))

@@ -1,0 +1,92 @@
+package nginx
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"sudoku-fcgi/fcgi"
+	"sudoku-fcgi/fcgi/fcgiserver"
+)
+
+// TestSharedLimits checks the limits that nginx and the worker share on the
+// configuration sudoku-edge renders by default, against the worker's own
+// defaults, so that changing either side alone fails here:
+//   - a GET's fastcgi_read_timeout exceeds the worker's queue timeout plus
+//     its solve budget (past them the worker answers 503 itself), or nginx
+//     would give up on a live worker and retry a slow but healthy GET;
+//   - the batch POST's exceeds the worker's batch deadline;
+//   - the largest request nginx.conf's header buffers admit fits, as
+//     FastCGI params, in the worker's params limit, or the worker would
+//     close the connection on it.
+func TestSharedLimits(t *testing.T) {
+	dir := t.TempDir()
+	if err := RenderSite(dir, hostSite(dir)); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	w, serve := fcgi.DefaultConfig(), fcgiserver.DefaultOptions()
+
+	timeouts := locationTimeouts(t, read("sudoku-locations.conf"))
+	for loc, floor := range map[string]time.Duration{
+		"/sudoku":        w.QueueTimeout + w.SolveTimeout,
+		"/sudoku/stats":  w.QueueTimeout + w.SolveTimeout,
+		"/_sudoku_batch": w.BatchTimeout,
+	} {
+		got, ok := timeouts[loc]
+		if !ok {
+			t.Errorf("location = %s has no fastcgi_read_timeout", loc)
+		} else if got <= floor {
+			t.Errorf("location = %s: fastcgi_read_timeout %v, want above the worker's %v", loc, got, floor)
+		}
+	}
+
+	m := regexp.MustCompile(`(?m)^\s*large_client_header_buffers (\d+) (\d+)k;`).FindStringSubmatch(read("nginx.conf"))
+	if m == nil {
+		t.Fatal("nginx.conf has no large_client_header_buffers <n> <size>k")
+	}
+	n, _ := strconv.Atoi(m[1])
+	size, _ := strconv.Atoi(m[2])
+	size <<= 10
+	// The request line takes one buffer, so its URI (at most size) is in
+	// the params up to three times (REQUEST_URI, then SCRIPT_NAME and
+	// DOCUMENT_URI, or QUERY_STRING). The header lines (at most n buffers)
+	// grow as params: the 3-byte line "a:\n" is the 8-byte pair HTTP_A="".
+	// fixedParams bounds the rest of sudoku-fastcgi.conf's params.
+	const fixedParams = 4 << 10
+	if worst := 3*size + n*size*8/3 + fixedParams; worst > serve.MaxParamsBytes {
+		t.Errorf("large_client_header_buffers %d %dk admit requests of up to %d bytes of params, over the worker's limit of %d", n, size>>10, worst, serve.MaxParamsBytes)
+	}
+}
+
+// locationTimeouts maps each exact location of conf to its
+// fastcgi_read_timeout.
+func locationTimeouts(t *testing.T, conf string) map[string]time.Duration {
+	t.Helper()
+	out := map[string]time.Duration{}
+	loc := ""
+	for _, line := range strings.Split(conf, "\n") {
+		f := strings.Fields(strings.TrimSuffix(strings.TrimSpace(line), ";"))
+		switch {
+		case len(f) == 4 && f[0] == "location" && f[1] == "=":
+			loc = f[2]
+		case len(f) == 2 && f[0] == "fastcgi_read_timeout" && loc != "":
+			d, err := time.ParseDuration(f[1])
+			if err != nil {
+				t.Fatalf("location = %s: fastcgi_read_timeout %q: %v", loc, f[1], err)
+			}
+			out[loc] = d
+		}
+	}
+	return out
+}
