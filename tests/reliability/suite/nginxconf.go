@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"sudoku-fcgi/nginx"
 )
 
 // nginxConf holds the nginx settings some criteria are stated in.
@@ -42,6 +44,9 @@ func readNginxConf(dir string) (nginxConf, error) {
 		all.WriteString("\n")
 	}
 	c := parseNginxConf(all.String())
+	// The templates render fastcgi_read_timeout from the edge's setting,
+	// whose default follows the worker's (nginx.DefaultReadTimeout).
+	c.readTimeout = nginx.DefaultReadTimeout
 	c.source = dir + "/*.conf"
 	return c, nil
 }
