@@ -526,6 +526,25 @@ func TestBatch(t *testing.T) {
 	}
 }
 
+// Error messages reach clients as written: '<', '>' and '&' are not
+// escaped to \u003c and friends (JSON does not require it).
+func TestErrorBodyNotHTMLEscaped(t *testing.T) {
+	s := newTestService(t, cfg())
+	w := serve(s, "POST", "/sudoku", strings.NewReader("\n"))
+	if w.Code != 400 {
+		t.Fatalf("empty batch = %d %q, want 400", w.Code, w.Body)
+	}
+	if !strings.Contains(w.Body.String(), "<81 cells>") {
+		t.Errorf("empty batch body = %q, want the literal <81 cells>", w.Body)
+	}
+	if got := decodeError(t, w)["error"]; got != errEmptyBatch.Error() {
+		t.Errorf("empty batch error = %q, want %q", got, errEmptyBatch.Error())
+	}
+	if got, want := string(appendError(nil, "a<b>&c", "x&y")), `{"error":"a<b>&c","id":"x&y"}`+"\n"; got != want {
+		t.Errorf("appendError = %q, want %q", got, want)
+	}
+}
+
 // A line with a ':' has an id, possibly empty, and its answer repeats it
 // as sent (solver.SplitLine): ":<cells>" answers ":<answer>", whether the
 // line solves, fails or finds no slot.
