@@ -35,7 +35,7 @@ type config struct {
 	adm        admissionFlags
 }
 
-func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*config, error) {
+func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io.Writer) (*config, error) {
 	c := &config{}
 	s := &c.sup
 	fs := cli.NewFlagSet(name, summary, stdout)
@@ -80,7 +80,11 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	fs.BoolVar(&o.HSTS, "tls-hsts", false, "send Strict-Transport-Security over HTTPS")
 	fs.IntVar(&o.HSTSMaxAge, "tls-hsts-max-age", 63072000, "HSTS max-age in `seconds`")
 	c.adm.register(fs)
-	if err := fs.Parse(args, getenv); err != nil {
+	if err := fs.Parse(args, lookupEnv); err != nil {
+		return nil, err
+	}
+	if err := fs.NonEmpty("run-dir", "nginx", "nginx-conf", "log-level", "www-root", "status-listen",
+		"tls-ca", "tls-storage", "tls-listen", "http-listen", "tls-locations"); err != nil {
 		return nil, err
 	}
 	var err error

@@ -27,8 +27,8 @@ import (
 
 func main() { cli.Main("sudoku-fcgi", run) }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	c, err := parseConfig(args, getenv, stdout)
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout io.Writer) error {
+	c, err := parseConfig(args, lookupEnv, stdout)
 	if err != nil {
 		return err
 	}
@@ -43,7 +43,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log := zerolog.New(logw).Level(c.level).With().Timestamp().
 		Str("service", "sudoku-fcgi").Str("worker", c.svc.WorkerID).Logger()
-	if c.gcPercent > 0 && getenv("GOGC") == "" {
+	gogc, _ := lookupEnv("GOGC") // the runtime reads an empty GOGC as unset
+	if c.gcPercent > 0 && gogc == "" {
 		debug.SetGCPercent(c.gcPercent)
 	}
 
@@ -75,7 +76,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	cfg := svc.Config()
 	log.Info().Str("version", version.Version).Str("revision", version.Revision).Str("listen", ln.Addr().String()).
 		Str("internal_listen", c.internalListen).Int("gomaxprocs", runtime.GOMAXPROCS(0)).Int("gc_percent", c.gcPercent).
-		Str("gogc", getenv("GOGC")).Str("pprof_listen", c.pprofListen).
+		Str("gogc", gogc).Str("pprof_listen", c.pprofListen).
 		Int("pool", cfg.PoolSize).Int("queue", cfg.QueueSize).Dur("queue_timeout", cfg.QueueTimeout).
 		Dur("solve_timeout", cfg.SolveTimeout).Msg("starting")
 
