@@ -18,9 +18,10 @@ import (
 )
 
 const summary = `The Sudoku FastCGI worker that nginx talks to. It serves the public API
-over FastCGI (-listen) and metrics, health and pprof over plain HTTP on an
-internal address (-internal-listen), and drains gracefully on SIGTERM or
-SIGINT.`
+over FastCGI (-listen), metrics and health over plain HTTP on an internal
+address (-internal-listen), the pprof profiles only on an address of their
+own when -pprof-listen names one (off by default), and drains gracefully on
+SIGTERM or SIGINT.`
 
 // config is what the command line and the environment set.
 type config struct {

@@ -1,7 +1,8 @@
 // Command sudoku-fcgi is the Sudoku FastCGI worker that nginx talks to. It
-// serves the public API over FastCGI (-listen) and metrics, health and
-// pprof over plain HTTP on an internal address (-internal-listen), and
-// drains gracefully on SIGTERM or SIGINT.
+// serves the public API over FastCGI (-listen), metrics and health over
+// plain HTTP on an internal address (-internal-listen), the pprof profiles
+// only on an address of their own when -pprof-listen names one (off by
+// default), and drains gracefully on SIGTERM or SIGINT.
 //
 // Every flag has an environment twin, $SUDOKU_FCGI_<FLAG> (shown in
 // -help); a flag given on the command line wins over its variable.

@@ -46,6 +46,11 @@ func TestHelpShowsEnvTwins(t *testing.T) {
 			t.Errorf("-help lacks %q", want)
 		}
 	}
+	// The summary names the listener pprof is on: its own, not the
+	// internal one (TestRun checks the internal one has none).
+	if summary, _, _ := strings.Cut(out.String(), "Flags"); !strings.Contains(summary, "pprof profiles only on an address of their\nown when -pprof-listen") {
+		t.Errorf("-help's summary does not put pprof on -pprof-listen:\n%s", summary)
+	}
 }
 
 func TestVersion(t *testing.T) {
