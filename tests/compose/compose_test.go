@@ -53,20 +53,22 @@ func loadFile[S any](t *testing.T, name string) map[string]S {
 var reDefault = regexp.MustCompile(`^\$\{[A-Z_]+:-([^}]*)\}:([0-9]+)$`)
 
 // Only nginx's HTTP port is published on every address by default; the
-// exporter and Prometheus listen on loopback unless told otherwise, and
+// exporter, Prometheus and Alertmanager listen on loopback unless told
+// otherwise, and
 // the workers publish nothing (nginx reaches them on the compose network).
 func TestPublishedDefaults(t *testing.T) {
 	want := map[string]string{
-		"nginx":      "8080",
-		"exporter":   "127.0.0.1:9113",
-		"prometheus": "127.0.0.1:9090",
+		"nginx":        "8080",
+		"exporter":     "127.0.0.1:9113",
+		"prometheus":   "127.0.0.1:9090",
+		"alertmanager": "127.0.0.1:9093",
 	}
 	services := load(t)
 	for name, svc := range services {
 		w, ok := want[name]
 		if !ok {
 			if len(svc.Ports) > 0 {
-				t.Errorf("%s publishes %v; only nginx, the exporter and Prometheus may", name, svc.Ports)
+				t.Errorf("%s publishes %v; only nginx, the exporter, Prometheus and Alertmanager may", name, svc.Ports)
 			}
 			continue
 		}
