@@ -59,7 +59,7 @@ staticcheck: ## staticcheck (STATICCHECK_VERSION, installed by .ci/run)
 
 check-rules: ## promtool: the Prometheus config and rules check, and the rules' unit tests pass; every alert has a description and a runbook_url that resolves (tests/monitoring)
 	@command -v promtool >/dev/null || { echo "promtool not installed (Debian: apt-get install prometheus)"; exit 1; }
-	promtool check config docker/prometheus/prometheus.yml
+	promtool check config docker/prometheus/prometheus.yml docker/prometheus/prometheus-swarm.yml
 	cd docker/prometheus && promtool test rules rules_test.yml
 	$(GO) test -count=1 ./tests/monitoring
 
@@ -132,12 +132,24 @@ N ?= 2
 S ?=
 HTTP_PORT = $(lastword $(subst :, ,$(or $(SUDOKU_HTTP_PORT),8080)))
 EXAMPLE_PUZZLE := 000000010400000000020000000000050407008000300001090000300400200050100000000806000
-.PHONY: seed-images up down clean clean-stack ps logs scale sh load-smoke
+.PHONY: seed-images images up down clean clean-stack ps logs scale sh load-smoke
 seed-images: ## build local base images where no registry answers (docker/seed-images.sh)
 	docker/seed-images.sh
 
-up: seed-images ## build and start the stack on :8080, then print a curl to try
-	$(COMPOSE) up -d --build
+# The first build downloads Debian packages and Go modules and compiles the
+# binaries (README, "Quick start"): each line says how long it has run, and
+# a line every 30 s shows a long step is still going.
+images: seed-images ## build the stack's images (COMPOSE_PROFILES=monitoring: Prometheus's and Alertmanager's too), with the seconds elapsed on every line
+	@echo "building the images; the first build takes minutes (README, Quick start), later ones reuse the cache"; \
+	start=$$SECONDS; \
+	(while sleep 30; do printf '[%4ds] ... still building\n' $$((SECONDS - start)); done) & beat=$$!; \
+	set -o pipefail; \
+	$(COMPOSE) build 2>&1 | while IFS= read -r line; do printf '[%4ds] %s\n' $$((SECONDS - start)) "$$line"; done; \
+	status=$$?; kill $$beat; \
+	if [[ $$status == 0 ]]; then echo "images built in $$((SECONDS - start)) s"; fi; exit $$status
+
+up: images ## build and start the stack on :8080, then print a curl to try
+	$(COMPOSE) up -d
 	@echo "waiting for http://127.0.0.1:$(HTTP_PORT)/sudoku"; \
 	for i in $$(seq 90); do \
 		if curl -fs -o /dev/null "http://127.0.0.1:$(HTTP_PORT)/sudoku/stats"; then \
@@ -169,8 +181,10 @@ logs: ## follow the stack's logs (S=nginx for one service)
 scale: ## run N workers (make scale N=4); sudoku-edge picks them up
 	$(COMPOSE) up -d --no-recreate --scale sudoku=$(N)
 
-sh: ## a shell in a service's container (make sh S=nginx)
-	$(COMPOSE) exec $(or $(S),nginx) bash
+# CMD runs a command instead of the shell: make sh S=nginx CMD='cat /run/sudoku-edge/servers.conf'.
+CMD ?= bash
+sh: ## a shell in a service's container (make sh S=nginx), or CMD in it
+	$(COMPOSE) exec $(or $(S),nginx) $(CMD)
 
 LOAD_URL ?= http://127.0.0.1:$(HTTP_PORT)
 LOAD_IN ?= tests/integration/testdata/puzzles.txt

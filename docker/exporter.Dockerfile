@@ -4,9 +4,13 @@
 # --build-arg BASE_IMAGE=debian:bookworm-slim@sha256:... (compose: SUDOKU_BASE_IMAGE).
 ARG BASE_IMAGE=debian:bookworm-slim
 FROM ${BASE_IMAGE}
+# No setuid or setgid file (su, passwd, mount...), as in the nginx image:
+# nothing gains a privilege on exec, where Swarm cannot set
+# no-new-privileges (docker/stack.yml).
 RUN apt-get update \
 	&& apt-get install -y --no-install-recommends prometheus-nginx-exporter \
-	&& rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb
+	&& rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb \
+	&& find / -xdev -perm /6000 -type f -exec chmod ug-s {} +
 USER nobody
 EXPOSE 9113
 HEALTHCHECK --interval=5s --timeout=2s --start-period=5s --retries=3 \

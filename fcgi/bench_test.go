@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,4 +127,46 @@ func BenchmarkFastCGIBusy(b *testing.B) {
 			b.Fatalf("answer %.40q, want a 503", out)
 		}
 	}
+}
+
+// BenchmarkSolveBesideStats times one client's GETs while 8 others poll
+// /sudoku/stats, each once a millisecond (8,000 a second, as many
+// addresses within nginx's per-client limits would): the solving client's
+// p50 and p99 in microseconds, a figure to compare before and after a
+// change of the stats path (tests/bench/RESULTS.md), never asserted.
+func BenchmarkSolveBesideStats(b *testing.B) {
+	s := New(cfg(func(c *Config) { c.WorkerID = "bench"; c.AccessLog = false }), nopLog)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			w := &discardWriter{h: http.Header{}}
+			r := &http.Request{Method: "GET", URL: &url.URL{Path: "/sudoku/stats"}, Header: http.Header{}}
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				clear(w.h)
+				s.ServeHTTP(w, r)
+			}
+		})
+	}
+	w := &discardWriter{h: http.Header{}}
+	req := &http.Request{Method: "GET", URL: &url.URL{Path: "/sudoku", RawQuery: "puzzle=" + easy}, Header: http.Header{}}
+	ds := make([]time.Duration, 0, 1<<16)
+	for b.Loop() {
+		clear(w.h)
+		t := time.Now()
+		s.ServeHTTP(w, req)
+		ds = append(ds, time.Since(t))
+	}
+	close(stop)
+	wg.Wait()
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds())/1e3, "p50-us")
+	b.ReportMetric(float64(ds[len(ds)*99/100].Nanoseconds())/1e3, "p99-us")
 }

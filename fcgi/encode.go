@@ -14,14 +14,17 @@ import (
 const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as a JSON string, escaping what JSON requires
-// and replacing invalid UTF-8 with U+FFFD.
+// and replacing invalid UTF-8 with U+FFFD. Unlike encoding/json's default
+// it leaves '<', '>' and '&' as they are: the answers are never embedded
+// in HTML, and a message such as "[id:]<81 cells>" reaches a client as
+// written, not as "\u003c81 cells\u003e".
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if c >= 0x20 && c != '"' && c != '\\' {
 				i++
 				continue
 			}

@@ -72,6 +72,7 @@ type Service struct {
 	log   zerolog.Logger
 	pool  *pool
 	stats *stats
+	sc    statsCache // the last body of GET /sudoku/stats
 	m     *metrics
 	solve solveFunc // solver.SolveContext; tests replace it
 

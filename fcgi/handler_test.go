@@ -1,6 +1,7 @@
 package fcgi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -238,6 +240,51 @@ func TestHandlerStats(t *testing.T) {
 	}
 	if st.InFlight != 1 { // the stats request itself
 		t.Errorf("in_flight = %d, want 1", st.InFlight)
+	}
+}
+
+// GET /sudoku/stats is built at most once per statsMaxAge however many
+// ask at once: the refreshes are counted against injected request times,
+// not measured.
+func TestStatsSnapshotRefreshesOncePerSecond(t *testing.T) {
+	s := newTestService(t, cfg())
+	t0 := time.Unix(5000, 0)
+	const callers = 200
+	bodies := make([][]byte, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			// Requests spread over the first 995 ms, in any order.
+			b, err := s.statsSnapshot(t0.Add(time.Duration(i%200) * 5 * time.Millisecond))
+			if err != nil {
+				t.Errorf("statsSnapshot = %v", err)
+			}
+			bodies[i] = b
+		})
+	}
+	wg.Wait()
+	if s.sc.refreshes != 1 {
+		t.Fatalf("%d concurrent stats calls within a second built %d bodies, want 1", callers, s.sc.refreshes)
+	}
+	for i, b := range bodies {
+		if !bytes.Equal(b, bodies[0]) {
+			t.Fatalf("caller %d got %q, caller 0 %q: want the one snapshot", i, b, bodies[0])
+		}
+	}
+	// A second after the snapshot (built for one of the requests, at
+	// most 995 ms after t0) the next caller builds a new one, which sees
+	// what happened meanwhile.
+	serve(s, "GET", "/sudoku?puzzle="+easy, nil)
+	b, _ := s.statsSnapshot(t0.Add(995*time.Millisecond + statsMaxAge))
+	var st statsJSON
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatalf("stats body %q: %v", b, err)
+	}
+	if s.sc.refreshes != 2 || st.Totals["solved"] != 1 {
+		t.Errorf("after a second: %d bodies built, totals.solved %d; want 2 and 1", s.sc.refreshes, st.Totals["solved"])
+	}
+	if st.Memory.HeapInUseBytes == 0 || st.Memory.SysBytes < st.Memory.HeapInUseBytes {
+		t.Errorf("memory from runtime/metrics = %+v, want heap in use > 0 and sys >= heap in use", st.Memory)
 	}
 }
 
@@ -523,6 +570,25 @@ func TestBatch(t *testing.T) {
 			t.Errorf("%s: %d %q, want %d", tt.name, w.Code, w.Body, tt.status)
 		}
 		decodeError(t, w)
+	}
+}
+
+// Error messages reach clients as written: '<', '>' and '&' are not
+// escaped to \u003c and friends (JSON does not require it).
+func TestErrorBodyNotHTMLEscaped(t *testing.T) {
+	s := newTestService(t, cfg())
+	w := serve(s, "POST", "/sudoku", strings.NewReader("\n"))
+	if w.Code != 400 {
+		t.Fatalf("empty batch = %d %q, want 400", w.Code, w.Body)
+	}
+	if !strings.Contains(w.Body.String(), "<81 cells>") {
+		t.Errorf("empty batch body = %q, want the literal <81 cells>", w.Body)
+	}
+	if got := decodeError(t, w)["error"]; got != errEmptyBatch.Error() {
+		t.Errorf("empty batch error = %q, want %q", got, errEmptyBatch.Error())
+	}
+	if got, want := string(appendError(nil, "a<b>&c", "x&y")), `{"error":"a<b>&c","id":"x&y"}`+"\n"; got != want {
+		t.Errorf("appendError = %q, want %q", got, want)
 	}
 }
 

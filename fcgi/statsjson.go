@@ -1,14 +1,33 @@
 package fcgi
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
 	"runtime"
+	rtmetrics "runtime/metrics"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
+
+// statsMaxAge is how long one body of GET /sudoku/stats is served: the
+// endpoint is public, and however many clients poll it a worker builds
+// the body at most once per statsMaxAge.
+const statsMaxAge = time.Second
+
+// statsCache holds the last body of GET /sudoku/stats. Its lock is held
+// while a body is built, so callers that find it stale wait for the one
+// refresh instead of each building their own.
+type statsCache struct {
+	mu        sync.Mutex
+	at        time.Time // when body was built; zero before the first
+	body      []byte
+	refreshes uint64             // bodies built, for tests
+	samples   []rtmetrics.Sample // reused by readMemory under mu
+}
 
 // statsJSON is the body of GET /sudoku/stats.
 type statsJSON struct {
@@ -42,16 +61,43 @@ type memoryJSON struct {
 	GCCycles          uint32 `json:"gc_cycles"`
 }
 
-func readMemory() memoryJSON {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
+// memoryMetrics are the runtime/metrics names readMemory reads, in the
+// order it sums them. Unlike runtime.ReadMemStats they do not stop the
+// world. As runtime/metrics documents the correspondence: HeapInuse is
+// heap objects plus heap unused, HeapIdle is heap free plus released.
+var memoryMetrics = []string{
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/unused:bytes",
+	"/memory/classes/heap/free:bytes",
+	"/memory/classes/heap/released:bytes",
+	"/memory/classes/total:bytes",
+	"/gc/cycles/total:gc-cycles",
+}
+
+// readMemory reads the memory figures into samples, which it allocates
+// on the first call (the caller keeps them for the next).
+func readMemory(samples *[]rtmetrics.Sample) memoryJSON {
+	if *samples == nil {
+		*samples = make([]rtmetrics.Sample, len(memoryMetrics))
+		for i, name := range memoryMetrics {
+			(*samples)[i].Name = name
+		}
+	}
+	ss := *samples
+	rtmetrics.Read(ss)
+	v := func(i int) uint64 {
+		if ss[i].Value.Kind() != rtmetrics.KindUint64 {
+			return 0 // a name this runtime does not know
+		}
+		return ss[i].Value.Uint64()
+	}
 	return memoryJSON{
-		HeapInUseBytes:    ms.HeapInuse,
-		HeapIdleBytes:     ms.HeapIdle,
-		HeapReleasedBytes: ms.HeapReleased,
-		SysBytes:          ms.Sys,
+		HeapInUseBytes:    v(0) + v(1),
+		HeapIdleBytes:     v(2) + v(3),
+		HeapReleasedBytes: v(3),
+		SysBytes:          v(4),
 		RSSBytes:          rss(),
-		GCCycles:          ms.NumGC,
+		GCCycles:          uint32(v(5)),
 	}
 }
 
@@ -72,7 +118,7 @@ func rss() uint64 {
 	return pages * uint64(os.Getpagesize())
 }
 
-// statsBody returns the current statistics.
+// statsBody returns the current statistics; the caller holds s.sc.mu.
 func (s *Service) statsBody(now time.Time) statsJSON {
 	snap := s.stats.snapshot(now)
 	return statsJSON{
@@ -98,18 +144,39 @@ func (s *Service) statsBody(now time.Time) statsJSON {
 		LatencySamples: snap.LatencySamples,
 		Goroutines:     runtime.NumGoroutine(),
 		GOMAXPROCS:     runtime.GOMAXPROCS(0),
-		Memory:         readMemory(),
+		Memory:         readMemory(&s.sc.samples),
 	}
 }
 
+// statsSnapshot returns the body of GET /sudoku/stats for a request that
+// started at now: the cached one while it is younger than statsMaxAge
+// (or newer than now, built while the request waited), else a new one.
+// The body is shared: callers only read it.
+func (s *Service) statsSnapshot(now time.Time) ([]byte, error) {
+	s.sc.mu.Lock()
+	defer s.sc.mu.Unlock()
+	if s.sc.body != nil && now.Sub(s.sc.at) < statsMaxAge {
+		return s.sc.body, nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // as appendJSONString: the worker id as given
+	if err := enc.Encode(s.statsBody(now)); err != nil {
+		return nil, err
+	}
+	s.sc.at, s.sc.body = now, buf.Bytes()
+	s.sc.refreshes++
+	return s.sc.body, nil
+}
+
 func (s *Service) serveStats(w http.ResponseWriter, st *reqState, now time.Time) {
-	b, err := json.Marshal(s.statsBody(now))
+	b, err := s.statsSnapshot(now)
 	if err != nil {
 		s.fail(w, st, err, "")
 		return
 	}
 	st.outcome = outcomeStats
-	s.write(w, st, http.StatusOK, typeJSON, append(b, '\n'))
+	s.write(w, st, http.StatusOK, typeJSON, b)
 }
 
 func (s *Service) openConns() int64 {

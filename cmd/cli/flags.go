@@ -39,11 +39,15 @@ func (fs *FlagSet) envName(name string) string {
 }
 
 // Parse parses args, then sets every flag not given in args from its
-// environment twin as getenv reports it. Positional arguments are an error.
+// environment twin as lookupEnv reports it. A twin that is set, even to the
+// empty string, sets its flag: an empty value turns a string setting off
+// (SUDOKU_FCGI_PPROF_LISTEN=) and is an invalid value for a number or a
+// duration; only an unset twin leaves the default. Positional arguments are
+// an error.
 // Every error it returns is a *UsageError.
 // After -help or -version, which it prints, it returns flag.ErrHelp: the
 // caller exits 0 without doing anything else.
-func (fs *FlagSet) Parse(args []string, getenv func(string) string) error {
+func (fs *FlagSet) Parse(args []string, lookupEnv func(string) (string, bool)) error {
 	if err := fs.FlagSet.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -61,7 +65,7 @@ func (fs *FlagSet) Parse(args []string, getenv func(string) string) error {
 			return
 		}
 		name := fs.envName(f.Name)
-		if v := getenv(name); v != "" {
+		if v, ok := lookupEnv(name); ok {
 			if serr := fs.Set(f.Name, v); serr != nil {
 				err = &UsageError{fmt.Errorf("invalid value %q for $%s: %w", v, name, serr)}
 			}
@@ -73,6 +77,22 @@ func (fs *FlagSet) Parse(args []string, getenv func(string) string) error {
 	if fs.version {
 		fmt.Fprintln(fs.Output(), Version(fs.Name()))
 		return flag.ErrHelp
+	}
+	return nil
+}
+
+// NonEmpty returns a *UsageError naming the first of the flags called names
+// whose value is the empty string: an environment twin set to "" empties
+// its flag (Parse), which settings without an empty meaning refuse here.
+func (fs *FlagSet) NonEmpty(names ...string) error {
+	for _, name := range names {
+		f := fs.Lookup(name)
+		if f == nil {
+			panic("cli: NonEmpty of undefined flag -" + name)
+		}
+		if f.Value.String() == "" {
+			return &UsageError{fmt.Errorf("-%s is empty ($%s): give a value or unset the variable for the default %s", name, fs.envName(name), quoteDefault(f))}
+		}
 	}
 	return nil
 }
@@ -126,7 +146,7 @@ func quoteDefault(f *flag.Flag) string {
 // its flags (sudoku solve [flags] [FILE...]): it returns them instead of
 // rejecting them. Everything else, env twins, -help and -version, is as in
 // Parse.
-func (fs *FlagSet) ParseFiles(args []string, getenv func(string) string) ([]string, error) {
+func (fs *FlagSet) ParseFiles(args []string, lookupEnv func(string) (string, bool)) ([]string, error) {
 	if err := fs.FlagSet.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -136,7 +156,7 @@ func (fs *FlagSet) ParseFiles(args []string, getenv func(string) string) ([]stri
 	rest := fs.Args()
 	// The flags given in args stay set, so the environment fills in only
 	// the others.
-	if err := fs.Parse(nil, getenv); err != nil {
+	if err := fs.Parse(nil, lookupEnv); err != nil {
 		return nil, err
 	}
 	return rest, nil

@@ -12,8 +12,8 @@ import (
 	"sudoku-fcgi/solver"
 )
 
-func env(m map[string]string) func(string) string {
-	return func(k string) string { return m[k] }
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
 func newTestSet(out *bytes.Buffer) (*FlagSet, *string, *int, *time.Duration) {
@@ -37,6 +37,9 @@ func TestParseEnvTwins(t *testing.T) {
 		{"env", nil, map[string]string{"SUDOKU_LOAD_URL": "http://x", "SUDOKU_LOAD_C": "4", "SUDOKU_LOAD_DURATION": "2s"}, "http://x", 4, 2 * time.Second},
 		{"flag wins", []string{"-c", "8"}, map[string]string{"SUDOKU_LOAD_C": "4"}, "http://127.0.0.1:8080", 8, 0},
 		{"other prefix ignored", nil, map[string]string{"SUDOKU_C": "4", "C": "5"}, "http://127.0.0.1:8080", 32, 0},
+		// A twin set to the empty string sets the empty value, not the default.
+		{"empty env", nil, map[string]string{"SUDOKU_LOAD_URL": ""}, "", 32, 0},
+		{"flag wins over empty env", []string{"-url", "http://y"}, map[string]string{"SUDOKU_LOAD_URL": ""}, "http://y", 32, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,6 +63,7 @@ func TestParseErrorsAreUsageErrors(t *testing.T) {
 		want string
 	}{
 		{"bad env value", nil, map[string]string{"SUDOKU_LOAD_C": "many"}, `invalid value "many" for $SUDOKU_LOAD_C`},
+		{"empty env number", nil, map[string]string{"SUDOKU_LOAD_C": ""}, `invalid value "" for $SUDOKU_LOAD_C`},
 		{"bad flag value", []string{"-c", "x"}, nil, `invalid value "x" for flag -c`},
 		{"unknown flag", []string{"-nope"}, nil, "flag provided but not defined: -nope"},
 		{"positional", []string{"extra"}, nil, `unexpected argument "extra"`},
@@ -78,6 +82,26 @@ func TestParseErrorsAreUsageErrors(t *testing.T) {
 				t.Errorf("exitCode(%v) = %d, want 2", err, code)
 			}
 		})
+	}
+}
+
+func TestNonEmpty(t *testing.T) {
+	var out bytes.Buffer
+	fs, _, _, _ := newTestSet(&out)
+	if err := fs.Parse(nil, env(map[string]string{"SUDOKU_LOAD_URL": ""})); err != nil {
+		t.Fatalf("Parse = %v", err)
+	}
+	err := fs.NonEmpty("c", "url")
+	var ue *UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), `-url is empty ($SUDOKU_LOAD_URL)`) || !strings.Contains(err.Error(), `"http://127.0.0.1:8080"`) {
+		t.Errorf("NonEmpty(c, url) after SUDOKU_LOAD_URL= is %v, want a *UsageError naming -url, its twin and its default", err)
+	}
+	fs, _, _, _ = newTestSet(&out)
+	if err := fs.Parse(nil, env(nil)); err != nil {
+		t.Fatalf("Parse = %v", err)
+	}
+	if err := fs.NonEmpty("c", "url"); err != nil {
+		t.Errorf("NonEmpty with the defaults = %v, want nil", err)
 	}
 }
 

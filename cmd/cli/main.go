@@ -12,9 +12,9 @@ import (
 )
 
 // Runner is what a command's main hands over to: the context ends on SIGINT
-// or SIGTERM; args are the arguments after the program's name; getenv and
-// stdout are os.Getenv and os.Stdout, so tests can call it with their own.
-type Runner func(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error
+// or SIGTERM; args are the arguments after the program's name; lookupEnv and
+// stdout are os.LookupEnv and os.Stdout, so tests can call it with their own.
+type Runner func(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout io.Writer) error
 
 // Main runs run for the command called name and exits with exitCode's
 // status, after run has returned and its context is released, so every
@@ -23,7 +23,7 @@ type Runner func(ctx context.Context, args []string, getenv func(string) string,
 func Main(name string, run Runner) {
 	stampVersion()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout)
 	stop()
 	os.Exit(exitCode(name, err, os.Stderr))
 }

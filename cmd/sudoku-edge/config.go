@@ -36,7 +36,7 @@ type config struct {
 	accessLog  nginx.AccessLog // its Path relative to the run directory until parseConfig ends
 }
 
-func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*config, error) {
+func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io.Writer) (*config, error) {
 	c := &config{}
 	s := &c.sup
 	fs := cli.NewFlagSet(name, summary, stdout)
@@ -87,7 +87,11 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (*
 	fs.IntVar(&o.HSTSMaxAge, "tls-hsts-max-age", 63072000, "HSTS max-age in `seconds`")
 	fs.StringVar(&c.accessLog.Path, "access-log-socket", "access-log.sock", "unix datagram `socket` nginx sends short access log lines to (one request in 16, and each answer of status 400 and up but 429 and 503), which sudoku-edge counts by status and source (sudoku_edge_nginx_responses_total), relative to -run-dir; empty turns it off")
 	fs.BoolVar(&c.accessLog.All, "access-log-all", false, "send a line for every answer to -access-log-socket: exact counts, at sudoku-edge CPU for each answer")
-	if err := fs.Parse(args, getenv); err != nil {
+	if err := fs.Parse(args, lookupEnv); err != nil {
+		return nil, err
+	}
+	if err := fs.NonEmpty("run-dir", "nginx", "nginx-conf", "log-level", "www-root", "status-listen",
+		"tls-ca", "tls-storage", "tls-listen", "http-listen", "tls-locations"); err != nil {
 		return nil, err
 	}
 	var err error

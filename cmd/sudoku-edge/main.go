@@ -34,8 +34,8 @@ func main() { cli.Main(name, run) }
 
 // run parses the flags and env, wires the logger, the metrics registry and
 // the signals into an nginx.Supervisor and runs it until ctx ends.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	c, err := parseConfig(args, getenv, stdout)
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout io.Writer) error {
+	c, err := parseConfig(args, lookupEnv, stdout)
 	if err != nil {
 		return err
 	}

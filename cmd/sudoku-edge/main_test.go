@@ -25,7 +25,7 @@ import (
 // env is the environment a test runs the command with.
 type env map[string]string
 
-func (e env) get(name string) string { return e[name] }
+func (e env) get(name string) (string, bool) { v, ok := e[name]; return v, ok }
 
 // mustParse is parseConfig of args and e, which must succeed.
 func mustParse(t *testing.T, args []string, e env) *config {
@@ -47,6 +47,11 @@ func TestParseConfig(t *testing.T) {
 		if (targetsFlag{&s.Workers}).String() != "sudoku:9000" || s.ResolveInterval != time.Second || s.Upstream != (nginx.Upstream{MaxConns: 256, MaxFails: 0}) || s.BudgetHold != time.Minute || s.RunDir != "/run/sudoku-edge" ||
 			s.Bin != "nginx" || s.Conf != "/etc/nginx/nginx.conf" || s.ChallengeListen != "127.0.0.1:8081" || s.MetricsListen != ":9145" {
 			t.Errorf("parseConfig(nil) = %+v, want the documented defaults", s)
+		}
+	})
+	t.Run("an empty twin turns metrics off", func(t *testing.T) {
+		if c := mustParse(t, nil, env{"SUDOKU_EDGE_METRICS_LISTEN": ""}); c.sup.MetricsListen != "" {
+			t.Errorf("SUDOKU_EDGE_METRICS_LISTEN= gives -metrics-listen %q, want empty (off)", c.sup.MetricsListen)
 		}
 	})
 	t.Run("unix socket targets", func(t *testing.T) {
@@ -106,6 +111,11 @@ func TestParseConfig(t *testing.T) {
 		{[]string{"-trusted-clients", "10.0.0.0/33"}, nil, "trusted-clients"},
 		{[]string{"-real-ip-from", "10.0.0.0/33"}, nil, "real-ip-from"},
 		{[]string{"extra"}, nil, "unexpected argument"},
+		// An empty twin is the empty value, which these settings refuse.
+		{nil, map[string]string{"SUDOKU_EDGE_RUN_DIR": ""}, "-run-dir is empty ($SUDOKU_EDGE_RUN_DIR)"},
+		{nil, map[string]string{"SUDOKU_EDGE_LOG_LEVEL": ""}, "-log-level is empty"},
+		{nil, map[string]string{"SUDOKU_EDGE_WORKERS": ""}, "SUDOKU_EDGE_WORKERS"},
+		{nil, map[string]string{"SUDOKU_EDGE_BUDGET_HOLD": ""}, "SUDOKU_EDGE_BUDGET_HOLD"},
 	}
 	for _, tt := range bad {
 		t.Run(strings.Join(tt.args, " ")+fmt.Sprint(tt.env), func(t *testing.T) {

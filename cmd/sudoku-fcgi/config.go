@@ -18,9 +18,10 @@ import (
 )
 
 const summary = `The Sudoku FastCGI worker that nginx talks to. It serves the public API
-over FastCGI (-listen) and metrics, health and pprof over plain HTTP on an
-internal address (-internal-listen), and drains gracefully on SIGTERM or
-SIGINT.`
+over FastCGI (-listen), metrics and health over plain HTTP on an internal
+address (-internal-listen), the pprof profiles only on an address of their
+own when -pprof-listen names one (off by default), and drains gracefully on
+SIGTERM or SIGINT.`
 
 // config is what the command line and the environment set.
 type config struct {
@@ -61,7 +62,7 @@ func defaultConfig() config {
 
 // parseConfig reads the flags and their environment twins and checks them;
 // every error it returns is a *cli.UsageError (or flag.ErrHelp).
-func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
+func parseConfig(args []string, lookupEnv func(string) (string, bool), out io.Writer) (config, error) {
 	c := defaultConfig()
 	fs := cli.NewFlagSet("sudoku-fcgi", summary, out)
 	fs.StringVar(&c.listen, "listen", c.listen, "FastCGI `address`: host:port (loopback by default; the image listens on :9000), a unix socket path (contains a /), or a directory ending in / for a socket named <id>.sock in it (replicas sharing the directory get a file each)")
@@ -87,7 +88,10 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&c.logFlush, "log-flush", c.logFlush, "buffer log lines up to this long (0: write each line at once)")
 	fs.StringVar(&c.pprofListen, "pprof-listen", c.pprofListen, "serve net/http/pprof's /debug/pprof/ over HTTP on this `address` (off when empty; a port without a host, :6060, listens on 127.0.0.1 only)")
 	fs.BoolVar(&c.healthcheck, "healthcheck", false, "GET http://127.0.0.1:<internal port>/readyz and exit 0 if ready, 1 if not (for Docker HEALTHCHECK)")
-	if err := fs.Parse(args, getenv); err != nil {
+	if err := fs.Parse(args, lookupEnv); err != nil {
+		return c, err
+	}
+	if err := fs.NonEmpty("listen", "internal-listen", "id", "log-level"); err != nil {
 		return c, err
 	}
 	if err := c.check(); err != nil {

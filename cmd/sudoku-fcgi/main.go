@@ -1,7 +1,8 @@
 // Command sudoku-fcgi is the Sudoku FastCGI worker that nginx talks to. It
-// serves the public API over FastCGI (-listen) and metrics, health and
-// pprof over plain HTTP on an internal address (-internal-listen), and
-// drains gracefully on SIGTERM or SIGINT.
+// serves the public API over FastCGI (-listen), metrics and health over
+// plain HTTP on an internal address (-internal-listen), the pprof profiles
+// only on an address of their own when -pprof-listen names one (off by
+// default), and drains gracefully on SIGTERM or SIGINT.
 //
 // Every flag has an environment twin, $SUDOKU_FCGI_<FLAG> (shown in
 // -help); a flag given on the command line wins over its variable.
@@ -27,8 +28,8 @@ import (
 
 func main() { cli.Main("sudoku-fcgi", run) }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	c, err := parseConfig(args, getenv, stdout)
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout io.Writer) error {
+	c, err := parseConfig(args, lookupEnv, stdout)
 	if err != nil {
 		return err
 	}
@@ -43,10 +44,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log := zerolog.New(logw).Level(c.level).With().Timestamp().
 		Str("service", "sudoku-fcgi").Str("worker", c.svc.WorkerID).Logger()
-	if c.gcPercent > 0 && getenv("GOGC") == "" {
+	gogc, _ := lookupEnv("GOGC") // the runtime reads an empty GOGC as unset
+	if c.gcPercent > 0 && gogc == "" {
 		debug.SetGCPercent(c.gcPercent)
 	}
-	if c.memoryLimit > 0 && getenv("GOMEMLIMIT") == "" {
+	if gomemlimit, _ := lookupEnv("GOMEMLIMIT"); c.memoryLimit > 0 && gomemlimit == "" {
 		debug.SetMemoryLimit(int64(c.memoryLimit))
 	}
 
@@ -79,7 +81,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	log.Info().Str("version", version.Version).Str("revision", version.Revision).Str("listen", ln.Addr().String()).
 		Str("internal_listen", c.internalListen).Int("gomaxprocs", runtime.GOMAXPROCS(0)).Int("gc_percent", c.gcPercent).
 		Stringer("memory_limit", &c.memoryLimit).
-		Str("gogc", getenv("GOGC")).Str("pprof_listen", c.pprofListen).
+		Str("gogc", gogc).Str("pprof_listen", c.pprofListen).
 		Int("pool", cfg.PoolSize).Int("queue", cfg.QueueSize).Dur("queue_timeout", cfg.QueueTimeout).
 		Dur("solve_timeout", cfg.SolveTimeout).Msg("starting")
 

@@ -22,12 +22,12 @@ import (
 	"sudoku-fcgi/fcgi/fcgiserver"
 )
 
-func env(kv ...string) func(string) string {
+func env(kv ...string) func(string) (string, bool) {
 	m := map[string]string{}
 	for i := 0; i+1 < len(kv); i += 2 {
 		m[kv[i]] = kv[i+1]
 	}
-	return func(k string) string { return m[k] }
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
 func TestHelpShowsEnvTwins(t *testing.T) {
@@ -45,6 +45,11 @@ func TestHelpShowsEnvTwins(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("-help lacks %q", want)
 		}
+	}
+	// The summary names the listener pprof is on: its own, not the
+	// internal one (TestRun checks the internal one has none).
+	if summary, _, _ := strings.Cut(out.String(), "Flags"); !strings.Contains(summary, "pprof profiles only on an address of their\nown when -pprof-listen") {
+		t.Errorf("-help's summary does not put pprof on -pprof-listen:\n%s", summary)
 	}
 }
 
@@ -71,7 +76,7 @@ func TestParseFlags(t *testing.T) {
 	t.Run("socket directory", func(t *testing.T) {
 		for _, tt := range []struct {
 			args []string
-			env  func(string) string
+			env  func(string) (string, bool)
 			want string
 		}{
 			{[]string{"-listen", "/run/sudoku-fcgi/", "-id", "3f2a9c1b"}, env(), "/run/sudoku-fcgi/3f2a9c1b.sock"},
@@ -88,13 +93,15 @@ func TestParseFlags(t *testing.T) {
 	t.Run("pprof", func(t *testing.T) {
 		for _, tt := range []struct {
 			args []string
-			env  func(string) string
+			env  func(string) (string, bool)
 			want string
 		}{
 			{nil, env(), ""},
 			{[]string{"-pprof-listen", ":6060"}, env(), "127.0.0.1:6060"},
 			{nil, env("SUDOKU_FCGI_PPROF_LISTEN", ":6061"), "127.0.0.1:6061"},
 			{[]string{"-pprof-listen", "0.0.0.0:6060"}, env(), "0.0.0.0:6060"},
+			// An empty twin turns pprof off where a flag turned it on.
+			{nil, env("SUDOKU_FCGI_PPROF_LISTEN", ""), ""},
 		} {
 			c, err := parseConfig(tt.args, tt.env, io.Discard)
 			if err != nil || c.pprofListen != tt.want {
@@ -158,10 +165,15 @@ func TestParseFlags(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		args []string
-		env  func(string) string
+		env  func(string) (string, bool)
 		want string
 	}{
 		{"bad env int", nil, env("SUDOKU_FCGI_POOL", "x"), "SUDOKU_FCGI_POOL"},
+		{"empty env int", nil, env("SUDOKU_FCGI_POOL", ""), `invalid value "" for $SUDOKU_FCGI_POOL`},
+		{"empty env id", nil, env("SUDOKU_FCGI_ID", ""), "-id is empty"},
+		{"empty env listen", nil, env("SUDOKU_FCGI_LISTEN", ""), "-listen is empty"},
+		{"empty env internal listen", nil, env("SUDOKU_FCGI_INTERNAL_LISTEN", ""), "-internal-listen is empty"},
+		{"empty env log level", nil, env("SUDOKU_FCGI_LOG_LEVEL", ""), "-log-level is empty"},
 		{"bad env duration", nil, env("SUDOKU_FCGI_SOLVE_TIMEOUT", "5"), "SUDOKU_FCGI_SOLVE_TIMEOUT"},
 		{"negative", []string{"-queue", "-1"}, env(), ">= 0"},
 		{"zero timeout", []string{"-solve-timeout", "0s"}, env(), "> 0"},
@@ -194,16 +206,16 @@ func TestHealthcheck(t *testing.T) {
 	}))
 	defer srv.Close()
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	getenv := env("SUDOKU_FCGI_INTERNAL_LISTEN", ":"+port)
-	if err := run(context.Background(), []string{"-healthcheck"}, getenv, io.Discard); err != nil {
+	lookupEnv := env("SUDOKU_FCGI_INTERNAL_LISTEN", ":"+port)
+	if err := run(context.Background(), []string{"-healthcheck"}, lookupEnv, io.Discard); err != nil {
 		t.Errorf("healthcheck against a ready worker = %v", err)
 	}
 	ready = false
-	if err := run(context.Background(), []string{"-healthcheck"}, getenv, io.Discard); err == nil {
+	if err := run(context.Background(), []string{"-healthcheck"}, lookupEnv, io.Discard); err == nil {
 		t.Error("healthcheck against a draining worker succeeded")
 	}
 	srv.Close()
-	if err := run(context.Background(), []string{"-healthcheck"}, getenv, io.Discard); err == nil {
+	if err := run(context.Background(), []string{"-healthcheck"}, lookupEnv, io.Discard); err == nil {
 		t.Error("healthcheck with nothing listening succeeded")
 	}
 }

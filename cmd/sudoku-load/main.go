@@ -61,7 +61,7 @@ func usage(w io.Writer) {
 	}
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout io.Writer) error {
 	if len(args) == 0 {
 		return &cli.UsageError{Err: fmt.Errorf("no mode given: want one of %s (see -help)", strings.Join(modeNames(), ", "))}
 	}
@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs := cli.NewFlagSet(name+" "+args[0], summary, stdout)
 	c := newCommon(fs, args[0])
 	runMode := m.setup(fs, c)
-	if err := fs.Parse(args[1:], getenv); err != nil {
+	if err := fs.Parse(args[1:], lookupEnv); err != nil {
 		return err
 	}
 	return c.run(ctx, runMode, stdout)

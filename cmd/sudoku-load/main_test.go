@@ -65,8 +65,8 @@ func fakeHandler(t *testing.T) http.Handler {
 	})
 }
 
-func env(m map[string]string) func(string) string {
-	return func(k string) string { return m[k] }
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
 // shape replaces every value of a decoded JSON document by its type, and

@@ -17,8 +17,8 @@ import (
 )
 
 func main() {
-	cli.Main("sudoku", func(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-		return run(ctx, args, getenv, os.Stdin, stdout)
+	cli.Main("sudoku", func(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout io.Writer) error {
+		return run(ctx, args, lookupEnv, os.Stdin, stdout)
 	})
 }
 
@@ -33,7 +33,7 @@ Run 'sudoku solve -h' for the solve command's flags and an example,
 
 // run is the whole command; main only wires the process to it. stdin is
 // where solve reads when it is given no file.
-func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stdout, usage)
 		return &cli.UsageError{Err: fmt.Errorf("no command given")}
@@ -46,7 +46,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprintln(stdout, cli.Version("sudoku"))
 		return nil
 	case "solve":
-		return runSolve(ctx, args[1:], getenv, stdin, stdout)
+		return runSolve(ctx, args[1:], lookupEnv, stdin, stdout)
 	default:
 		return &cli.UsageError{Err: fmt.Errorf("unknown command %q (run 'sudoku -h')", args[0])}
 	}

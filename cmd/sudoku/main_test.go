@@ -22,7 +22,7 @@ const (
 	noSolution = "000000000040000001000002030000003020001040000005000060030000004070080009620007000"
 )
 
-func noEnv(string) string { return "" }
+func noEnv(string) (string, bool) { return "", false }
 
 func runCLI(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
@@ -210,8 +210,8 @@ func TestRunErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			getenv := func(k string) string { return tt.env[k] }
-			err := run(context.Background(), tt.args, getenv, strings.NewReader(""), io.Discard)
+			lookupEnv := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
+			err := run(context.Background(), tt.args, lookupEnv, strings.NewReader(""), io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("run(%q) error = %v, want one containing %q", tt.args, err, tt.want)
 			}
@@ -230,7 +230,7 @@ func TestReadError(t *testing.T) {
 func TestEnvTwins(t *testing.T) {
 	env := map[string]string{"SUDOKU_UNIQUE": "true", "SUDOKU_JOBS": "3"}
 	var out bytes.Buffer
-	err := run(context.Background(), []string{"solve"}, func(k string) string { return env[k] }, strings.NewReader(test1+"\n"), &out)
+	err := run(context.Background(), []string{"solve"}, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, strings.NewReader(test1+"\n"), &out)
 	if err != nil || out.String() != test1Sol+" unique\n" {
 		t.Fatalf("run with SUDOKU_UNIQUE=true = %q, %v; want %q", out.String(), err, test1Sol+" unique\n")
 	}

@@ -48,7 +48,7 @@ type solveConfig struct {
 	jobs   int
 }
 
-func runSolve(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
+func runSolve(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdin io.Reader, stdout io.Writer) error {
 	fs := cli.NewFlagSet("sudoku solve", solveSummary, stdout)
 	flagsUsage := fs.Usage
 	fs.Usage = func() {
@@ -58,7 +58,7 @@ func runSolve(ctx context.Context, args []string, getenv func(string) string, st
 	var cfg solveConfig
 	fs.BoolVar(&cfg.unique, "unique", false, "also prove each solution unique")
 	fs.IntVar(&cfg.jobs, "jobs", runtime.GOMAXPROCS(0), "solve on `N` goroutines; output stays in input order")
-	files, err := fs.ParseFiles(args, getenv)
+	files, err := fs.ParseFiles(args, lookupEnv)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // -help or -version, printed: nothing else to do
 	}

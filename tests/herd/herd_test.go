@@ -202,7 +202,7 @@ func TestRunWritesTablesAndAPlot(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "herd.svg")
 	var out bytes.Buffer
 	args := []string{"-requests", "2000", "-utilisation", "0.5,0.9", "-shapes", "3x6,2x4", "-stale", "1ms", "-sweep", "0,5ms", "-svg", svg}
-	if err := run(context.Background(), args, func(string) string { return "" }, &out); err != nil {
+	if err := run(context.Background(), args, func(string) (string, bool) { return "", false }, &out); err != nil {
 		t.Fatalf("run(%q): %v", args, err)
 	}
 	for _, want := range []string{"### 3 balancers x 6 servers", "### 2 balancers x 4 servers", "| least-loaded, 1ms stale |",
@@ -242,12 +242,12 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"-sweep-utilisation", "0"},
 		{"extra"},
 	} {
-		err := run(context.Background(), args, func(string) string { return "" }, &bytes.Buffer{})
+		err := run(context.Background(), args, func(string) (string, bool) { return "", false }, &bytes.Buffer{})
 		if _, ok := errors.AsType[*cli.UsageError](err); !ok {
 			t.Errorf("run(%q) = %v, want a *cli.UsageError", args, err)
 		}
 	}
-	if err := run(context.Background(), []string{"-help"}, func(string) string { return "" }, &bytes.Buffer{}); !errors.Is(err, flag.ErrHelp) {
+	if err := run(context.Background(), []string{"-help"}, func(string) (string, bool) { return "", false }, &bytes.Buffer{}); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("run(-help) = %v, want flag.ErrHelp", err)
 	}
 }

@@ -68,7 +68,7 @@ type options struct {
 	seed      uint64
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout io.Writer) error {
 	fs := cli.NewFlagSet("herd", "Simulates B balancers in front of S servers under four policies and prints p50/p99\nlatency and the busiest server's queue against utilisation.", stdout)
 	var (
 		o                                      options
@@ -90,7 +90,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.StringVar(&o.svg, "svg", "", "write the plot to this SVG `file`")
 	fs.IntVar(&o.parallel, "parallel", 2, "points simulated at once")
 	fs.Int64Var(&seed, "seed", 1, "random seed")
-	if err := fs.Parse(args, getenv); err != nil {
+	if err := fs.Parse(args, lookupEnv); err != nil {
 		return err
 	}
 	if doMeasure {

@@ -11,6 +11,7 @@
 #   SUDOKU_IT_EXPORTER_PORT  host port for the exporter  (29113)
 #   SUDOKU_IT_PROMETHEUS_PORT host port for Prometheus   (29090; the stack
 #                            runs with the compose profile "monitoring")
+#   SUDOKU_IT_ALERTMANAGER_PORT host port for Alertmanager (29093)
 #   SUDOKU_IT_COMPOSE_FILES  extra `-f file` arguments, e.g. an override file
 #   SUDOKU_IT_KEEP=1         leave the stack running afterwards (for debugging)
 #   SUDOKU_IT_REUSE=1        use the project's running stack as is: no build,
@@ -25,6 +26,7 @@ http_port=${SUDOKU_IT_HTTP_PORT:-28080}
 https_port=${SUDOKU_IT_HTTPS_PORT:-28443}
 exporter_port=${SUDOKU_IT_EXPORTER_PORT:-29113}
 prometheus_port=${SUDOKU_IT_PROMETHEUS_PORT:-29090}
+alertmanager_port=${SUDOKU_IT_ALERTMANAGER_PORT:-29093}
 up_timeout=${SUDOKU_IT_UP_TIMEOUT:-300}
 base=http://127.0.0.1:$http_port
 data=tests/integration/testdata
@@ -34,6 +36,7 @@ export SUDOKU_HTTP_PORT=127.0.0.1:$http_port
 export SUDOKU_PROMETHEUS_PORT=127.0.0.1:$prometheus_port
 export SUDOKU_HTTPS_PORT=127.0.0.1:$https_port
 export SUDOKU_EXPORTER_PORT=127.0.0.1:$exporter_port
+export SUDOKU_ALERTMANAGER_PORT=127.0.0.1:$alertmanager_port
 
 if docker compose version >/dev/null 2>&1; then
 	compose_cmd=(docker compose)
@@ -58,6 +61,8 @@ service_logs() { # service: its containers' logs, stdout and stderr
 }
 
 log() { printf 'integration: %s\n' "$*" >&2; }
+# shellcheck source=tests/lib.sh
+source tests/lib.sh # wait_healthy, setuid_files
 
 passed=0 failed=0
 declare -a failures=()
@@ -847,6 +852,46 @@ case_exporter() {
 	fail "exporter /metrics lacks a non-zero nginx_connections_accepted: $(grep '^nginx_' "$work/metrics" | tr '\n' ' ')"
 }
 
+# No container of the stack has a setuid or setgid file: nothing in it gains
+# a privilege on exec, where no-new-privileges is not set (Swarm). Every
+# image strips them as docker/nginx.Dockerfile does.
+case_no_setuid() {
+	local id name files bad=0 n=0
+	for id in $(containers); do
+		name=$(docker inspect -f '{{index .Config.Labels "com.docker.compose.service"}}' "$id")
+		n=$((n + 1))
+		files=$(setuid_files "$id") || true
+		[[ -z $files ]] || { fail "$name: $(tr '\n' ' ' <<<"$files")"; bad=1; }
+	done
+	((n >= 5)) || fail "scanned $n containers, want every service's (5 or more)" || return 1
+	((bad == 0)) || return 1
+	echo "     $n containers scanned, none has a setuid or setgid file"
+}
+
+# Alerts reach Alertmanager: with nginx stopped, the exporter reads
+# nginx_up 0, SudokuNginxDown fires after its production `for:` (1m) and
+# Prometheus sends it on; Alertmanager's API lists it. nginx is started
+# again (and healthy) before the case ends.
+case_alert_reaches_alertmanager() {
+	local am=http://127.0.0.1:$alertmanager_port t0=$SECONDS got=
+	curl -fs -m 5 "$am/-/ready" >/dev/null || fail "Alertmanager not ready on $am" || return 1
+	[[ $(curl -fs -m 5 "$am/api/v2/alerts?filter=alertname%3DSudokuNginxDown" | jq length) == 0 ]] ||
+		fail "SudokuNginxDown active before nginx stopped" || return 1
+	compose stop nginx >/dev/null 2>&1 || fail "could not stop nginx" || return 1
+	while ((SECONDS - t0 < 180)); do
+		got=$(curl -fs -m 5 "$am/api/v2/alerts?filter=alertname%3DSudokuNginxDown" |
+			jq -r '[.[] | select(.status.state == "active") | .labels.severity] | first // empty')
+		[[ -n $got ]] && break
+		sleep 2
+	done
+	local waited=$((SECONDS - t0))
+	compose start nginx >/dev/null 2>&1
+	wait_healthy "$(containers nginx)" nginx 60 || fail "nginx not healthy again after the case" || return 1
+	[[ -n $got ]] || fail "SudokuNginxDown not in Alertmanager's /api/v2/alerts ${waited}s after nginx stopped; Prometheus: $(curl -s -m 5 "http://127.0.0.1:$prometheus_port/api/v1/alerts" | head -c 400)" || return 1
+	[[ $got == critical ]] || fail "SudokuNginxDown reached Alertmanager with severity '$got', want critical" || return 1
+	echo "     SudokuNginxDown (critical) in Alertmanager ${waited}s after nginx stopped; nginx healthy again"
+}
+
 # stack_make TARGET: the Makefile's TARGET (make down, make clean-stack) as a
 # user runs it, pointed at this suite's project by compose's own environment
 # variables; its output goes to $work/make-TARGET.log.
@@ -920,6 +965,8 @@ run_case "worker /metrics on the internal port counts the solves" case_worker_me
 run_case "a worker stops, requests keep succeeding" case_worker_stopped
 run_case "a batch whose worker dies mid-stream: lines missing, resent, every line answered" case_batch_stream_broken
 run_case "exporter shows nginx_connections_accepted" case_exporter
+run_case "no setuid or setgid file in any container" case_no_setuid
+run_case "nginx stopped: SudokuNginxDown reaches Alertmanager's API" case_alert_reaches_alertmanager
 run_case "HTTPS not published without TLS" case_no_https_without_tls
 # Takes the stack down, so it runs last, and not when the stack is to stay up.
 if [[ ${SUDOKU_IT_KEEP:-} == 1 || ${SUDOKU_IT_REUSE:-} == 1 ]]; then

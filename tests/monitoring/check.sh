@@ -13,23 +13,28 @@ query() { # expr: the JSON answer of an instant query
 	curl -fsS --max-time 5 --data-urlencode "query=$1" "$url/api/v1/query"
 }
 
-say "waiting for every target of sudoku-workers, sudoku-edge and nginx to be up"
+say "waiting for every target of sudoku-workers, sudoku-edge, nginx and alertmanager to be up"
 for i in $(seq 60); do
 	targets=$(curl -fsS --max-time 5 "$url/api/v1/targets" 2>/dev/null) || targets='{}'
 	jobs=$(jq -r '[.data.activeTargets[]? | select(.health == "up") | .labels.job] | unique | join(" ")' <<<"$targets" 2>/dev/null) || jobs=
 	down=$(jq -r '[.data.activeTargets[]? | select(.health != "up")] | length' <<<"$targets" 2>/dev/null) || down=1
-	if [[ $jobs == "nginx sudoku-edge sudoku-workers" && $down == 0 ]]; then
+	if [[ $jobs == "alertmanager nginx sudoku-edge sudoku-workers" && $down == 0 ]]; then
 		break
 	fi
 	((i % 10 == 0)) && say "after ${i}s: up jobs [$jobs], targets not up: $down"
 	sleep 1
 done
-[[ $jobs == "nginx sudoku-edge sudoku-workers" && $down == 0 ]] || {
+[[ $jobs == "alertmanager nginx sudoku-edge sudoku-workers" && $down == 0 ]] || {
 	say "FAIL: targets: $(jq -c '[.data.activeTargets[] | {job: .labels.job, instance: .labels.instance, health, lastError}]' <<<"$targets")"
 	exit 1
 }
 workers=$(jq '[.data.activeTargets[] | select(.labels.job == "sudoku-workers")] | length' <<<"$targets")
 say "targets up: $(jq '.data.activeTargets | length' <<<"$targets") ($workers workers)"
+
+# Prometheus sends its alerts somewhere: Alertmanager (prometheus.yml).
+ams=$(curl -fsS --max-time 5 "$url/api/v1/alertmanagers" | jq -r '[.data.activeAlertmanagers[].url] | join(" ")')
+[[ -n $ams ]] || { say "FAIL: Prometheus has no active Alertmanager"; exit 1; }
+say "alerts go to: $ams"
 
 rules=$(curl -fsS --max-time 5 "$url/api/v1/rules")
 bad=$(jq -r '[.data.groups[].rules[] | select(.health == "err") | "\(.name): \(.lastError)"] | join("; ")' <<<"$rules")

@@ -25,7 +25,7 @@ const name = "sudoku-reliability"
 
 func main() { cli.Main(name, run) }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout io.Writer) error {
 	var c suite.Config
 	fs := cli.NewFlagSet(name, "Runs the reliability scenarios against a fresh compose stack and judges each against its criteria (tests/reliability/README.md).", stdout)
 	fs.StringVar(&c.Project, "project", "sudoku-reliability", "compose project name")
@@ -52,7 +52,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.Float64Var(&c.Capacity, "capacity", 0, "use this C instead of measuring it (debugging only)")
 	fs.DurationVar(&c.SLO, "slo", 50*time.Millisecond, "p99 bound of the capacity search: C is the highest rate whose p99 stays within it")
 	fs.BoolVar(&c.Isolate, "isolate", true, "run the suite and its attackers on CPU 0 and the stack on the other cores, so that the load never takes the stack's CPU (on 2 or more cores)")
-	if err := fs.Parse(args, getenv); err != nil {
+	if err := fs.Parse(args, lookupEnv); err != nil {
 		return err
 	}
 	err := suite.Run(ctx, c, stdout)

@@ -14,7 +14,7 @@ import (
 // selections are usage errors, reported before anything runs.
 func TestFlags(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(t.Context(), []string{"-help"}, func(string) string { return "" }, &out); !errors.Is(err, flag.ErrHelp) {
+	if err := run(t.Context(), []string{"-help"}, func(string) (string, bool) { return "", false }, &out); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("run(-help) = %v, want flag.ErrHelp", err)
 	}
 	for _, want := range []string{"Usage: sudoku-reliability [flags]", "-skip string", "($SUDOKU_RELIABILITY_SKIP)", "($SUDOKU_RELIABILITY_PROJECT)", `(default "sudoku-reliability")`} {
@@ -32,7 +32,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"-isolate=false", "-run", "bursts", "-via", "elsewhere"}, nil, `-via "elsewhere"`},
 		{nil, map[string]string{"SUDOKU_RELIABILITY_WORKERS": "two"}, "$SUDOKU_RELIABILITY_WORKERS"},
 	} {
-		err := run(t.Context(), tc.args, func(k string) string { return tc.env[k] }, &bytes.Buffer{})
+		err := run(t.Context(), tc.args, func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }, &bytes.Buffer{})
 		if !errors.As(err, new(*cli.UsageError)) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("run(%q, %v) = %v, want a usage error containing %q", tc.args, tc.env, err, tc.want)
 		}

@@ -39,6 +39,8 @@ FAILED=0
 log() { printf '[swarm %3ds] %s\n' $((SECONDS - START)) "$*" >&2; }
 fail() { log "FAIL: $*"; FAILED=1; }
 die() { log "FAIL: $*"; exit 1; }
+# shellcheck source=tests/lib.sh
+source tests/lib.sh # setuid_files
 
 cleanup() {
 	local rc=$?
@@ -178,11 +180,13 @@ for pair in /run/sudoku-edge:run /var/lib/nginx:temp; do
 		fail "nginx's $dir: $(docker exec "$edge" stat -f -c %T "$dir"), owner $(docker exec "$edge" stat -c %u "$dir"); want tmpfs of uid 33"
 done
 docker exec "$edge" test -S /run/sudoku-edge/access-log.sock || fail "sudoku-edge has no log socket in /run/sudoku-edge"
-# find exits 1 on a directory root cannot read without capabilities (apt's
-# partial/): "scanned" says the scan ran.
-suid=$(docker exec -u 0 "$edge" bash -c 'find / -xdev -perm /6000 -type f 2>/dev/null; echo scanned' | tr '\n' ' ')
-[[ $suid == "scanned " ]] || fail "setuid or setgid files in nginx's image (or no scan): $suid"
+suid=$(setuid_files "$edge") || true
+[[ -z $suid ]] || fail "setuid or setgid files in nginx's container (or no scan): $(tr '\n' ' ' <<<"$suid")"
 log "nginx: read-only root, tmpfs volumes of uid 33 for task $task, no setuid file"
+# The exporter's image strips them as nginx's does (docker/exporter.Dockerfile).
+exporter=$(docker ps -q --filter "label=com.docker.swarm.service.name=${STACK}_exporter" | head -1)
+suid=$(setuid_files "$exporter") || true
+[[ -n $exporter && -z $suid ]] || fail "setuid or setgid files in the exporter's container '$exporter' (or no scan): $(tr '\n' ' ' <<<"$suid")"
 
 # --- pids limits in force, the exporter unpublished ---------------------------
 # Each service's deploy.resources.limits.pids in docker/stack.yml reaches its

@@ -38,13 +38,13 @@ record streams for -duration, then prints its counts as one JSON line.`
 
 func main() { cli.Main("fcgiabuse", run) }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout io.Writer) error {
 	fs := cli.NewFlagSet("fcgiabuse", summary, stdout)
 	target := fs.String("target", "sudoku:9000", "worker FastCGI `address`: host:port (inside the compose network only) or unix:<socket path>")
 	duration := fs.Duration("duration", 20*time.Second, "how long to attack")
 	hold := fs.Int("hold", 300, "connections held open with unterminated params")
 	flood := fs.Int("flood", 1000, "connections in the connection flood")
-	if err := fs.Parse(args, getenv); err != nil {
+	if err := fs.Parse(args, lookupEnv); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(*duration)

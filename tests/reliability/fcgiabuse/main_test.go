@@ -61,7 +61,7 @@ func attack(t *testing.T, ln net.Listener, target string, dial func() net.Conn) 
 
 	var out bytes.Buffer
 	args := []string{"-target", target, "-duration", "500ms", "-hold", "5", "-flood", "5"}
-	if err := run(context.Background(), args, func(string) string { return "" }, &out); err != nil {
+	if err := run(context.Background(), args, func(string) (string, bool) { return "", false }, &out); err != nil {
 		t.Fatalf("run(%q) = %v", args, err)
 	}
 	var counts map[string]int64
