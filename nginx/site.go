@@ -14,13 +14,13 @@ import (
 // from beside it. They are templates for the values a Site names; rendered
 // with the image's values they are the image's /etc/nginx files.
 //
-//go:embed nginx.conf sudoku-locations.conf sudoku-fastcgi.conf sudoku-www.conf
+//go:embed nginx.conf sudoku-locations.conf sudoku-fastcgi.conf sudoku-www.conf sudoku-guard.conf
 var siteFS embed.FS
 
 var siteTemplates = template.Must(template.New("").Option("missingkey=error").ParseFS(siteFS, "*.conf"))
 
 // siteFiles are the files RenderSite writes, in siteFS.
-var siteFiles = []string{"nginx.conf", "sudoku-locations.conf", "sudoku-fastcgi.conf", "sudoku-www.conf"}
+var siteFiles = []string{"nginx.conf", "sudoku-locations.conf", "sudoku-fastcgi.conf", "sudoku-www.conf", "sudoku-guard.conf"}
 
 // Site is where the project's nginx configuration runs: the paths and the
 // addresses nginx.conf and the files beside it name.

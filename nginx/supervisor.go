@@ -46,8 +46,10 @@ type Supervisor struct {
 	// The supervisor opens them itself and hands them to every nginx master
 	// it starts (the NGINX environment variable, as in nginx's binary
 	// upgrade), so that a master that dies is restarted without refusing a
-	// connection. A listen directive for another address binds its own
-	// socket, which is closed while no master runs.
+	// connection. A graceful stop closes them as it begins, so new
+	// connections are refused while nginx drains. A listen directive for
+	// another address binds its own socket, which is closed while no
+	// master runs.
 	Listen []netip.AddrPort
 
 	Workers         []Target      // at least one (ParseTargets)
@@ -199,7 +201,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if s.listeners, err = openListeners(s.Listen); err != nil {
 		return err
 	}
-	defer closeAll(s.listeners)
+	defer func() { closeAll(s.listeners) }() // stop closes them first
 	s.masters.set(s.newProcess())
 
 	if err := s.masters.get().Start(); err != nil {
@@ -387,6 +389,15 @@ func (s *Supervisor) stop() error {
 	if err := proc.Quit(); err != nil {
 		s.Log.Warn().Err(err).Msg("sending SIGQUIT to nginx")
 	}
+	// nginx closes its listening sockets when it quits; the supervisor's own
+	// copies would keep them open until the last worker has drained (up to
+	// worker_shutdown_timeout), the kernel accepting new connections into
+	// the backlog that no one serves. Closed now, a new connection is
+	// refused at once and its client retries elsewhere.
+	if err := closeAll(s.listeners); err != nil {
+		s.Log.Warn().Err(err).Msg("closing the listening sockets")
+	}
+	s.listeners = nil
 	var again chan os.Signal
 	if len(s.FastStop) > 0 {
 		again = make(chan os.Signal, 1)

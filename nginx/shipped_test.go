@@ -1,0 +1,391 @@
+package nginx
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/fcgi"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sudoku-fcgi/nginx/nginxtest"
+)
+
+// shippedNginx is the project's own nginx configuration (RenderSite, the
+// files the image and nginx/render-host.sh have) run by a Supervisor with
+// the host's nginx, in front of one FastCGI worker (net/http/fcgi).
+type shippedNginx struct {
+	port int
+	log  *lockedBuffer // nginx's access log (stdout)
+	done <-chan error
+	stop context.CancelFunc
+}
+
+// lockedBuffer is a bytes.Buffer safe for the supervisor's copy and the
+// test's reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startShipped renders the shipped configuration with an HTTP listen of
+// listen (a port, or an address and port, "%d" standing for a free port)
+// and runs it; worker answers every FastCGI request (nil: no worker
+// listens, every request finds none). set adjusts the Supervisor before
+// Run.
+func startShipped(t *testing.T, listen string, worker http.Handler, set func(*Supervisor)) *shippedNginx {
+	t.Helper()
+	bin := nginxtest.NeedNginx(t)
+	dir := t.TempDir()
+	port, statusPort, chPort := nginxtest.FreePort(t), nginxtest.FreePort(t), nginxtest.FreePort(t)
+	wln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	workerAddr := wln.Addr().String()
+	if worker != nil {
+		go fcgi.Serve(wln, worker)
+		t.Cleanup(func() { wln.Close() })
+	} else {
+		wln.Close() // refused: nginx finds no worker that takes the request
+	}
+	_, file, _, _ := runtime.Caller(0)
+	site := Site{
+		RunDir: filepath.Join(dir, "run"), WWWRoot: filepath.Join(filepath.Dir(file), "www"),
+		HTTPListen: fmt.Sprintf(listen, port), StatusListen: fmt.Sprintf("127.0.0.1:%d", statusPort),
+		ChallengeListen: fmt.Sprintf("127.0.0.1:%d", chPort), TempDir: filepath.Join(dir, "tmp"),
+	}
+	if err := RenderSite(dir, site); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(site.TempDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// nginx runs as root here: its workers read the test's private
+	// directories. The rest is the shipped nginx.conf as it is.
+	conf := filepath.Join(dir, "test.conf")
+	if err := os.WriteFile(conf, []byte("user root;\ninclude nginx.conf;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The admission controller's includes (sudoku-edge writes them through
+	// its Extension, not this package): empty, the controller off.
+	for _, name := range []string{"admission-http.conf", "admission-queue.conf"} {
+		if err := os.MkdirAll(site.RunDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(site.RunDir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &shippedNginx{port: port, log: &lockedBuffer{}}
+	sup := &Supervisor{
+		Bin: bin, Prefix: dir, Conf: conf, RunDir: site.RunDir, WorkerProcesses: 1,
+		Workers: targets(t, workerAddr), UpstreamParams: "max_fails=0",
+		ResolveInterval: time.Second, BudgetHold: time.Minute, ChallengeListen: site.ChallengeListen,
+		Stdout: s.log, Stderr: io.Discard, Log: nginxtest.Logger(t),
+	}
+	if set != nil {
+		set(sup)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	finished := make(chan struct{})
+	s.done = nginxtest.Background(func() error { defer close(finished); return sup.Run(ctx) })
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-finished:
+		case <-time.After(20 * time.Second):
+			t.Error("Run did not return within 20s of the cancel")
+		}
+	})
+	nginxtest.WaitUntil(t, 10*time.Second, "nginx accepts", func() error {
+		nginxtest.Running(t, s.done, "Run")
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+	return s
+}
+
+// do sends req from the source address from (empty: any) and returns the
+// answer with its body read.
+func (s *shippedNginx) do(t *testing.T, from string, req *http.Request) (*http.Response, string) {
+	t.Helper()
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	if from != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(from)}
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s from %q: %v", req.Method, req.URL, from, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the body: %v", req.Method, req.URL, err)
+	}
+	return resp, string(b)
+}
+
+// url is the URL of path on the listener, at host (an address of this
+// machine).
+func (s *shippedNginx) url(host, path string) string {
+	return fmt.Sprintf("http://%s%s", net.JoinHostPort(host, fmt.Sprint(s.port)), path)
+}
+
+// accessLine waits for nginx's access-log line of the request id and
+// returns it decoded.
+func (s *shippedNginx) accessLine(t *testing.T, id string) map[string]any {
+	t.Helper()
+	var line map[string]any
+	nginxtest.WaitUntil(t, 5*time.Second, "access-log line of "+id, func() error {
+		for _, l := range strings.Split(s.log.String(), "\n") {
+			if strings.Contains(l, `"request_id":"`+id+`"`) {
+				return json.Unmarshal([]byte(l), &line)
+			}
+		}
+		return fmt.Errorf("no line with request_id %s", id)
+	})
+	return line
+}
+
+// solver is a worker that answers every request at once, or, for a
+// query with hold=1, once release is closed.
+func solver(release <-chan struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("hold") == "1" {
+			<-release
+		}
+		w.Header().Set("X-Sudoku-Worker", "w1")
+		io.WriteString(w, `{"solution":"x"}`+"\n")
+	})
+}
+
+// nonLoopback is an IPv4 address of this machine that is not loopback, so
+// that a test can be a peer that is not.
+func nonLoopback(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			return n.IP.String()
+		}
+	}
+	t.Skip("no IPv4 address but loopback on this machine: no peer that is not loopback")
+	return ""
+}
+
+// TestShippedLoopbackExemptOnlyFromLoopbackPeer (the loopback trap): the
+// per-client limits leave loopback alone only when the connection's own
+// peer is loopback and so is the client it names. A trusted balancer that
+// is not on loopback forwarding X-Forwarded-For: 127.0.0.1 stays counted;
+// a balancer on loopback forwarding a client makes that client counted.
+// nginx's access log shows what the limit did: PASSED when counted, empty
+// for an exempt client.
+func TestShippedLoopbackExemptOnlyFromLoopbackPeer(t *testing.T) {
+	peer := nonLoopback(t)
+	s := startShipped(t, "%d", solver(nil), func(sup *Supervisor) {
+		sup.RealIPFrom, _ = ParsePrefixes(peer + ", 127.0.0.1")
+	})
+	for _, tc := range []struct {
+		what, from, xff, client, limit string
+	}{
+		{"balancer not on loopback forwarding 127.0.0.1", peer, "127.0.0.1", "127.0.0.1", "PASSED"},
+		{"balancer not on loopback forwarding ::1", peer, "::1", "::1", "PASSED"},
+		{"peer not on loopback, no header", peer, "", peer, "PASSED"},
+		{"loopback peer, no header (the host stack)", "127.0.0.1", "", "127.0.0.1", ""},
+		{"balancer on loopback forwarding a client", "127.0.0.1", "203.0.113.5", "203.0.113.5", "PASSED"},
+		{"balancer on loopback forwarding 127.0.0.1", "127.0.0.1", "127.0.0.1", "127.0.0.1", ""},
+	} {
+		req, _ := http.NewRequest("GET", s.url(tc.from, "/sudoku?puzzle=1"), nil)
+		if tc.xff != "" {
+			req.Header.Set("X-Forwarded-For", tc.xff)
+		}
+		resp, _ := s.do(t, tc.from, req)
+		line := s.accessLine(t, resp.Header.Get("X-Request-Id"))
+		if resp.StatusCode != 200 || line["remote_addr"] != tc.client || line["limit_req"] != tc.limit {
+			t.Errorf("%s: %d, logged as client %v with limit_req %q; want 200, client %s, limit_req %q",
+				tc.what, resp.StatusCode, line["remote_addr"], line["limit_req"], tc.client, tc.limit)
+		}
+	}
+}
+
+// TestShippedClientLimitIs429 ("your limit" and "service full"): a client
+// over its own rate and a client with too many requests in flight get 429
+// with a JSON body, a Retry-After of 1-3 s and the RateLimit-Policy of
+// its route, logged as refused client_limit; when no worker takes a
+// request nginx answers 503, logged as service_full.
+func TestShippedClientLimitIs429(t *testing.T) {
+	release := make(chan struct{})
+	s := startShipped(t, "127.0.0.1:%d", solver(release), func(sup *Supervisor) {
+		sup.RealIPFrom, _ = ParsePrefixes("127.0.0.1")
+	})
+	get := func(client, query string) (*http.Response, string) {
+		req, _ := http.NewRequest("GET", s.url("127.0.0.1", "/sudoku?"+query), nil)
+		req.Header.Set("X-Forwarded-For", client)
+		return s.do(t, "127.0.0.1", req)
+	}
+	check429 := func(what string, resp *http.Response, body, limitReq, limitConn string) {
+		t.Helper()
+		var e struct{ Error string }
+		if resp.StatusCode != 429 || json.Unmarshal([]byte(body), &e) != nil || !strings.Contains(e.Error, "too many requests from this client") {
+			t.Fatalf("%s: %d %q; want 429 with the client's JSON error", what, resp.StatusCode, body)
+		}
+		if ra := resp.Header.Get("Retry-After"); ra != "1" && ra != "2" && ra != "3" {
+			t.Errorf("%s: Retry-After %q, want 1, 2 or 3", what, ra)
+		}
+		if p := resp.Header.Get("RateLimit-Policy"); p != `"client";q=100;w=1` {
+			t.Errorf("%s: RateLimit-Policy %q", what, p)
+		}
+		line := s.accessLine(t, resp.Header.Get("X-Request-Id"))
+		if line["refused"] != "client_limit" || line["limit_req"] != limitReq || line["limit_conn"] != limitConn || line["status"] != 429.0 {
+			t.Errorf("%s: logged %v; want status 429, refused client_limit, limit_req %s, limit_conn %s", what, line, limitReq, limitConn)
+		}
+	}
+
+	// In flight: 64 held from one client, the 65th is its own limit; another
+	// client still gets its answer.
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if resp, body := get("203.0.113.1", "hold=1"); resp.StatusCode != 200 {
+				t.Errorf("a held request: %d %q", resp.StatusCode, body)
+			}
+		}()
+	}
+	var resp *http.Response
+	var body string
+	nginxtest.WaitUntil(t, 10*time.Second, "the 65th request in flight refused", func() error {
+		resp, body = get("203.0.113.1", "n=65")
+		if resp.StatusCode == 429 {
+			return nil
+		}
+		return fmt.Errorf("%d %q", resp.StatusCode, body)
+	})
+	check429("65th request in flight", resp, body, "PASSED", "REJECTED")
+	if resp, body := get("203.0.113.2", "other=1"); resp.StatusCode != 200 {
+		t.Errorf("another client meanwhile: %d %q, want 200", resp.StatusCode, body)
+	}
+	close(release)
+	wg.Wait()
+
+	// Rate: 100 r/s with a burst of 200; 300 at once are over it.
+	var limited *http.Response
+	var limitedBody string
+	for i := range 300 {
+		if resp, body := get("203.0.113.3", fmt.Sprint("i=", i)); resp.StatusCode == 429 {
+			limited, limitedBody = resp, body
+			break
+		}
+	}
+	if limited == nil {
+		t.Fatal("300 requests from one client without a 429")
+	}
+	check429("over the rate", limited, limitedBody, "REJECTED", "")
+
+	// Retry-After differs between requests (ids are random): the next 40
+	// refused requests show more than one value.
+	seen := map[string]int{}
+	for i := 0; i < 1000 && len(seen) < 2; i++ {
+		if resp, _ := get("203.0.113.3", fmt.Sprint("again=", i)); resp.StatusCode == 429 {
+			seen[resp.Header.Get("Retry-After")]++
+		}
+	}
+	if len(seen) < 2 {
+		t.Errorf("Retry-After of refused requests: %v, want it spread over 1-3", seen)
+	}
+}
+
+// TestShippedNoWorkerIs503: no worker takes the request (the only one
+// refuses connections): 503, service full, with Retry-After 1-3.
+func TestShippedNoWorkerIs503(t *testing.T) {
+	s := startShipped(t, "127.0.0.1:%d", nil, nil)
+	req, _ := http.NewRequest("GET", s.url("127.0.0.1", "/sudoku?puzzle=1"), nil)
+	resp, body := s.do(t, "", req)
+	if resp.StatusCode != 503 || !strings.Contains(body, `"error":"no worker available`) {
+		t.Fatalf("no worker: %d %q, want 503 no worker available", resp.StatusCode, body)
+	}
+	if ra := resp.Header.Get("Retry-After"); ra != "1" && ra != "2" && ra != "3" {
+		t.Errorf("Retry-After %q, want 1, 2 or 3", ra)
+	}
+	if line := s.accessLine(t, resp.Header.Get("X-Request-Id")); line["refused"] != "service_full" {
+		t.Errorf("logged %v, want refused service_full", line)
+	}
+}
+
+// TestShippedIndexAndMethods: a client that does not ask for HTML gets the
+// API's index at /, an unknown path a 404 that names what exists, and
+// /openapi.yaml refuses other methods than GET and HEAD with 405 and
+// Allow, as /sudoku and /sudoku/stats do with theirs.
+func TestShippedIndexAndMethods(t *testing.T) {
+	s := startShipped(t, "127.0.0.1:%d", solver(nil), nil)
+	send := func(method, path, accept string) (*http.Response, string) {
+		req, _ := http.NewRequest(method, s.url("127.0.0.1", path), strings.NewReader(""))
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		return s.do(t, "", req)
+	}
+	resp, body := send("GET", "/", "*/*")
+	var index struct {
+		Description string
+		Routes      map[string]string
+	}
+	if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &index) != nil || index.Description != "/openapi.yaml" ||
+		index.Routes["POST /sudoku"] == "" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		t.Errorf("GET / as curl: %d %s %q; want 200 and a JSON index pointing to /openapi.yaml", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	if resp, body := send("GET", "/", "text/html"); resp.StatusCode != 200 || !strings.Contains(body, "<html") {
+		t.Errorf("GET / as a browser: %d %.80q; want the page", resp.StatusCode, body)
+	}
+	resp, body = send("GET", "/nothing-here", "")
+	if resp.StatusCode != 404 || !strings.Contains(body, "/openapi.yaml") || !strings.Contains(body, "/sudoku/stats") {
+		t.Errorf("GET /nothing-here: %d %q; want a 404 naming /sudoku, /sudoku/stats and /openapi.yaml", resp.StatusCode, body)
+	}
+	for _, tc := range []struct{ method, path, allow string }{
+		{"POST", "/openapi.yaml", "GET, HEAD"},
+		{"PUT", "/openapi.yaml", "GET, HEAD"},
+		{"DELETE", "/openapi.yaml", "GET, HEAD"},
+		{"POST", "/", "GET, HEAD"},
+		{"DELETE", "/sudoku/stats", "GET, HEAD"},
+		{"PUT", "/sudoku", "GET, HEAD, POST"},
+	} {
+		resp, body := send(tc.method, tc.path, "")
+		if resp.StatusCode != 405 || resp.Header.Get("Allow") != tc.allow || !strings.Contains(body, `"error":"method not allowed"`) {
+			t.Errorf("%s %s: %d Allow %q %q; want 405, Allow %q", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Allow"), body, tc.allow)
+		}
+	}
+	if resp, body := send("GET", "/openapi.yaml", ""); resp.StatusCode != 200 || !strings.Contains(body, "openapi:") {
+		t.Errorf("GET /openapi.yaml: %d %.60q", resp.StatusCode, body)
+	}
+}
