@@ -27,7 +27,6 @@ var siteFiles = []string{"nginx.conf", "sudoku-locations.conf", "sudoku-fastcgi.
 type Site struct {
 	RunDir          string // the files sudoku-edge writes (servers.conf, ...) and nginx's pid file
 	WWWRoot         string // the web page's files
-	HTTPListen      string // nginx listen of the plain HTTP server, e.g. "8080"
 	StatusListen    string // nginx listen of stub_status, e.g. "8082"
 	ChallengeListen string // host:port of sudoku-edge's ACME challenge responder
 	TempDir         string // nginx's temporary files; empty keeps nginx's built-in paths
@@ -37,7 +36,7 @@ type Site struct {
 // into dir, for site.
 func RenderSite(dir string, site Site) error {
 	values := map[string]string{
-		"run directory": site.RunDir, "www root": site.WWWRoot, "HTTP listen": site.HTTPListen,
+		"run directory": site.RunDir, "www root": site.WWWRoot,
 		"status listen": site.StatusListen, "challenge address": site.ChallengeListen, "temp directory": site.TempDir,
 	}
 	for name, v := range values {
@@ -45,10 +44,8 @@ func RenderSite(dir string, site Site) error {
 			return fmt.Errorf("%w: %s %q", errUnsafe, name, v)
 		}
 	}
-	for _, l := range []string{site.HTTPListen, site.StatusListen} {
-		if _, err := parseListen(l); err != nil {
-			return err
-		}
+	if _, err := parseListen(site.StatusListen); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

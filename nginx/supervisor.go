@@ -39,7 +39,7 @@ type Supervisor struct {
 	Limits ProcessLimits
 	// RunDir receives the files nginx.conf includes: servers.conf,
 	// admission.conf, tls.conf, trusted-clients.conf, real-ip.conf,
-	// events.conf, keepalive.conf, and certs/ with TLS.
+	// listen.conf, events.conf, keepalive.conf, and certs/ with TLS.
 	RunDir string
 
 	// Listen lists the addresses of nginx's listen directives (ParseListen).
@@ -62,6 +62,16 @@ type Supervisor struct {
 	// X-Forwarded-For names the client (real-ip.conf); empty believes no
 	// header.
 	RealIPFrom []netip.Prefix
+	// HTTPListen is the plain HTTP server's listen (ParseListen's form),
+	// written to listen.conf, which the shipped nginx.conf includes in that
+	// server; empty writes comments only (an nginx.conf of its own).
+	HTTPListen string
+	// ProxyProtocol makes every public listen (listen.conf, tls.conf) take
+	// the PROXY protocol, and nginx take the client's address from its
+	// header when the peer is one of RealIPFrom (real_ip_header
+	// proxy_protocol) instead of from X-Forwarded-For. Every connection
+	// must then start with the header: only for balancers that send it.
+	ProxyProtocol bool
 
 	// ChallengeListen is the address of the ACME HTTP-01 responder that
 	// nginx proxies /.well-known/acme-challenge/ to. It runs with TLS off
@@ -175,6 +185,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 
 	if err := s.writeStartFiles(ctx); err != nil {
 		return err
+	}
+	if s.TLS != nil {
+		s.TLS.ProxyProtocol = s.ProxyProtocol
 	}
 	if s.tls, err = newEdgeTLS(s.TLS, s.RunDir, s.ChallengeListen, s.applier, s.Metrics, s.Log); err != nil {
 		return err
@@ -367,6 +380,9 @@ func (s *Supervisor) Render(ctx context.Context) error {
 	if err := s.writeStartFiles(ctx); err != nil {
 		return err
 	}
+	if s.TLS != nil {
+		s.TLS.ProxyProtocol = s.ProxyProtocol
+	}
 	tls, err := newEdgeTLS(s.TLS, s.RunDir, s.ChallengeListen, nil, s.Metrics, s.Log)
 	if err != nil {
 		return err
@@ -452,7 +468,20 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 	if err := s.writeProcessLimits(); err != nil {
 		return err
 	}
-	return s.writePrefixes("real-ip.conf", "trusted balancers", s.RealIPFrom, renderRealIP)
+	if err := s.writePrefixes("real-ip.conf", "trusted balancers", s.RealIPFrom, func(p []netip.Prefix) ([]byte, error) {
+		return renderRealIP(p, s.ProxyProtocol)
+	}); err != nil {
+		return err
+	}
+	listen, err := renderListen(s.HTTPListen, s.ProxyProtocol)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(s.path("listen.conf"), listen, 0o644); err != nil {
+		return fmt.Errorf("writing listen.conf: %w", err)
+	}
+	s.Log.Info().Str("listen", s.HTTPListen).Bool("proxy_protocol", s.ProxyProtocol).Msg("HTTP listen written")
+	return nil
 }
 
 // writeProcessLimits writes events.conf and keepalive.conf: each worker

@@ -43,7 +43,8 @@ func TestParseConfig(t *testing.T) {
 			t.Errorf("default -worker-processes = %d, want GOMAXPROCS %d (the CPUs the container may use)", s.WorkerProcesses, runtime.GOMAXPROCS(0))
 		}
 		if (targetsFlag{&s.Workers}).String() != "sudoku:9000" || s.ResolveInterval != 2*time.Second || s.BudgetHold != time.Minute || s.RunDir != "/run/sudoku-edge" ||
-			s.Bin != "nginx" || s.Conf != "/etc/nginx/nginx.conf" || s.ChallengeListen != "127.0.0.1:8081" || s.MetricsListen != ":9145" {
+			s.Bin != "nginx" || s.Conf != "/etc/nginx/nginx.conf" || s.ChallengeListen != "127.0.0.1:8081" || s.MetricsListen != ":9145" ||
+			s.ProxyProtocol || s.HTTPListen != "8080" {
 			t.Errorf("parseConfig(nil) = %+v, want the documented defaults", s)
 		}
 	})
@@ -62,10 +63,14 @@ func TestParseConfig(t *testing.T) {
 			"SUDOKU_EDGE_METRICS_LISTEN":   "127.0.0.1:19145",
 			"SUDOKU_EDGE_WORKER_PROCESSES": "3",
 			"SUDOKU_EDGE_KEEPALIVE":        "90",
+			"SUDOKU_EDGE_PROXY_PROTOCOL":   "true",
+			"SUDOKU_EDGE_REAL_IP_FROM":     "10.0.0.0/8",
+			"SUDOKU_EDGE_HTTP_LISTEN":      "127.0.0.1:18080",
 		})
 		s := &c.sup
 		if (targetsFlag{&s.Workers}).String() != "w:1" || s.ResolveInterval != 500*time.Millisecond || s.UpstreamParams != "max_fails=0" || s.BudgetHold != 5*time.Minute ||
-			s.MetricsListen != "127.0.0.1:19145" || s.WorkerProcesses != 3 || s.Limits != (nginx.ProcessLimits{Connections: 8192, Keepalive: 90}) {
+			s.MetricsListen != "127.0.0.1:19145" || s.WorkerProcesses != 3 || s.Limits != (nginx.ProcessLimits{Connections: 8192, Keepalive: 90}) ||
+			!s.ProxyProtocol || len(s.RealIPFrom) != 1 || s.HTTPListen != "127.0.0.1:18080" {
 			t.Errorf("parseConfig = %+v", s)
 		}
 	})
@@ -88,6 +93,7 @@ func TestParseConfig(t *testing.T) {
 		{[]string{"-metrics-listen", "9145"}, nil, "metrics-listen"},
 		{[]string{"-trusted-clients", "10.0.0.0/33"}, nil, "trusted-clients"},
 		{[]string{"-real-ip-from", "10.0.0.0/33"}, nil, "real-ip-from"},
+		{[]string{"-proxy-protocol"}, nil, "-proxy-protocol needs -real-ip-from"},
 		{[]string{"extra"}, nil, "unexpected argument"},
 	}
 	for _, tt := range bad {
@@ -266,6 +272,7 @@ func TestRenderOnly(t *testing.T) {
 	for name, want := range map[string]string{
 		"servers.conf":         "server 127.0.0.1:9000 max_fails=0;\nserver 127.0.0.1:9002 max_fails=0;\n",
 		"real-ip.conf":         "set_real_ip_from 10.0.0.0/8;\n",
+		"listen.conf":          "\nlisten 127.0.0.1:28080 default_server;\n",
 		"tls.conf":             "map $https $sudoku_hsts {",
 		"admission.conf":       "# Written by sudoku-edge",
 		"trusted-clients.conf": "# Written by sudoku-edge",
@@ -290,7 +297,7 @@ func TestRenderOnly(t *testing.T) {
 		}
 	}
 	b, _ := os.ReadFile(filepath.Join(conf, "nginx.conf"))
-	for _, want := range []string{"listen 127.0.0.1:28080 default_server;", "listen 127.0.0.1:28082;", "proxy_pass http://127.0.0.1:28081;", "client_body_temp_path /src/tmp/body;"} {
+	for _, want := range []string{"include " + dir + "/listen.conf;", "listen 127.0.0.1:28082;", "proxy_pass http://127.0.0.1:28081;", "client_body_temp_path /src/tmp/body;"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("-render-conf's nginx.conf has no %q", want)
 		}
