@@ -25,6 +25,10 @@ type errorLogRelay struct {
 	Log    zerolog.Logger // the summaries of held-back lines
 	Burst  int            // lines of one kind passed per window; default 10
 	Window time.Duration  // default 1s
+	// Truncated, when set, is called for each line that says nginx cut an
+	// answer short because its worker closed the connection in the middle
+	// of it (passed or held back alike).
+	Truncated func()
 
 	mu    sync.Mutex
 	start time.Time
@@ -32,6 +36,13 @@ type errorLogRelay struct {
 }
 
 type kindCount struct{ passed, held int }
+
+// truncatedAnswer is nginx's error-log message for an upstream (a worker)
+// that closed the connection in the middle of a buffered answer, after
+// its header: nginx then ends the client's answer without its last chunk.
+// Before the header the message ends "while reading response header from
+// upstream" and nginx retries on another worker instead.
+var truncatedAnswer = []byte("upstream prematurely closed connection while reading upstream")
 
 // maxKinds bounds the kinds tracked in one window; lines of further kinds
 // share one count.
@@ -96,6 +107,9 @@ func (e *errorLogRelay) line(line []byte, burst int, window time.Duration) error
 	now := time.Now()
 	if e.kinds == nil || now.Sub(e.start) >= window {
 		e.endWindow(now)
+	}
+	if e.Truncated != nil && bytes.Contains(line, truncatedAnswer) {
+		e.Truncated()
 	}
 	k := lineKind(line)
 	c := e.kinds[string(k)]

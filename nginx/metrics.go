@@ -20,6 +20,7 @@ type Metrics struct {
 	certPlaceholder *prometheus.GaugeVec
 	certFailures    prometheus.Counter
 	restarts        prometheus.Counter
+	truncated       prometheus.Counter
 }
 
 // NewMetrics returns unregistered metrics in the sudoku_edge namespace.
@@ -44,6 +45,8 @@ func NewMetrics() *Metrics {
 			"Certificate orders and renewals that failed (certmagic retries them)."),
 		restarts: s.Counter("nginx_restarts_total",
 			"nginx masters that exited on their own and were started again (the listening sockets stayed open)."),
+		truncated: s.Counter("nginx_truncated_answers_total",
+			"Answers nginx cut short, without their last chunk, because the worker closed the connection in the middle (a batch whose worker died); from nginx's error log."),
 	}
 	for _, o := range []applyOutcome{reloaded, rejected, failed} {
 		m.configApplies.WithLabelValues(o.String())
@@ -108,4 +111,13 @@ func (m *Metrics) restarted() {
 		return
 	}
 	m.restarts.Inc()
+}
+
+// truncatedAnswer counts one answer nginx cut short; a nil *Metrics
+// counts nothing.
+func (m *Metrics) truncatedAnswer() {
+	if m == nil {
+		return
+	}
+	m.truncated.Inc()
 }

@@ -24,10 +24,11 @@ import (
 // files the image and nginx/render-host.sh have) run by a Supervisor with
 // the host's nginx, in front of one FastCGI worker (net/http/fcgi).
 type shippedNginx struct {
-	port int
-	log  *lockedBuffer // nginx's access log (stdout)
-	done <-chan error
-	stop context.CancelFunc
+	port    int
+	metrics *Metrics
+	log     *lockedBuffer // nginx's access log (stdout)
+	done    <-chan error
+	stop    context.CancelFunc
 }
 
 // lockedBuffer is a bytes.Buffer safe for the supervisor's copy and the
@@ -98,12 +99,12 @@ func startShipped(t *testing.T, listen string, worker http.Handler, set func(*Su
 			t.Fatal(err)
 		}
 	}
-	s := &shippedNginx{port: port, log: &lockedBuffer{}}
+	s := &shippedNginx{port: port, log: &lockedBuffer{}, metrics: NewMetrics()}
 	sup := &Supervisor{
 		Bin: bin, Prefix: dir, Conf: conf, RunDir: site.RunDir, WorkerProcesses: 1,
 		HTTPListen: fmt.Sprintf(listen, port), Workers: targets(t, workerAddr), UpstreamParams: "max_fails=0",
 		ResolveInterval: time.Second, BudgetHold: time.Minute, ChallengeListen: site.ChallengeListen,
-		Stdout: s.log, Stderr: io.Discard, Log: nginxtest.Logger(t),
+		Stdout: s.log, Stderr: io.Discard, Log: nginxtest.Logger(t), Metrics: s.metrics,
 	}
 	if set != nil {
 		set(sup)
