@@ -96,7 +96,8 @@ func TestShippedBrokenBatchIsTruncated(t *testing.T) {
 		sup.Workers = targets(t, worker)
 	})
 	req, _ := http.NewRequest("POST", s.url("127.0.0.1", "/sudoku"), strings.NewReader("a:1\nb:2\nc:3\nd:4\n"))
-	resp, err := http.DefaultClient.Do(req)
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

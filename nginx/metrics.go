@@ -21,6 +21,7 @@ type Metrics struct {
 	certFailures    prometheus.Counter
 	restarts        prometheus.Counter
 	truncated       prometheus.Counter
+	limited         *prometheus.CounterVec
 }
 
 // NewMetrics returns unregistered metrics in the sudoku_edge namespace.
@@ -45,6 +46,8 @@ func NewMetrics() *Metrics {
 			"Certificate orders and renewals that failed (certmagic retries them)."),
 		restarts: s.Counter("nginx_restarts_total",
 			"nginx masters that exited on their own and were started again (the listening sockets stayed open)."),
+		limited: s.CounterVec("nginx_limited_total",
+			"Requests nginx turned away at a limit_req or limit_conn zone: the sudoku_req, sudoku_batch and sudoku_client_* zones are a client over its own limits (429), the others a full service (503); from nginx's error log.", "zone"),
 		truncated: s.Counter("nginx_truncated_answers_total",
 			"Answers nginx cut short, without their last chunk, because the worker closed the connection in the middle (a batch whose worker died); from nginx's error log."),
 	}
@@ -120,4 +123,13 @@ func (m *Metrics) truncatedAnswer() {
 		return
 	}
 	m.truncated.Inc()
+}
+
+// limitedAt counts one request turned away at zone; a nil *Metrics counts
+// nothing.
+func (m *Metrics) limitedAt(zone string) {
+	if m == nil {
+		return
+	}
+	m.limited.WithLabelValues(zone).Inc()
 }

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"sudoku-fcgi/nginx/nginxtest"
 )
 
@@ -284,6 +286,16 @@ func TestShippedClientLimitIs429(t *testing.T) {
 		if line["refused"] != "client_limit" || line["limit_req"] != limitReq || line["limit_conn"] != limitConn || line["status"] != 429.0 {
 			t.Errorf("%s: logged %v; want status 429, refused client_limit, limit_req %s, limit_conn %s", what, line, limitReq, limitConn)
 		}
+		zone := "sudoku_req"
+		if limitConn == "REJECTED" {
+			zone = "sudoku_client_conn"
+		}
+		nginxtest.WaitUntil(t, 5*time.Second, what+" counted by zone", func() error {
+			if n := testutil.ToFloat64(s.metrics.limited.WithLabelValues(zone)); n < 1 {
+				return fmt.Errorf("sudoku_edge_nginx_limited_total{zone=%q} = %v", zone, n)
+			}
+			return nil
+		})
 	}
 
 	// In flight: 64 held from one client, the 65th is its own limit; another

@@ -224,7 +224,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	relayed := make(chan struct{})
 	go func() {
 		defer close(relayed)
-		errLog := &errorLogRelay{Out: stderr, Log: s.Log, Truncated: s.Metrics.truncatedAnswer}
+		errLog := &errorLogRelay{Out: stderr, Log: s.Log, Truncated: s.Metrics.truncatedAnswer, Limited: s.Metrics.limitedAt}
 		if err := errLog.Relay(errR); err != nil {
 			// Keep reading: a full pipe would stall nginx.
 			s.Log.Error().Err(err).Msg("relaying nginx's error log; dropping it from now on")
