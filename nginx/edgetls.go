@@ -35,6 +35,9 @@ type TLSOptions struct {
 	RedirectPort int    // public HTTPS port in redirects
 	HSTS         bool
 	HSTSMaxAge   int // seconds
+	// ProxyProtocol: every listen takes the PROXY protocol. The Supervisor
+	// sets it from its own ProxyProtocol.
+	ProxyProtocol bool
 }
 
 // tlsSites lists the domains with the files nginx reads for them, in
@@ -59,6 +62,7 @@ func renderTLSConf(o *TLSOptions, certDir, challengeListen string) ([]byte, erro
 		Sites: tlsSites(o.Domains, certDir), CA: o.CA, HTTPSListen: o.HTTPSListen, Locations: o.Locations,
 		HSTS: o.HSTS, HSTSMaxAge: o.HSTSMaxAge,
 		Redirect: o.Redirect, HTTPListen: o.HTTPListen, ChallengeAddr: challengeListen, RedirectPort: o.RedirectPort,
+		ProxyProtocol: o.ProxyProtocol,
 	})
 }
 

@@ -25,6 +25,13 @@ type errorLogRelay struct {
 	Log    zerolog.Logger // the summaries of held-back lines
 	Burst  int            // lines of one kind passed per window; default 10
 	Window time.Duration  // default 1s
+	// Truncated, when set, is called for each line that says nginx cut an
+	// answer short because its worker closed the connection in the middle
+	// of it (passed or held back alike).
+	Truncated func()
+	// Limited, when set, is called with the zone of each line that says a
+	// limit_req or limit_conn zone turned a request away.
+	Limited func(zone string)
 
 	mu    sync.Mutex
 	start time.Time
@@ -32,6 +39,37 @@ type errorLogRelay struct {
 }
 
 type kindCount struct{ passed, held int }
+
+// truncatedAnswer is nginx's error-log message for an upstream (a worker)
+// that closed the connection in the middle of a buffered answer, after
+// its header: nginx then ends the client's answer without its last chunk.
+// Before the header the message ends "while reading response header from
+// upstream" and nginx retries on another worker instead.
+var truncatedAnswer = []byte("upstream prematurely closed connection while reading upstream")
+
+// limitedZone reports the zone of nginx's line for a request a limit
+// turned away: `limiting requests, excess: 200.010 by zone "sudoku_req"`
+// (limit_req) or `limiting connections by zone "sudoku_client_conn"`
+// (limit_conn); dry runs ("limiting requests, dry run") are not refusals.
+func limitedZone(line []byte) (string, bool) {
+	i := bytes.Index(line, []byte("] "))
+	if i < 0 {
+		return "", false
+	}
+	msg := line[i:]
+	if !bytes.Contains(msg, []byte(" limiting requests, excess: ")) && !bytes.Contains(msg, []byte(" limiting connections by zone ")) {
+		return "", false
+	}
+	_, rest, ok := bytes.Cut(msg, []byte(`by zone "`))
+	if !ok {
+		return "", false
+	}
+	zone, _, ok := bytes.Cut(rest, []byte(`"`))
+	if !ok || len(zone) == 0 || len(zone) > 64 {
+		return "", false
+	}
+	return string(zone), true
+}
 
 // maxKinds bounds the kinds tracked in one window; lines of further kinds
 // share one count.
@@ -96,6 +134,14 @@ func (e *errorLogRelay) line(line []byte, burst int, window time.Duration) error
 	now := time.Now()
 	if e.kinds == nil || now.Sub(e.start) >= window {
 		e.endWindow(now)
+	}
+	if e.Truncated != nil && bytes.Contains(line, truncatedAnswer) {
+		e.Truncated()
+	}
+	if e.Limited != nil {
+		if zone, ok := limitedZone(line); ok {
+			e.Limited(zone)
+		}
 	}
 	k := lineKind(line)
 	c := e.kinds[string(k)]

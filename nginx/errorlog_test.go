@@ -133,3 +133,19 @@ func (w lineWriter) Write(p []byte) (int, error) {
 	w <- string(p)
 	return len(p), nil
 }
+
+// TestLimitedZone: nginx's lines for a request a limit turned away name
+// their zone; other lines, a dry run among them, name none.
+func TestLimitedZone(t *testing.T) {
+	for line, want := range map[string]string{
+		`2026/12/03 08:40:20 [warn] 31#31: *8 limiting requests, excess: 200.010 by zone "sudoku_req", client: 203.0.113.3, server: _, request: "GET /sudoku HTTP/1.1", host: "x"`: "sudoku_req",
+		`2026/12/03 08:40:20 [warn] 31#31: *9 limiting connections by zone "sudoku_client_conn", client: 203.0.113.1, server: _, request: "GET /sudoku?n=65 HTTP/1.1", host: "x"`:  "sudoku_client_conn",
+		`2026/12/03 08:40:20 [warn] 31#31: *9 limiting requests, dry run, excess: 1.000 by zone "sudoku_req", client: 203.0.113.1`:                                                 "",
+		`2026/12/03 08:40:20 [error] 31#31: *2 upstream prematurely closed connection while reading upstream, client: 127.0.0.1`:                                                   "",
+		`a line in no shape by zone "x"`: "",
+	} {
+		if got, ok := limitedZone([]byte(line)); got != want || ok != (want != "") {
+			t.Errorf("limitedZone(%.60q) = %q, %v; want %q", line, got, ok, want)
+		}
+	}
+}

@@ -21,6 +21,8 @@ type Metrics struct {
 	restarts        prometheus.Counter
 	responses       *prometheus.CounterVec
 	accessLogErrors prometheus.Counter
+	truncated       prometheus.Counter
+	limited         *prometheus.CounterVec
 }
 
 // NewMetrics returns unregistered metrics in the sudoku_edge namespace.
@@ -48,6 +50,10 @@ func NewMetrics() *Metrics {
 		responses: s.CounterVec("nginx_responses_total",
 			"Answers by status code and source, from nginx's access log: 429, 503 and under 400 from one request in 16 (x16), the other codes of 400 and up exactly (every answer exactly with -access-log-all); source nginx when it answered itself (its limits, its errors, no worker reached), worker otherwise.", "code", "source"),
 		accessLogErrors: s.Counter("access_log_errors_total", "Access log lines the edge could not read."),
+		limited: s.CounterVec("nginx_limited_total",
+			"Requests nginx turned away at a limit_req or limit_conn zone: the sudoku_req, sudoku_batch and sudoku_client_* zones are a client over its own limits (429), the others a full service (503); from nginx's error log.", "zone"),
+		truncated: s.Counter("nginx_truncated_answers_total",
+			"Answers nginx cut short, without their last chunk, because the worker closed the connection in the middle (a batch whose worker died); from nginx's error log."),
 	}
 	for _, o := range []applyOutcome{reloaded, rejected, failed} {
 		m.configApplies.WithLabelValues(o.String())
@@ -163,4 +169,22 @@ func (m *Metrics) accessLogError() {
 		return
 	}
 	m.accessLogErrors.Inc()
+}
+
+// truncatedAnswer counts one answer nginx cut short; a nil *Metrics
+// counts nothing.
+func (m *Metrics) truncatedAnswer() {
+	if m == nil {
+		return
+	}
+	m.truncated.Inc()
+}
+
+// limitedAt counts one request turned away at zone; a nil *Metrics counts
+// nothing.
+func (m *Metrics) limitedAt(zone string) {
+	if m == nil {
+		return
+	}
+	m.limited.WithLabelValues(zone).Inc()
 }

@@ -6,11 +6,13 @@
 # ports, listening on 127.0.0.1 only. Start nginx with
 #   nginx -p DIR -c DIR/nginx.conf -g 'daemon off; worker_processes 2;'
 # (nginx.conf leaves worker_processes to sudoku-edge's -worker-processes)
-# or let sudoku-edge do it with -run-dir DIR/run -nginx-conf DIR/nginx.conf.
+# or let sudoku-edge do it with -run-dir DIR/run -nginx-conf DIR/nginx.conf
+# -http-listen 127.0.0.1:HTTP_PORT (it rewrites listen.conf at start).
 # DIR/run holds the files nginx.conf includes: servers.conf for
 # SUDOKU_WORKERS (default 127.0.0.1:9000; sudoku-edge, when it runs nginx,
-# rewrites it), admission.conf, access-log.conf (no socket), tls.conf (TLS off), trusted-clients.conf,
-# real-ip.conf. $SUDOKU_EDGE names a built binary; without it, go run
+# rewrites it), admission.conf, access-log.conf (no socket), tls.conf (TLS off),
+# trusted-clients.conf, real-ip.conf, listen.conf (127.0.0.1:HTTP_PORT).
+# $SUDOKU_EDGE names a built binary; without it, go run
 # builds one.
 set -euo pipefail
 dir=${1:?usage: render-host.sh DIR [HTTP_PORT] [STATUS_PORT] [ACME_PORT]}

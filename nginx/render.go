@@ -193,10 +193,15 @@ func renderTrustedClients(prefixes []netip.Prefix) ([]byte, error) {
 }
 
 // renderRealIP renders real-ip.conf, included at http level: the
-// balancers whose X-Forwarded-For nginx believes (ngx_http_realip_module).
-func renderRealIP(from []netip.Prefix) ([]byte, error) {
+// balancers whose X-Forwarded-For, or with proxyProtocol whose PROXY
+// protocol header, nginx believes (ngx_http_realip_module).
+func renderRealIP(from []netip.Prefix, proxyProtocol bool) ([]byte, error) {
 	var buf bytes.Buffer
-	if err := templates.ExecuteTemplate(&buf, "real-ip.conf.tmpl", from); err != nil {
+	err := templates.ExecuteTemplate(&buf, "real-ip.conf.tmpl", struct {
+		From          []netip.Prefix
+		ProxyProtocol bool
+	}{from, proxyProtocol})
+	if err != nil {
 		return nil, fmt.Errorf("rendering real-ip.conf: %w", err)
 	}
 	return buf.Bytes(), nil
@@ -216,6 +221,26 @@ func renderAccessLog(a *AccessLog) ([]byte, error) {
 	}{a.Path, accessLogFormat, a.All, SampleEvery})
 	if err != nil {
 		return nil, fmt.Errorf("rendering access-log.conf: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// renderListen renders listen.conf, the plain HTTP server's listen
+// directive in nginx.conf: listen (ParseListen's form), with the PROXY
+// protocol when proxyProtocol is set; comments only for an empty listen.
+func renderListen(listen string, proxyProtocol bool) ([]byte, error) {
+	if listen != "" {
+		if _, err := parseListen(listen); err != nil {
+			return nil, err
+		}
+	}
+	var buf bytes.Buffer
+	err := templates.ExecuteTemplate(&buf, "listen.conf.tmpl", struct {
+		Listen        string
+		ProxyProtocol bool
+	}{listen, proxyProtocol})
+	if err != nil {
+		return nil, fmt.Errorf("rendering listen.conf: %w", err)
 	}
 	return buf.Bytes(), nil
 }
@@ -281,6 +306,8 @@ type tlsServer struct {
 
 	HSTS       bool // send Strict-Transport-Security
 	HSTSMaxAge int  // seconds
+
+	ProxyProtocol bool // every listen takes the PROXY protocol (Supervisor.ProxyProtocol)
 
 	// Redirect adds a plain-HTTP server for the sites' names on HTTPListen
 	// that proxies ACME challenges to ChallengeAddr and answers everything

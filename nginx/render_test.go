@@ -144,7 +144,7 @@ func TestRenderRealIP(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParsePrefixes(%q) error: %v", list, err)
 			}
-			got, err := renderRealIP(ps)
+			got, err := renderRealIP(ps, false)
 			if err != nil {
 				t.Fatal(err)
 			}

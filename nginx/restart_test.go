@@ -160,3 +160,102 @@ func children(t *testing.T, pid int) int {
 	}
 	return n
 }
+
+// TestGracefulStopRefusesNewConnections (a stop refuses instead of
+// hanging): once the graceful stop begins, with a request still in flight
+// that nginx drains, a new connection is refused at once instead of
+// waiting in a backlog no one serves; the request in flight still gets its
+// answer and Run returns nil.
+func TestGracefulStopRefusesNewConnections(t *testing.T) {
+	bin, dir, runDir, port, chPort := supervisorSetup(t)
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 1)
+	held := httptestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		io.WriteString(w, "held")
+	}))
+	sup := &Supervisor{
+		Bin: bin, Prefix: dir, Conf: testNginxWorkers(t, 0, dir, runDir, port, "\n    include "+runDir+"/tls.conf;", ""), RunDir: runDir,
+		Listen:  []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))},
+		Workers: targets(t, held), Upstream: Upstream{}, WorkerProcesses: 1,
+		ResolveInterval: time.Second, BudgetHold: time.Minute,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := startSupervisor(ctx, t, sup, chPort)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	nginxtest.WaitUntil(t, 10*time.Second, "nginx accepts", func() error {
+		nginxtest.Running(t, done, "Run")
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+	type answer struct {
+		body string
+		err  error
+	}
+	inFlight := make(chan answer, 1)
+	go func() {
+		resp, err := http.Get("http://" + addr + "/")
+		if err != nil {
+			inFlight <- answer{err: err}
+			return
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		inFlight <- answer{string(b), err}
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request never reached the backend")
+	}
+
+	cancel() // the graceful stop: nginx drains the request in flight
+	var lastErr error
+	nginxtest.WaitUntil(t, 5*time.Second, "a new connection refused during the drain", func() error {
+		c, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
+		if err == nil {
+			c.Close()
+			lastErr = nil
+			return errors.New("connection accepted")
+		}
+		lastErr = err
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return nil
+		}
+		return err
+	})
+	select {
+	case a := <-inFlight:
+		t.Fatalf("the request in flight ended before its release: %+v (the drain was not under way)", a)
+	default:
+	}
+	if lastErr == nil {
+		t.Fatal("no refused connection seen")
+	}
+	close(release)
+	if a := <-inFlight; a.err != nil || a.body != "held" {
+		t.Errorf("the request in flight during the stop: %q, %v; want its answer", a.body, a.err)
+	}
+	if err := nginxtest.Returned(t, done, 15*time.Second, "Run after cancel"); err != nil {
+		t.Errorf("Run after a graceful stop = %v, want nil", err)
+	}
+}
+
+// httptestServer serves h on a loopback port until the test ends and
+// returns its host:port.
+func httptestServer(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}

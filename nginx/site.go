@@ -18,21 +18,20 @@ import (
 // from beside it. They are templates for the values a Site names; rendered
 // with the image's values they are the image's /etc/nginx files.
 //
-//go:embed nginx.conf sudoku-locations.conf sudoku-fastcgi.conf sudoku-www.conf
+//go:embed nginx.conf sudoku-locations.conf sudoku-fastcgi.conf sudoku-www.conf sudoku-guard.conf
 var siteFS embed.FS
 
 var siteTemplates = template.Must(template.New("").Option("missingkey=error").
 	Funcs(template.FuncMap{"duration": nginxDuration}).ParseFS(siteFS, "*.conf"))
 
 // siteFiles are the files RenderSite writes, in siteFS.
-var siteFiles = []string{"nginx.conf", "sudoku-locations.conf", "sudoku-fastcgi.conf", "sudoku-www.conf"}
+var siteFiles = []string{"nginx.conf", "sudoku-locations.conf", "sudoku-fastcgi.conf", "sudoku-www.conf", "sudoku-guard.conf"}
 
 // Site is where the project's nginx configuration runs: the paths and the
 // addresses nginx.conf and the files beside it name.
 type Site struct {
 	RunDir          string // the files sudoku-edge writes (servers.conf, ...) and nginx's pid file
 	WWWRoot         string // the web page's files
-	HTTPListen      string // nginx listen of the plain HTTP server, e.g. "8080"
 	StatusListen    string // nginx listen of stub_status, e.g. "8082"
 	ChallengeListen string // host:port of sudoku-edge's ACME challenge responder
 	TempDir         string // nginx's temporary files; empty keeps nginx's built-in paths
@@ -70,7 +69,7 @@ func nginxDuration(d time.Duration) string {
 // into dir, for site.
 func RenderSite(dir string, site Site) error {
 	values := map[string]string{
-		"run directory": site.RunDir, "www root": site.WWWRoot, "HTTP listen": site.HTTPListen,
+		"run directory": site.RunDir, "www root": site.WWWRoot,
 		"status listen": site.StatusListen, "challenge address": site.ChallengeListen, "temp directory": site.TempDir,
 	}
 	for name, v := range values {
@@ -89,10 +88,8 @@ func RenderSite(dir string, site Site) error {
 			return fmt.Errorf("%w: read timeout %v: want whole milliseconds, at least 1ms", errUnsafe, d)
 		}
 	}
-	for _, l := range []string{site.HTTPListen, site.StatusListen} {
-		if _, err := parseListen(l); err != nil {
-			return err
-		}
+	if _, err := parseListen(site.StatusListen); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

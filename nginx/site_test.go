@@ -11,7 +11,7 @@ import (
 // hostSite is a host stack's Site: every value differs from the image's.
 func hostSite(dir string) Site {
 	return Site{
-		RunDir: filepath.Join(dir, "run"), WWWRoot: "/src/nginx/www", HTTPListen: "127.0.0.1:28080",
+		RunDir: filepath.Join(dir, "run"), WWWRoot: "/src/nginx/www",
 		StatusListen: "127.0.0.1:28082", ChallengeListen: "127.0.0.1:28081", TempDir: filepath.Join(dir, "tmp"),
 	}
 }
@@ -27,7 +27,7 @@ func TestRenderSite(t *testing.T) {
 	want := map[string][]string{
 		"nginx.conf": {
 			"\npid " + site.RunDir + "/nginx.pid;\n",
-			"\n        listen 127.0.0.1:28080 default_server;\n",
+			"\n        include " + site.RunDir + "/listen.conf;\n",
 			"\n        listen 127.0.0.1:28082;\n",
 			"\n            proxy_pass http://127.0.0.1:28081;\n",
 			"\n        include " + site.RunDir + "/servers.conf;\n",
@@ -80,7 +80,7 @@ func TestRenderSiteRefuses(t *testing.T) {
 		"www root with {":     func(s *Site) { s.WWWRoot = "/www {" },
 		"challenge with $":    func(s *Site) { s.ChallengeListen = "$host:1" },
 		"temp dir with space": func(s *Site) { s.TempDir = "/tmp x" },
-		"empty http listen":   func(s *Site) { s.HTTPListen = "" },
+		"empty status listen": func(s *Site) { s.StatusListen = "" },
 		"empty www root":      func(s *Site) { s.WWWRoot = "" },
 	} {
 		dir := t.TempDir()

@@ -39,15 +39,18 @@ type Supervisor struct {
 	Limits ProcessLimits
 	// RunDir receives the files nginx.conf includes: servers.conf,
 	// admission.conf, access-log.conf, tls.conf, trusted-clients.conf,
-	// real-ip.conf, events.conf, keepalive.conf, and certs/ with TLS.
+	// real-ip.conf, listen.conf, events.conf, keepalive.conf, and certs/
+	// with TLS.
 	RunDir string
 
 	// Listen lists the addresses of nginx's listen directives (ParseListen).
 	// The supervisor opens them itself and hands them to every nginx master
 	// it starts (the NGINX environment variable, as in nginx's binary
 	// upgrade), so that a master that dies is restarted without refusing a
-	// connection. A listen directive for another address binds its own
-	// socket, which is closed while no master runs.
+	// connection. A graceful stop closes them as it begins, so new
+	// connections are refused while nginx drains. A listen directive for
+	// another address binds its own socket, which is closed while no
+	// master runs.
 	Listen []netip.AddrPort
 
 	Workers         []Target      // at least one (ParseTargets)
@@ -60,6 +63,16 @@ type Supervisor struct {
 	// X-Forwarded-For names the client (real-ip.conf); empty believes no
 	// header.
 	RealIPFrom []netip.Prefix
+	// HTTPListen is the plain HTTP server's listen (ParseListen's form),
+	// written to listen.conf, which the shipped nginx.conf includes in that
+	// server; empty writes comments only (an nginx.conf of its own).
+	HTTPListen string
+	// ProxyProtocol makes every public listen (listen.conf, tls.conf) take
+	// the PROXY protocol, and nginx take the client's address from its
+	// header when the peer is one of RealIPFrom (real_ip_header
+	// proxy_protocol) instead of from X-Forwarded-For. Every connection
+	// must then start with the header: only for balancers that send it.
+	ProxyProtocol bool
 
 	// ChallengeListen is the address of the ACME HTTP-01 responder that
 	// nginx proxies /.well-known/acme-challenge/ to. It runs with TLS off
@@ -174,6 +187,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if err := s.writeStartFiles(ctx); err != nil {
 		return err
 	}
+	if s.TLS != nil {
+		s.TLS.ProxyProtocol = s.ProxyProtocol
+	}
 	if s.tls, err = newEdgeTLS(s.TLS, s.RunDir, s.ChallengeListen, s.applier, s.Metrics, s.Log); err != nil {
 		return err
 	}
@@ -206,7 +222,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if s.listeners, err = openListeners(s.Listen); err != nil {
 		return err
 	}
-	defer closeAll(s.listeners)
+	defer func() { closeAll(s.listeners) }() // stop closes them first
 	s.masters.set(s.newProcess())
 
 	if err := s.masters.get().Start(); err != nil {
@@ -216,7 +232,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	relayed := make(chan struct{})
 	go func() {
 		defer close(relayed)
-		errLog := &errorLogRelay{Out: stderr, Log: s.Log}
+		errLog := &errorLogRelay{Out: stderr, Log: s.Log, Truncated: s.Metrics.truncatedAnswer, Limited: s.Metrics.limitedAt}
 		if err := errLog.Relay(errR); err != nil {
 			// Keep reading: a full pipe would stall nginx.
 			s.Log.Error().Err(err).Msg("relaying nginx's error log; dropping it from now on")
@@ -369,6 +385,9 @@ func (s *Supervisor) Render(ctx context.Context) error {
 	if err := s.writeStartFiles(ctx); err != nil {
 		return err
 	}
+	if s.TLS != nil {
+		s.TLS.ProxyProtocol = s.ProxyProtocol
+	}
 	tls, err := newEdgeTLS(s.TLS, s.RunDir, s.ChallengeListen, nil, s.Metrics, s.Log)
 	if err != nil {
 		return err
@@ -385,6 +404,15 @@ func (s *Supervisor) stop() error {
 	if err := proc.Quit(); err != nil {
 		s.Log.Warn().Err(err).Msg("sending SIGQUIT to nginx")
 	}
+	// nginx closes its listening sockets when it quits; the supervisor's own
+	// copies would keep them open until the last worker has drained (up to
+	// worker_shutdown_timeout), the kernel accepting new connections into
+	// the backlog that no one serves. Closed now, a new connection is
+	// refused at once and its client retries elsewhere.
+	if err := closeAll(s.listeners); err != nil {
+		s.Log.Warn().Err(err).Msg("closing the listening sockets")
+	}
+	s.listeners = nil
 	var again chan os.Signal
 	if len(s.FastStop) > 0 {
 		again = make(chan os.Signal, 1)
@@ -446,7 +474,20 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 	if err := writeFileAtomic(s.path("access-log.conf"), accessLog, 0o644); err != nil {
 		return fmt.Errorf("writing access-log.conf: %w", err)
 	}
-	return s.writePrefixes("real-ip.conf", "trusted balancers", s.RealIPFrom, renderRealIP)
+	if err := s.writePrefixes("real-ip.conf", "trusted balancers", s.RealIPFrom, func(p []netip.Prefix) ([]byte, error) {
+		return renderRealIP(p, s.ProxyProtocol)
+	}); err != nil {
+		return err
+	}
+	listen, err := renderListen(s.HTTPListen, s.ProxyProtocol)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(s.path("listen.conf"), listen, 0o644); err != nil {
+		return fmt.Errorf("writing listen.conf: %w", err)
+	}
+	s.Log.Info().Str("listen", s.HTTPListen).Bool("proxy_protocol", s.ProxyProtocol).Msg("HTTP listen written")
+	return nil
 }
 
 // writeProcessLimits writes events.conf and keepalive.conf: each worker

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -50,10 +51,11 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	fs.IntVar(&s.Upstream.MaxFails, "max-fails", s.Upstream.MaxFails, "nginx's max_fails of each worker: failed `tries` within 10 s that take it out for 10 s; 0 never does, and sudoku-edge takes refusing workers out itself (nginx/README.md, \"The max_fails trap\")")
 	var trusted, listen, realIP string
 	fs.StringVar(&realIP, "real-ip-from", "", "comma-separated `addresses or prefixes` of the load balancers in front of nginx: from them, X-Forwarded-For names the client that the per-client limits count (the last address not of a balancer); from anyone else the header is ignored")
+	fs.BoolVar(&s.ProxyProtocol, "proxy-protocol", false, "nginx's public listens take the PROXY protocol (v1 or v2) and the client's address comes from its header when the peer is one of -real-ip-from, which must name the balancers that send it (every connection must start with the header); off, X-Forwarded-For from -real-ip-from names the client")
 	fs.StringVar(&listen, "listen", "8080,8082", "nginx listen `addresses` (as nginx.conf's listen directives name them) that sudoku-edge opens and hands to nginx, so that a restarted nginx refuses no connection; the -tls-listen address is added with TLS on")
 	fs.StringVar(&trusted, "trusted-clients", "", "comma-separated client `addresses or prefixes` exempt from the per-client limits (a load balancer in front, a load-test host)")
-	fs.StringVar(&c.renderOnly, "render-only", "", "write the files nginx.conf includes into `directory` (servers.conf from the -workers targets as given, admission.conf, access-log.conf, tls.conf, trusted-clients.conf, real-ip.conf, events.conf, keepalive.conf), as at start, and exit without starting nginx: the host stack (nginx/render-host.sh)")
-	fs.StringVar(&c.renderConf, "render-conf", "", "write nginx.conf, sudoku-locations.conf, sudoku-fastcgi.conf and sudoku-www.conf into `directory`, naming -run-dir, -www-root, -http-listen, -status-listen, -challenge-listen and -nginx-temp-dir, and exit (after -render-only, when both are given): the image's /etc/nginx and the host stack")
+	fs.StringVar(&c.renderOnly, "render-only", "", "write the files nginx.conf includes into `directory` (servers.conf from the -workers targets as given, admission.conf, access-log.conf, tls.conf, trusted-clients.conf, real-ip.conf, listen.conf, events.conf, keepalive.conf), as at start, and exit without starting nginx: the host stack (nginx/render-host.sh)")
+	fs.StringVar(&c.renderConf, "render-conf", "", "write nginx.conf, sudoku-locations.conf, sudoku-fastcgi.conf, sudoku-www.conf and sudoku-guard.conf into `directory`, naming -run-dir, -www-root, -status-listen, -challenge-listen and -nginx-temp-dir, and exit (after -render-only, when both are given): the image's /etc/nginx and the host stack")
 	fs.StringVar(&c.site.WWWRoot, "www-root", "/usr/share/sudoku-www", "`directory` of the web page's files, for -render-conf")
 	fs.StringVar(&c.site.StatusListen, "status-listen", "8082", "nginx listen `address` of stub_status, for -render-conf")
 	fs.StringVar(&c.site.TempDir, "nginx-temp-dir", "", "`directory` for nginx's temporary files, for -render-conf (empty: nginx's built-in paths)")
@@ -79,7 +81,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	fs.StringVar(&o.StoragePath, "tls-storage", "/var/lib/sudoku-edge/acme", "certmagic storage `directory` (accounts, keys, certificates); put it on a volume")
 	fs.StringVar(&o.CertDir, "tls-cert-dir", "", "`directory` for the PEM pairs nginx reads (versioned, with a live symlink); empty means <run-dir>/certs")
 	fs.StringVar(&o.HTTPSListen, "tls-listen", "8443", "nginx listen `address` of the HTTPS server")
-	fs.StringVar(&o.HTTPListen, "http-listen", "8080", "nginx listen `address` of the plain HTTP server (for -tls-redirect)")
+	fs.StringVar(&o.HTTPListen, "http-listen", "8080", "nginx listen `address` of the plain HTTP server (listen.conf in -run-dir, and the -tls-redirect server)")
 	fs.StringVar(&o.Locations, "tls-locations", "/etc/nginx/sudoku-locations.conf", "nginx `file` with the public locations, included by the HTTPS server")
 	fs.BoolVar(&o.Redirect, "tls-redirect", false, "redirect plain HTTP for the TLS names to HTTPS (308), ACME challenges excepted")
 	fs.IntVar(&o.RedirectPort, "tls-redirect-port", 443, "public HTTPS `port` used in redirects")
@@ -99,6 +101,8 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 		err = fmt.Errorf("-trusted-clients: %w", err)
 	} else if c.sup.RealIPFrom, err = nginx.ParsePrefixes(realIP); err != nil {
 		err = fmt.Errorf("-real-ip-from: %w", err)
+	} else if c.sup.ProxyProtocol && len(c.sup.RealIPFrom) == 0 {
+		err = errors.New("-proxy-protocol needs -real-ip-from: the balancers whose PROXY protocol header names the client")
 	} else {
 		err = c.check()
 	}
@@ -114,7 +118,8 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	if p := c.accessLog.Path; p != "" && !filepath.IsAbs(p) {
 		c.accessLog.Path = filepath.Join(c.sup.RunDir, p)
 	}
-	c.site.RunDir, c.site.HTTPListen, c.site.ChallengeListen = c.sup.RunDir, c.tls.o.HTTPListen, c.sup.ChallengeListen
+	c.site.RunDir, c.site.ChallengeListen = c.sup.RunDir, c.sup.ChallengeListen
+	c.sup.HTTPListen = c.tls.o.HTTPListen
 	if err != nil {
 		return nil, &cli.UsageError{Err: err}
 	}

@@ -45,7 +45,8 @@ func TestParseConfig(t *testing.T) {
 			t.Errorf("default -worker-processes = %d, want GOMAXPROCS %d (the CPUs the container may use)", s.WorkerProcesses, runtime.GOMAXPROCS(0))
 		}
 		if (targetsFlag{&s.Workers}).String() != "sudoku:9000" || s.ResolveInterval != time.Second || s.Upstream != (nginx.Upstream{MaxConns: 256, MaxFails: 0}) || s.BudgetHold != time.Minute || s.RunDir != "/run/sudoku-edge" ||
-			s.Bin != "nginx" || s.Conf != "/etc/nginx/nginx.conf" || s.ChallengeListen != "127.0.0.1:8081" || s.MetricsListen != ":9145" {
+			s.Bin != "nginx" || s.Conf != "/etc/nginx/nginx.conf" || s.ChallengeListen != "127.0.0.1:8081" || s.MetricsListen != ":9145" ||
+			s.ProxyProtocol || s.HTTPListen != "8080" {
 			t.Errorf("parseConfig(nil) = %+v, want the documented defaults", s)
 		}
 	})
@@ -70,10 +71,14 @@ func TestParseConfig(t *testing.T) {
 			"SUDOKU_EDGE_METRICS_LISTEN":       "127.0.0.1:19145",
 			"SUDOKU_EDGE_WORKER_PROCESSES":     "3",
 			"SUDOKU_EDGE_KEEPALIVE":            "90",
+			"SUDOKU_EDGE_PROXY_PROTOCOL":       "true",
+			"SUDOKU_EDGE_REAL_IP_FROM":         "10.0.0.0/8",
+			"SUDOKU_EDGE_HTTP_LISTEN":          "127.0.0.1:18080",
 		})
 		s := &c.sup
 		if (targetsFlag{&s.Workers}).String() != "w:1" || s.ResolveInterval != 500*time.Millisecond || s.Upstream != (nginx.Upstream{MaxConns: 64, MaxFails: 2}) || s.BudgetHold != 5*time.Minute ||
-			s.MetricsListen != "127.0.0.1:19145" || s.WorkerProcesses != 3 || s.Limits != (nginx.ProcessLimits{Connections: 8192, Keepalive: 90}) {
+			s.MetricsListen != "127.0.0.1:19145" || s.WorkerProcesses != 3 || s.Limits != (nginx.ProcessLimits{Connections: 8192, Keepalive: 90}) ||
+			!s.ProxyProtocol || len(s.RealIPFrom) != 1 || s.HTTPListen != "127.0.0.1:18080" {
 			t.Errorf("parseConfig = %+v", s)
 		}
 	})
@@ -110,6 +115,7 @@ func TestParseConfig(t *testing.T) {
 		{[]string{"-metrics-listen", "9145"}, nil, "metrics-listen"},
 		{[]string{"-trusted-clients", "10.0.0.0/33"}, nil, "trusted-clients"},
 		{[]string{"-real-ip-from", "10.0.0.0/33"}, nil, "real-ip-from"},
+		{[]string{"-proxy-protocol"}, nil, "-proxy-protocol needs -real-ip-from"},
 		{[]string{"extra"}, nil, "unexpected argument"},
 		// An empty twin is the empty value, which these settings refuse.
 		{nil, map[string]string{"SUDOKU_EDGE_RUN_DIR": ""}, "-run-dir is empty ($SUDOKU_EDGE_RUN_DIR)"},
@@ -294,6 +300,7 @@ func TestRenderOnly(t *testing.T) {
 	for name, want := range map[string]string{
 		"servers.conf":         "server 127.0.0.1:9000 max_fails=0 max_conns=256;\nserver 127.0.0.1:9002 max_fails=0 max_conns=256;\n",
 		"real-ip.conf":         "set_real_ip_from 10.0.0.0/8;\n",
+		"listen.conf":          "\nlisten 127.0.0.1:28080 default_server;\n",
 		"tls.conf":             "map $https $sudoku_hsts {",
 		"admission.conf":       "\nlimit_conn sudoku_admission 512;\n",
 		"trusted-clients.conf": "# Written by sudoku-edge",
@@ -321,7 +328,7 @@ func TestRenderOnly(t *testing.T) {
 		}
 	}
 	b, _ := os.ReadFile(filepath.Join(conf, "nginx.conf"))
-	for _, want := range []string{"listen 127.0.0.1:28080 default_server;", "listen 127.0.0.1:28082;", "proxy_pass http://127.0.0.1:28081;", "client_body_temp_path /src/tmp/body;"} {
+	for _, want := range []string{"include " + dir + "/listen.conf;", "listen 127.0.0.1:28082;", "proxy_pass http://127.0.0.1:28081;", "client_body_temp_path /src/tmp/body;"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("-render-conf's nginx.conf has no %q", want)
 		}
@@ -426,8 +433,8 @@ func TestBareEdgeCapsTheWorkers(t *testing.T) {
 			}
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode != 503 || !strings.Contains(string(body), "server too busy") || resp.Header.Get("Retry-After") != "1" {
-				t.Errorf("/sudoku past the cap = %d %q (Retry-After %q), want nginx's 503 server too busy, Retry-After 1", resp.StatusCode, body, resp.Header.Get("Retry-After"))
+			if ra := resp.Header.Get("Retry-After"); resp.StatusCode != 503 || !strings.Contains(string(body), "service full") || ra < "1" || ra > "3" || len(ra) != 1 {
+				t.Errorf("/sudoku past the cap = %d %q (Retry-After %q), want nginx's 503 service full, Retry-After 1-3", resp.StatusCode, body, ra)
 			}
 			select {
 			case <-held:

@@ -11,7 +11,7 @@ import (
 func setupBatch(fs *cli.FlagSet, c *common) func(context.Context) (*load.Result, error) {
 	size := fs.Int("b", 0, "puzzles per POST /sudoku (0: one GET per puzzle)")
 	fs.IntVar(&c.conns, "c", 8, "connections (requests in flight at once)")
-	retry := fs.Int("retry", 0, "send a POST's lines answered ServerTooBusy or not at all again, up to `N` times (with -b)")
+	retry := fs.Int("retry", 0, "send a POST's lines answered ServerTooBusy or not at all again, up to `N` times, after the Retry-After of a 429 or 503 (with -b)")
 	c.latencyThresholds(fs)
 	return func(ctx context.Context) (*load.Result, error) {
 		if *size < 0 {

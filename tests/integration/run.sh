@@ -285,20 +285,45 @@ case_missing_puzzle() {
 }
 
 case_wrong_method() {
-	local m
+	local m p
 	for m in PUT DELETE PATCH; do
 		req "$m" "$base/sudoku" --data x
 		expect_status 405 && expect_json_error && expect_nosniff || return 1
-		[[ -n $(header Allow) ]] || fail "$m: 405 without an Allow header" || return 1
+		[[ $(header Allow) == "GET, HEAD, POST" ]] || fail "$m /sudoku: 405 with Allow '$(header Allow)'" || return 1
+	done
+	# The files nginx serves take GET and HEAD only, and say so.
+	for p in /openapi.yaml /; do
+		for m in POST PUT DELETE; do
+			req "$m" "$base$p"
+			expect_status 405 && expect_json_error || fail "$m $p" || return 1
+			[[ $(header Allow) == "GET, HEAD" ]] || fail "$m $p: 405 with Allow '$(header Allow)'" || return 1
+		done
 	done
 }
 
 case_unknown_path() {
 	local p
-	for p in / /sudoku/ /sudokus /metrics /healthz /readyz /debug/pprof/ /stub_status /sudoku/stats/x; do
+	for p in /sudoku/ /sudokus /metrics /healthz /readyz /debug/pprof/ /stub_status /sudoku/stats/x; do
 		req GET "$base$p"
 		expect_status 404 && expect_json_error && expect_nosniff || fail "path $p" || return 1
 	done
+	# The 404 names what exists.
+	jq -e '.error | test("/sudoku/stats") and test("/openapi.yaml")' "$work/body" >/dev/null ||
+		fail "the 404 does not name the routes: $(body)"
+}
+
+case_index() {
+	# curl at / gets the API's index, pointing to its description; a
+	# browser gets the page.
+	req GET "$base/"
+	expect_status 200 && expect_nosniff || return 1
+	jq -e '.description == "/openapi.yaml" and (.routes | has("POST /sudoku"))' "$work/body" >/dev/null ||
+		fail "GET / as curl: $(body)" || return 1
+	req GET "$base/openapi.yaml"
+	expect_status 200 || return 1
+	req GET "$base/" -H 'Accept: text/html'
+	expect_status 200 || return 1
+	grep -q '<html' "$work/body" || fail "GET / as a browser: $(head -c 200 "$work/body")"
 }
 
 case_huge_uri() {
@@ -438,9 +463,14 @@ case_rate_limit() {
 	local f
 	f=$(grep -l '^HTTP/1.1 429' "$work"/limited/* | head -1)
 	[[ -n $f ]] || fail "no 429 in a second burst of 60" || return 1
-	grep -qi '^Retry-After: [0-9]' "$f" || fail "429 without Retry-After: $(cat "$f")" || return 1
+	tr -d '\r' <"$f" | grep -qix 'Retry-After: [123]' || fail "429 without a Retry-After of 1-3: $(cat "$f")" || return 1
+	tr -d '\r' <"$f" | grep -qiFx 'RateLimit-Policy: "client";q=100;w=1, "batch";q=20;w=1' ||
+		fail "429 without the batch's RateLimit-Policy: $(cat "$f")" || return 1
 	expect_nosniff "$f" || return 1
 	sed '1,/^\r\?$/d' "$f" | jq -e '.error | test("too many")' >/dev/null || fail "429 body: $(cat "$f")" || return 1
+	# Turned-away clients do not all retry in the same second.
+	echo "     Retry-After of the 429s: $(grep -hi '^Retry-After:' "$work"/limited/* | tr -d '\r' | sort | uniq -c | tr '\n' ' ')"
+	(($(grep -hi '^Retry-After:' "$work"/limited/* | sort -u | wc -l) > 1)) || fail "every 429 has the same Retry-After" || return 1
 	sleep 3 # the bucket drains: single POSTs are fine again
 	req POST "$base/sudoku" --data-binary "@$work/one"
 	expect_status 200
@@ -637,6 +667,9 @@ case_limit_nodelay() {
 	# may still answer 503 under the burst: that request was not limited).
 	jq -se 'all((.status == 429 and .limit_req == "REJECTED") or (.status != 429 and .limit_req == "PASSED"))' "$work/${tag}b.log" >/dev/null ||
 		fail "a 429 not REJECTED by the limit, or a request neither PASSED nor REJECTED" || return 1
+	# A 429 is logged as the client's own limit, never as a full service.
+	jq -se 'all(.status != 429 or .refused == "client_limit")' "$work/${tag}b.log" >/dev/null ||
+		fail "a 429 not logged refused=client_limit" || return 1
 	sleep 3 # later cases start with an empty bucket
 }
 
@@ -784,16 +817,22 @@ case_worker_stopped() {
 # solve a puzzle ("b<n>:<81 digits>"), one a line.
 answered_ids() { tr -d '\r' <"$1" | grep -E '^b[0-9]+:[1-9]{81}$' | cut -d: -f1 | sort -u; }
 
+# edge_metric NAME: the value of sudoku-edge's metric NAME (its
+# -metrics-listen, 9145, read from inside the nginx container); empty if none.
+edge_metric() {
+	docker exec "$(containers nginx | head -1)" bash -c "exec 3<>/dev/tcp/127.0.0.1/9145 && printf 'GET /metrics HTTP/1.0\\r\\nHost: e\\r\\n\\r\\n' >&3 && cat <&3" |
+		awk -v n="$1" '$1 == n { print $2 }'
+}
+
 case_batch_stream_broken() {
 	# A batch whose worker dies mid-stream (SIGKILL once the first answers
-	# arrive). nginx 1.22 ends its answer as if it were complete: with
-	# FastCGI unbuffered (the worker sends X-Accel-Buffering: no) the
-	# worker's closed connection is an end of the body, not an error, so
-	# the chunked terminator comes and curl exits 0. What tells the client
-	# is the count: the worker answers every line of a batch it finishes
-	# (ServerTooBusy included), so a batch with lines unanswered broke off.
-	# Those lines, sent again as the page does, are all answered.
-	local n=10000 victim='' w rc id i
+	# arrive). nginx ends the client's answer without its last chunk (the
+	# batch location buffers, so the worker's closed connection is an
+	# error): curl exits non-zero (18), the broken batch does not look
+	# whole, and sudoku-edge counts it. The lines without an answer, sent
+	# again as the page does, are all answered.
+	local n=10000 victim='' w rc id i truncated
+	truncated=$(edge_metric sudoku_edge_nginx_truncated_answers_total)
 	awk -v n=$n '{ p[NR] = $0 } END { for (i = 1; i <= n; i++) print "b" i ":" p[(i - 1) % NR + 1] }' "$data/hard.txt" >"$work/long"
 	curl -s -m 60 -o "$work/long.out" -D "$work/long.headers" -X POST --data-binary "@$work/long" "$base/sudoku" &
 	local pid=$!
@@ -811,8 +850,15 @@ case_batch_stream_broken() {
 	rc=$?
 	docker start "$victim" >/dev/null
 	answered_ids "$work/long.out" >"$work/long.ids"
-	echo "     $n lines, worker $w killed mid-stream: curl exit $rc (0: nginx ended the answer cleanly), $(wc -l <"$work/long.ids") answered"
+	echo "     $n lines, worker $w killed mid-stream: curl exit $rc (18: the answer ended without its last chunk), $(wc -l <"$work/long.ids") answered"
 	(($(wc -l <"$work/long.ids") < n)) || fail "every line answered before the kill: nothing to tell" || return 1
+	((rc != 0)) || fail "curl exit 0: the broken batch ended like a whole one" || return 1
+	for i in $(seq 20); do
+		(($(edge_metric sudoku_edge_nginx_truncated_answers_total) > ${truncated:-0})) && break
+		sleep 0.5
+	done
+	echo "     sudoku_edge_nginx_truncated_answers_total: ${truncated:-none} before, $(edge_metric sudoku_edge_nginx_truncated_answers_total) after"
+	(($(edge_metric sudoku_edge_nginx_truncated_answers_total) > ${truncated:-0})) || fail "the truncated answer was not counted" || return 1
 	# Send the unanswered lines again (to the other worker).
 	awk -F: 'NR == FNR { done[$1]; next } !($1 in done)' "$work/long.ids" "$work/long" >"$work/again"
 	curl -s -m 60 -o "$work/again.out" -X POST --data-binary "@$work/again" "$base/sudoku"
@@ -892,6 +938,41 @@ case_alert_reaches_alertmanager() {
 	echo "     SudokuNginxDown (critical) in Alertmanager ${waited}s after nginx stopped; nginx healthy again"
 }
 
+case_stop_refuses() {
+	# A graceful stop (SIGTERM, as docker stop sends) while a long batch
+	# streams: nginx drains the batch, and meanwhile a new connection to its
+	# port is refused at once (tried from inside the container: the host's
+	# published port goes through docker-proxy, which accepts anything). The
+	# batch still gets a 200. nginx is started again afterwards.
+	local id n=10000 i out refused='' pid
+	id=$(containers nginx | head -1)
+	awk -v n=$n '{ p[NR] = $0 } END { for (i = 1; i <= n; i++) print "s" i ":" p[(i - 1) % NR + 1] }' "$data/hard.txt" >"$work/stopbatch"
+	curl -s -m 60 -o "$work/stopbatch.out" -w '%{http_code}' -X POST --data-binary "@$work/stopbatch" "$base/sudoku" >"$work/stopbatch.code" &
+	pid=$!
+	for i in $(seq 100); do
+		[[ -s $work/stopbatch.out ]] && break
+		sleep 0.1
+	done
+	docker kill -s TERM "$id" >/dev/null || fail "cannot signal nginx's container" || return 1
+	for i in $(seq 20); do
+		out=$(docker exec "$id" bash -c 'exec 3<>/dev/tcp/127.0.0.1/8080 && echo accepted' 2>&1)
+		if grep -q 'Connection refused' <<<"$out"; then
+			refused=1
+			break
+		fi
+		sleep 0.2
+	done
+	wait "$pid"
+	echo "     during the drain a new connection: ${out:-nothing} (try $i); the batch in flight: $(cat "$work/stopbatch.code"), $(grep -c '^s[0-9]*:' "$work/stopbatch.out") lines"
+	compose up -d --no-deps nginx >/dev/null 2>&1 || fail "starting nginx again" || return 1
+	for i in $(seq 60); do
+		[[ $(curl -s -m 5 -o /dev/null -w '%{http_code}' "$base/sudoku?puzzle=$(puzzle 1)") == 200 ]] && break
+		sleep 1
+	done
+	[[ -n $refused ]] || fail "a new connection during the drain was not refused" || return 1
+	[[ $(cat "$work/stopbatch.code") == 200 ]] || fail "the batch in flight during the stop got $(cat "$work/stopbatch.code")"
+}
+
 # stack_make TARGET: the Makefile's TARGET (make down, make clean-stack) as a
 # user runs it, pointed at this suite's project by compose's own environment
 # variables; its output goes to $work/make-TARGET.log.
@@ -941,7 +1022,8 @@ run_case "400 conflicting givens" case_conflicting_givens
 run_case "400 no puzzle" case_missing_puzzle
 run_case "422 unsolvable" case_unsolvable
 run_case "405 wrong method" case_wrong_method
-run_case "404 unknown paths (internal endpoints unreachable)" case_unknown_path
+run_case "404 unknown paths (internal endpoints unreachable), naming what exists" case_unknown_path
+run_case "GET / is an index of the API for curl, the page for a browser" case_index
 run_case "414 huge URI" case_huge_uri
 run_case "413 huge body" case_huge_body
 run_case "400 huge header" case_huge_header
@@ -963,11 +1045,12 @@ run_case "a flood of large batch POSTs: 200 or 503, nginx not OOM-killed" case_b
 run_case "requests reach every worker" case_every_worker
 run_case "worker /metrics on the internal port counts the solves" case_worker_metrics
 run_case "a worker stops, requests keep succeeding" case_worker_stopped
-run_case "a batch whose worker dies mid-stream: lines missing, resent, every line answered" case_batch_stream_broken
+run_case "a batch whose worker dies mid-stream: truncated (curl non-zero), counted, resent, every line answered" case_batch_stream_broken
 run_case "exporter shows nginx_connections_accepted" case_exporter
 run_case "no setuid or setgid file in any container" case_no_setuid
 run_case "nginx stopped: SudokuNginxDown reaches Alertmanager's API" case_alert_reaches_alertmanager
 run_case "HTTPS not published without TLS" case_no_https_without_tls
+run_case "a graceful stop refuses new connections at once while it drains" case_stop_refuses
 # Takes the stack down, so it runs last, and not when the stack is to stay up.
 if [[ ${SUDOKU_IT_KEEP:-} == 1 || ${SUDOKU_IT_REUSE:-} == 1 ]]; then
 	log "SUDOKU_IT_KEEP/REUSE: not running \"make down keeps volumes\" (it takes the stack down)"

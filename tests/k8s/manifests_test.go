@@ -596,3 +596,29 @@ func lookPath(name string) bool {
 	_, err := exec.LookPath(name)
 	return err == nil
 }
+
+// TestPublicServiceKeepsClientAddresses: the Service that publishes the
+// edge's HTTP port reaches it from outside the cluster without rewriting
+// the client's source address (externalTrafficPolicy Local): with the
+// default, Cluster, nginx would see a node's address for every client and
+// the per-client limits would be one budget for all.
+func TestPublicServiceKeepsClientAddresses(t *testing.T) {
+	o := render(t)
+	edge := o.deployment(t, edgeApp)
+	public := 0
+	for _, s := range o.services {
+		if !matches(s.Spec.Selector, edge.Spec.Template.Labels) || !slices.ContainsFunc(s.Spec.Ports, func(sp corev1.ServicePort) bool { return sp.TargetPort.StrVal == "http" }) {
+			continue
+		}
+		public++
+		if s.Spec.Type != corev1.ServiceTypeLoadBalancer && s.Spec.Type != corev1.ServiceTypeNodePort {
+			t.Errorf("service %s publishes nginx's HTTP port as type %q, want LoadBalancer or NodePort", s.Name, s.Spec.Type)
+		}
+		if s.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
+			t.Errorf("service %s: externalTrafficPolicy %q, want Local (the client's address reaches nginx)", s.Name, s.Spec.ExternalTrafficPolicy)
+		}
+	}
+	if public != 1 {
+		t.Errorf("%d services publish nginx's HTTP port, want 1", public)
+	}
+}

@@ -62,7 +62,9 @@ func TestAnswersMatchDescription(t *testing.T) {
 		// Issue 31: a route that takes no body refuses one before reading it.
 		{name: "stats with a body", method: "GET", target: "/sudoku/stats", body: "x", status: 413, inBody: "takes no request body"},
 		{name: "solve with a body", method: "GET", target: "/sudoku?puzzle=" + puzzle, body: "x", status: 413, inBody: "takes no request body"},
-		{name: "unknown path", method: "GET", target: "/nope", status: 404},
+		{name: "unknown path", method: "GET", target: "/nope", status: 404, inBody: "/openapi.yaml"},
+		{name: "index for a client that is not a browser", method: "GET", target: "/", status: 200, inBody: `"description":"/openapi.yaml"`},
+		{name: "description method not allowed", method: "POST", target: "/openapi.yaml", status: 405, noRoute: true},
 		{name: "URI too long", method: "GET", target: "/sudoku?puzzle=" + long, status: 414},
 		{name: "batch", method: "POST", target: "/sudoku", body: "a:" + puzzle + "\nb:" + noSolution + "\nc:123\n", status: 200, inBody: "a:" + solution},
 		{name: "batch too large", method: "POST", target: "/sudoku", body: strings.Repeat(puzzle+"\n", 2<<20/82), status: 413},

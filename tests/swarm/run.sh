@@ -16,8 +16,8 @@
 # SUDOKU_SWARM_PORT (published HTTP port, default 28480; HTTPS takes the
 # next one), SUDOKU_SWARM_RATE (load, requests/s,
 # default 200), SUDOKU_SWARM_KEEP=1 (keep the stack for a look afterwards),
-# SUDOKU_PUBLISH_MODE (ingress, the routing mesh; set to host by the script
-# where the kernel has no IPVS), SUDOKU_SWARM_OUT (where the load results
+# SUDOKU_PUBLISH_MODE (host, the stack's default, keeps client addresses;
+# ingress, the routing mesh, needs the kernel's IPVS), SUDOKU_SWARM_OUT (where the load results
 # and, after a failure, the services' logs go; default /tmp/sudoku-swarm).
 set -euo pipefail
 
@@ -116,16 +116,20 @@ go build -o "$WORK/sudoku-load" ./cmd/sudoku-load
 # --- deploy ----------------------------------------------------------------
 export SUDOKU_HTTP_PORT=$PORT SUDOKU_HTTPS_PORT=$((PORT + 1))
 # The routing mesh forwards with the kernel's IPVS; where the kernel has
-# none (some VMs and containers), publish on nginx's own node instead.
-if [[ ! -e /proc/sys/net/ipv4/vs ]]; then
+# none (some VMs and containers), only host mode (the default) works.
+if [[ ${SUDOKU_PUBLISH_MODE:-host} == ingress && ! -e /proc/sys/net/ipv4/vs ]]; then
 	log "this kernel has no IPVS, so no routing mesh: publishing in host mode"
 	export SUDOKU_PUBLISH_MODE=host
 fi
-# The load tool is one client standing for many: exempt the addresses nginx
-# sees it from (the host's gateway on docker_gwbridge in host mode, the
-# ingress network through the routing mesh) from the per-client limits.
+# The load tool is one client standing for many: exempt the address nginx
+# sees it from (the host's gateway on docker_gwbridge; in host mode the
+# source address is kept) from the per-client limits, and through the
+# routing mesh the ingress network, which every client comes from there.
 gw=$(docker network inspect docker_gwbridge --format '{{range .IPAM.Config}}{{.Gateway}}{{end}}')
-mesh=$(docker network inspect ingress --format '{{range .IPAM.Config}}{{.Subnet}}{{end}}')
+mesh=
+if [[ ${SUDOKU_PUBLISH_MODE:-host} == ingress ]]; then
+	mesh=$(docker network inspect ingress --format '{{range .IPAM.Config}}{{.Subnet}}{{end}}')
+fi
 export SUDOKU_TRUSTED_CLIENTS=$gw${mesh:+,$mesh}
 log "nginx trusts $SUDOKU_TRUSTED_CLIENTS (the load client, through the gateway or the mesh)"
 log "deploying stack $STACK on port $PORT"

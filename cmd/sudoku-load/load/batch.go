@@ -26,8 +26,9 @@ type BatchConfig struct {
 	// GET per puzzle instead.
 	Size int
 	// Retry is how many times a POST's lines that came back ServerTooBusy
-	// or not at all (a 503 or 5xx, a broken stream, a connection lost) are
-	// sent again, in one POST per round; 0 sends each line once. A line
+	// or not at all (a 429, 503 or 5xx, a broken stream, a connection lost)
+	// are sent again, in one POST per round, after the Retry-After of a
+	// 429 or 503; 0 sends each line once. A line
 	// counts once, with its last outcome and the latency from its first
 	// send. It applies to POSTs only (Size > 0).
 	Retry int
@@ -88,8 +89,11 @@ func Batch(ctx context.Context, cfg BatchConfig) (*Result, error) {
 // solveBatch POSTs ps as "<index>:<puzzle>" lines and checks every answer
 // line, which may come in any order: "<index>:<solution>", "NoSolution",
 // "ServerTooBusy" or "error: <msg>" (solver.ParseAnswer). Lines answered
-// ServerTooBusy or not at all go again in a new POST, up to retry times.
-// Each puzzle counts as one request; its latency is from the first POST.
+// ServerTooBusy or not at all go again in a new POST, up to retry times,
+// after the Retry-After of an answer that turned the whole POST away (a
+// 429 or 503: nginx spreads it over 1-3 s so that turned-away clients do
+// not come back together). Each puzzle counts as one request; its latency
+// is from the first POST.
 func (c *Client) solveBatch(ctx context.Context, ps []Puzzle, retry int, rec *recorder) {
 	for range ps {
 		rec.Due()
@@ -101,7 +105,7 @@ func (c *Client) solveBatch(ctx context.Context, ps []Puzzle, retry int, rec *re
 		pending[i] = i
 	}
 	for round := 0; ; round++ {
-		again := c.postLines(ctx, ps, pending, rec, t0)
+		again, wait := c.postLines(ctx, ps, pending, rec, t0)
 		if len(again) == 0 {
 			return
 		}
@@ -116,7 +120,23 @@ func (c *Client) solveBatch(ctx context.Context, ps []Puzzle, retry int, rec *re
 			pending = append(pending, f.index)
 		}
 		rec.Resent(len(pending))
+		if wait > 0 {
+			c.wait(ctx, wait)
+		}
 	}
+}
+
+// maxRetryAfter caps the wait a Retry-After asks for.
+const maxRetryAfter = 30 * time.Second
+
+// retryAfter is resp's Retry-After in seconds (RFC 9110; the date form is
+// not used by this service), at most maxRetryAfter; 0 without one.
+func retryAfter(resp *http.Response) time.Duration {
+	s, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After")))
+	if err != nil || s <= 0 {
+		return 0
+	}
+	return min(time.Duration(s)*time.Second, maxRetryAfter)
 }
 
 // unanswered is a line to send again, with the outcome it gets if it is not.
@@ -128,10 +148,10 @@ type unanswered struct {
 
 // postLines POSTs the lines of ps at indices idx, records every final
 // outcome, and returns the lines that came back ServerTooBusy or not at
-// all. A body that ends in an error (a broken stream: the connection cut,
+// all, with the Retry-After of an answer that turned the POST away. A body that ends in an error (a broken stream: the connection cut,
 // the chunked encoding unfinished) is never a clean end: its unanswered
 // lines get the transport error's kind.
-func (c *Client) postLines(ctx context.Context, ps []Puzzle, idx []int, rec *recorder, t0 time.Time) []unanswered {
+func (c *Client) postLines(ctx context.Context, ps []Puzzle, idx []int, rec *recorder, t0 time.Time) ([]unanswered, time.Duration) {
 	var body bytes.Buffer
 	for _, i := range idx {
 		body.WriteString(strconv.Itoa(i))
@@ -151,24 +171,25 @@ func (c *Client) postLines(ctx context.Context, ps []Puzzle, idx []int, rec *rec
 		for range idx {
 			rec.Done(KindOther, false, time.Since(t0))
 		}
-		return nil
+		return nil, 0
 	}
 	req.Header.Set("Content-Type", "text/plain")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return all(kindOfError(err), false)
+		return all(kindOfError(err), false), 0
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		k := kindOfStatus(resp.StatusCode)
-		if k == Kind4xx || k == KindOther {
+		if (k == Kind4xx && resp.StatusCode != http.StatusTooManyRequests) || k == KindOther {
 			for range idx {
 				rec.Done(k, true, time.Since(t0))
 			}
-			return nil
+			return nil, 0
 		}
-		return all(k, true) // 503 or another 5xx: nothing was answered
+		// 429 (this client's limit), 503 or another 5xx: nothing was answered.
+		return all(k, true), retryAfter(resp)
 	}
 	want := make(map[int]bool, len(idx))
 	for _, i := range idx {
@@ -208,5 +229,5 @@ func (c *Client) postLines(ctx context.Context, ps []Puzzle, idx []int, rec *rec
 			again = append(again, unanswered{i, missing, false})
 		}
 	}
-	return again
+	return again, 0
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -257,5 +258,53 @@ func TestTextAnswers(t *testing.T) {
 	}
 	if res.OK != 18 || res.Wrong != 2 {
 		t.Errorf("Batch(text) ok %d wrong %d, errors %v; want 18 ok, 2 wrong", res.OK, res.Wrong, res.Errors)
+	}
+}
+
+// TestBatchRetryHonoursRetryAfter: a POST turned away whole (429, 503)
+// goes again after its Retry-After, not at once; one without the header
+// goes again at once.
+func TestBatchRetryHonoursRetryAfter(t *testing.T) {
+	ps, sols := testPuzzles(t)
+	for _, tc := range []struct {
+		status     int
+		retryAfter string
+		want       []time.Duration
+	}{
+		{429, "3", []time.Duration{3 * time.Second}},
+		{503, "2", []time.Duration{2 * time.Second}},
+		{503, "", nil},
+		{503, "3600", []time.Duration{maxRetryAfter}},
+	} {
+		t.Run(fmt.Sprint(tc.status, " Retry-After ", tc.retryAfter), func(t *testing.T) {
+			first := true
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if first {
+					first = false
+					if tc.retryAfter != "" {
+						w.Header().Set("Retry-After", tc.retryAfter)
+					}
+					w.WriteHeader(tc.status)
+					return
+				}
+				sc := bufio.NewScanner(r.Body)
+				for sc.Scan() {
+					id, cells, _ := solver.SplitLine(sc.Text())
+					fmt.Fprintf(w, "%s:%s\n", id, sols[cells])
+				}
+			}))
+			t.Cleanup(srv.Close)
+			c := newClient(t, srv.URL, 1, 5*time.Second, false)
+			var waited []time.Duration
+			c.sleep = func(_ context.Context, d time.Duration) { waited = append(waited, d) }
+			res, err := Batch(context.Background(), BatchConfig{Client: c, Puzzles: ps[:4], Target: srv.URL, Conns: 1, Size: 4, Retry: 1})
+			if err != nil {
+				t.Fatalf("Batch: %v", err)
+			}
+			if res.OK != 4 || res.Resent != 4 || !slices.Equal(waited, tc.want) {
+				t.Errorf("Batch after a %d with Retry-After %q: ok %d resent %d, waited %v; want 4 ok, 4 resent, waited %v",
+					tc.status, tc.retryAfter, res.OK, res.Resent, waited, tc.want)
+			}
+		})
 	}
 }

@@ -22,6 +22,22 @@ type Client struct {
 	base  string
 	text  bool
 	agent string
+	// sleep waits d or until ctx ends; nil is the real wait (tests record).
+	sleep func(ctx context.Context, d time.Duration)
+}
+
+// wait waits d, or until ctx ends.
+func (c *Client) wait(ctx context.Context, d time.Duration) {
+	if c.sleep != nil {
+		c.sleep(ctx, d)
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // ClientConfig configures NewClient.
