@@ -575,7 +575,7 @@ func testHeaders(t *testing.T, origin string) {
 	}
 
 	// A client that does not ask for HTML (an API client, curl) gets the
-	// JSON 404 that names the API.
+	// JSON index of the API, which points to its description.
 	for _, accept := range []string{"application/json", "*/*", ""} {
 		req, _ := http.NewRequest(http.MethodGet, origin+"/", nil)
 		req.Header.Set("Accept", accept)
@@ -583,11 +583,14 @@ func testHeaders(t *testing.T, origin string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var body struct{ Error string }
+		var body struct {
+			Description string
+			Routes      map[string]string
+		}
 		err = json.NewDecoder(resp.Body).Decode(&body)
 		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusNotFound || !strings.Contains(body.Error, "/sudoku") {
-			t.Errorf("GET / Accept %q: %d %q (%v), want a JSON 404 naming /sudoku", accept, resp.StatusCode, body.Error, err)
+		if err != nil || resp.StatusCode != http.StatusOK || body.Description != "/openapi.yaml" || len(body.Routes) == 0 {
+			t.Errorf("GET / Accept %q: %d %+v (%v), want the JSON index pointing to /openapi.yaml", accept, resp.StatusCode, body, err)
 		}
 	}
 	// The page adds nothing reachable: internal paths stay JSON 404s.
