@@ -188,7 +188,14 @@ suid=$(setuid_files "$edge") || true
 [[ -z $suid ]] || fail "setuid or setgid files in nginx's container (or no scan): $(tr '\n' ' ' <<<"$suid")"
 log "nginx: read-only root, tmpfs volumes of uid 33 for task $task, no setuid file"
 # The exporter's image strips them as nginx's does (docker/exporter.Dockerfile).
-exporter=$(docker ps -q --filter "label=com.docker.swarm.service.name=${STACK}_exporter" | head -1)
+# Its task may start after nginx's: wait for its container.
+exporter=
+for _ in $(seq 60); do
+	exporter=$(docker ps -q --filter "label=com.docker.swarm.service.name=${STACK}_exporter" | head -1)
+	[[ -n $exporter ]] && break
+	sleep 1
+done
+[[ -n $exporter ]] || log "exporter tasks: $(docker service ps --no-trunc --format '{{.CurrentState}} {{.Error}}' "${STACK}_exporter" | head -3 | tr '\n' ';')"
 suid=$(setuid_files "$exporter") || true
 [[ -n $exporter && -z $suid ]] || fail "setuid or setgid files in the exporter's container '$exporter' (or no scan): $(tr '\n' ' ' <<<"$suid")"
 
