@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -64,7 +65,7 @@ func puzzleMix(ctx context.Context, s *suite) result {
 		js.Goodput, settle, noCollapse, noCollapse*ref)
 	all := summarize(res.Records, 0)
 	other := all.Sent - all.OK - all.Kinds[kindBusy]
-	c.fig("failures other than 503 with Retry-After: %d (%s)", other, all.kindsString())
+	c.fig("failures other than 503 with Retry-After: %d (%s)%s", other, all.kindsString(), failedWhen(res.Records))
 	c.want(other == 0, "%d requests got something other than an answer or a 503 with Retry-After: %s", other, all.kindsString())
 	if okPQ {
 		for addr, v := range inFlight {
@@ -99,6 +100,7 @@ func workerJoin(ctx context.Context, s *suite) result {
 		rate = 3 * s.C
 	}
 	const total, joinAfter, killAfter = 75 * time.Second, 20 * time.Second, 25 * time.Second
+	drops0, derr := s.listenDrops(ctx)
 	done := make(chan *loadResult, 1)
 	go func() {
 		done <- drive(ctx, s.st.baseURL, loadSpec{Name: "worker-join", Rate: rate, Duration: total,
@@ -131,7 +133,12 @@ func workerJoin(ctx context.Context, s *suite) result {
 		killedAt = time.Now()
 		_, kerr = s.st.docker(ctx, "kill", "-s", "KILL", joined)
 	}
+	// The workers left, from the kill on: how many GETs they turned away
+	// themselves (each a FastCGI round trip, unlike nginx's own 503s).
+	busy0, berr := s.workerCounters(ctx)
 	res := <-done
+	drops1, derr1 := s.listenDrops(ctx)
+	busy1, berr1 := s.workerCounters(ctx)
 	// Back to the configured workers: the killed one goes (its socket file
 	// stays, refused, and sudoku-edge leaves it out).
 	if joined != "" {
@@ -151,8 +158,13 @@ func workerJoin(ctx context.Context, s *suite) result {
 		rate, rate/s.C, sat, total, sum.Goodput, sum.Goodput/math.Max(1, sat), pct(sum.Kinds[kindBusy], sum.Sent), res.Skipped)
 	c.want(sat > 0, "saturation with 32 in flight not measured: %v", s.ref.err)
 	c.want(sat == 0 || sum.Goodput >= noCollapse*sat, "goodput %.0f/s < %.1f of the saturation with 32 in flight = %.0f/s", sum.Goodput, noCollapse, noCollapse*sat)
-	c.fig("failures other than 503 with Retry-After: %d (%s)", other, sum.kindsString())
+	c.fig("failures other than 503 with Retry-After: %d (%s)%s", other, sum.kindsString(), failedWhen(res.Records))
 	c.want(other == 0, "%d requests got something other than an answer or a 503 with Retry-After: %s", other, sum.kindsString())
+	if err := errors.Join(derr, derr1); err != nil {
+		c.fig("connections dropped at nginx's full listen queue: %v", err)
+	} else {
+		c.fig("connections dropped at nginx's full listen queue: %d", drops1-drops0)
+	}
 	if jerr != nil || kerr != nil {
 		return c.result()
 	}
@@ -163,6 +175,11 @@ func workerJoin(ctx context.Context, s *suite) result {
 		short(joined), j.Round(100*time.Millisecond), first.Round(10*time.Millisecond), k.Round(100*time.Millisecond),
 		goodputIn(res.Records, j-10*time.Second, j), goodputIn(res.Records, k-10*time.Second, k), afterKill, afterKill/math.Max(1, sat),
 		floatList(goodputWindows(res.Records, k-2*time.Second, min(total, k+10*time.Second))))
+	if err := errors.Join(berr, berr1); err != nil {
+		c.fig("busy 503s from the workers left: %v", err)
+	} else {
+		c.fig("busy 503s from the workers left, from the kill on: %.0f", busy1.busy-busy0.busy)
+	}
 	c.want(answered && first <= joinWithin, "the joining worker did not answer within %v of its start (%s)", joinWithin, since(first))
 	c.want(sat == 0 || afterKill >= noCollapse*sat, "goodput %.0f/s from the kill on < %.1f of the saturation = %.0f/s", afterKill, noCollapse, noCollapse*sat)
 	return c.result()

@@ -235,3 +235,27 @@ func (s summary) kindsString() string {
 func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond)) }
 
 func mib(b int64) string { return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20)) }
+
+// failedWhen says when the requests that failed with something other than
+// a 503 were due and how long they took ("" when none did): it tells a
+// stall at one moment (a kill, a reload) from failures spread over the run.
+func failedWhen(recs []record) string {
+	n := 0
+	var first, last, slowest time.Duration
+	for _, r := range recs {
+		if r.Kind == kindOK || r.Kind == kindBusy {
+			continue
+		}
+		if n == 0 {
+			first = r.At
+		}
+		n++
+		last = r.At
+		slowest = max(slowest, r.Latency)
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; they were due from %v to %v, the slowest ended after %v",
+		first.Round(100*time.Millisecond), last.Round(100*time.Millisecond), slowest.Round(100*time.Millisecond))
+}

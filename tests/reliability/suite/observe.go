@@ -39,6 +39,35 @@ func (s *suite) nginxID(ctx context.Context) string {
 	return ids[0]
 }
 
+// listenDrops returns the connections nginx's network namespace has
+// dropped at a full listen queue (TcpExt ListenDrops): each costs its
+// client a SYN retransmission, 1 s and then doubling.
+func (s *suite) listenDrops(ctx context.Context) (int64, error) {
+	out, err := s.st.docker(ctx, "exec", s.nginxID(ctx), "cat", "/proc/net/netstat")
+	if err != nil {
+		return 0, err
+	}
+	var names []string
+	for line := range strings.Lines(out) {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || fields[0] != "TcpExt:" {
+			continue
+		}
+		if names == nil {
+			names = fields
+			continue
+		}
+		for i, n := range names {
+			if n == "ListenDrops" && i < len(fields) {
+				var v int64
+				_, err := fmt.Sscan(fields[i], &v)
+				return v, err
+			}
+		}
+	}
+	return 0, fmt.Errorf("no TcpExt ListenDrops in nginx's /proc/net/netstat")
+}
+
 // rssOf returns each worker's resident set size.
 func (s *suite) rssOf(ctx context.Context, ids []string) map[string]int64 {
 	m := map[string]int64{}

@@ -150,8 +150,8 @@ func overload(ctx context.Context, s *suite) result {
 	// client's own clock (also shown) counts its wait for CPU too: it
 	// shares the 2 cores with a stack that is saturated on purpose.
 	p99nginx := load.PercentileOf(inNginx, 99)
-	c.fig("503 %d: p99 %s in nginx (%d logged), %s at the client; other failures %d (%s)",
-		len(busy), ms(p99nginx), len(inNginx), ms(p99busy), other, sum.kindsString())
+	c.fig("503 %d: p99 %s in nginx (%d logged), %s at the client; other failures %d (%s)%s",
+		len(busy), ms(p99nginx), len(inNginx), ms(p99busy), other, sum.kindsString(), failedWhen(res.Records))
 	// No collapse: the goodput is held to the saturation measured in this
 	// run, not to C, which follows the machine's noise.
 	c.want(sat > 0, "saturation with 32 in flight not measured: %v", s.ref.err)
