@@ -41,9 +41,16 @@ func parseListen(l string) (netip.AddrPort, error) {
 	return netip.AddrPortFrom(ip, uint16(n)), nil
 }
 
-// listenBacklog is nginx's own default backlog (NGX_LISTEN_BACKLOG on
-// Linux): while nginx restarts, the kernel queues this many connections.
-const listenBacklog = 511
+// listenBacklog asks for the longest accept queue the kernel allows: it
+// caps the value at net.core.somaxconn (4096 by default since Linux 5.4),
+// as it does for Go's own listeners. Clients reconnect in crowds (after a
+// reload closes their keep-alive connections, while nginx restarts), and a
+// full queue drops their SYNs, each retried after 1 s and then doubling:
+// with nginx's own 511, 8,006 connections were dropped in one worker-join
+// scenario and 68 requests hung past 30 s (tests/reliability/HISTORY.md).
+// nginx keeps the queue of a socket it inherits unless a listen directive
+// sets backlog=.
+const listenBacklog = 65535
 
 // openListeners opens a listening TCP socket for each address, as nginx
 // would open it for its listen directive (SO_REUSEADDR, IPV6_V6ONLY for
