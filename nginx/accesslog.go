@@ -27,9 +27,19 @@ type AccessLog struct {
 }
 
 // SampleEvery is one over the share of requests nginx logs when it does not
-// log every answer; nginx.conf's $sudoku_one_in_16 picks the requests whose
-// $request_id ends in one hex digit of 16.
+// log every answer; nginx.conf's $sudoku_in_sample picks the requests whose
+// $request_id ends in sampleRegex's hex digits: a power of 16.
 const SampleEvery = 16
+
+// sampleRegex is the nginx regex that matches one $request_id (32 random
+// hex digits) in SampleEvery: "~0$" for 16, "~00$" for 256.
+func sampleRegex() string {
+	zeros := ""
+	for n := SampleEvery; n > 1; n /= 16 {
+		zeros += "0"
+	}
+	return "~" + zeros + "$"
+}
 
 // accessLogFormat is the log_format of the lines: the status, 1 when the
 // request is in the sample (0 when it is logged for its status alone) and

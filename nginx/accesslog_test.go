@@ -2,10 +2,12 @@ package nginx
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -125,5 +127,25 @@ func TestNginxAcceptsTheAccessLog(t *testing.T) {
 	}
 	if _, err := renderAccessLog(&AccessLog{Path: "/run/x;y"}); err == nil {
 		t.Error("renderAccessLog with a ';' in the socket path = nil error")
+	}
+}
+
+// TestSampleRegexPicksOneInSampleEvery: nginx.conf's sample regex matches
+// exactly one request id in SampleEvery, over every id ending in the
+// same digits but one more.
+func TestSampleRegexPicksOneInSampleEvery(t *testing.T) {
+	re := regexp.MustCompile(strings.TrimPrefix(sampleRegex(), "~"))
+	digits := len(sampleRegex()) // "~" and "$" make room for one more digit
+	n, matched := 1, 0
+	for range digits {
+		n *= 16
+	}
+	for i := range n {
+		if re.MatchString(fmt.Sprintf("%032x", i)) {
+			matched++
+		}
+	}
+	if matched*SampleEvery != n {
+		t.Errorf("%s matches %d of %d request ids, want one in %d", sampleRegex(), matched, n, SampleEvery)
 	}
 }

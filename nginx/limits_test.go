@@ -22,7 +22,8 @@ import (
 //   - the batch POST's exceeds the worker's batch deadline;
 //   - the largest request nginx.conf's header buffers admit fits, as
 //     FastCGI params, in the worker's params limit, or the worker would
-//     close the connection on it.
+//     close the connection on it;
+//   - the largest body nginx takes is no larger than the worker's.
 func TestSharedLimits(t *testing.T) {
 	dir := t.TempDir()
 	if err := RenderSite(dir, hostSite(dir)); err != nil {
@@ -66,6 +67,21 @@ func TestSharedLimits(t *testing.T) {
 	const fixedParams = 4 << 10
 	if worst := 3*size + n*size*8/3 + fixedParams; worst > serve.MaxParamsBytes {
 		t.Errorf("large_client_header_buffers %d %dk admit requests of up to %d bytes of params, over the worker's limit of %d", n, size>>10, worst, serve.MaxParamsBytes)
+	}
+
+	// nginx holds a batch body in memory until the worker has it: it takes
+	// none larger than the worker does, or it would hold bodies that the
+	// worker then refuses.
+	files, err := renderClientLimits(DefaultClientLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = regexp.MustCompile(`(?m)^client_max_body_size (\d+);`).FindStringSubmatch(string(files[0]))
+	if m == nil {
+		t.Fatal("client-limits.conf has no client_max_body_size <bytes>")
+	}
+	if body, _ := strconv.ParseInt(m[1], 10, 64); body > w.MaxBodyBytes {
+		t.Errorf("client_max_body_size %d, over the worker's -max-body %d", body, w.MaxBodyBytes)
 	}
 }
 

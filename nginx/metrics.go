@@ -2,6 +2,7 @@ package nginx
 
 import (
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,7 +49,7 @@ func NewMetrics() *Metrics {
 		restarts: s.Counter("nginx_restarts_total",
 			"nginx masters that exited on their own and were started again (the listening sockets stayed open)."),
 		responses: s.CounterVec("nginx_responses_total",
-			"Answers by status code and source, from nginx's access log: 429, 503 and under 400 from one request in 16 (x16), the other codes of 400 and up exactly (every answer exactly with -access-log-all); source nginx when it answered itself (its limits, its errors, no worker reached), worker otherwise.", "code", "source"),
+			"Answers by status code and source, from nginx's access log: 429, 503 and under 400 from one request in "+strconv.Itoa(SampleEvery)+" (x"+strconv.Itoa(SampleEvery)+"), the other codes of 400 and up exactly (every answer exactly with -access-log-all); source nginx when it answered itself (its limits, its errors, no worker reached), worker otherwise.", "code", "source"),
 		accessLogErrors: s.Counter("access_log_errors_total", "Access log lines the edge could not read."),
 		limited: s.CounterVec("nginx_limited_total",
 			"Requests nginx turned away at a limit_req or limit_conn zone: the sudoku_req, sudoku_batch and sudoku_client_* zones are a client over its own limits (429), the others a full service (503); from nginx's error log.", "zone"),

@@ -473,3 +473,38 @@ func TestShippedProxyProtocol(t *testing.T) {
 		t.Errorf("a request without the PROXY header: %.120q, want no answer", answer)
 	}
 }
+
+// TestShippedClientLimitsAreSettings: the per-client limits and the body
+// size come from the Supervisor's ClientLimits, not from nginx.conf: a
+// rate of 1 with a burst of 1 answers a client's third request at once
+// with 429 and its own RateLimit-Policy, another client is not counted,
+// and a body over MaxBody gets 413.
+func TestShippedClientLimitsAreSettings(t *testing.T) {
+	s := startShipped(t, "127.0.0.1:%d", solver(nil, nil), func(sup *Supervisor) {
+		sup.RealIPFrom, _ = ParsePrefixes("127.0.0.1")
+		sup.Clients = ClientLimits{Rate: 1, Burst: 1, InFlight: 8, BatchRate: 1, BatchBurst: 0, BatchInFlight: 1, BatchBodies: 2, MaxBody: 1024}
+	})
+	send := func(client, method, body string) *http.Response {
+		req, _ := http.NewRequest(method, s.url("127.0.0.1", "/sudoku?puzzle=x"), strings.NewReader(body))
+		req.Header.Set("X-Forwarded-For", client)
+		resp, _ := s.do(t, "127.0.0.1", req)
+		return resp
+	}
+	var statuses []int
+	for range 3 {
+		statuses = append(statuses, send("203.0.113.1", "GET", "").StatusCode)
+	}
+	if fmt.Sprint(statuses) != "[200 200 429]" {
+		t.Fatalf("three GETs at once from one client at -client-rate 1 -client-burst 1: %v, want [200 200 429]", statuses)
+	}
+	resp := send("203.0.113.1", "GET", "")
+	if p := resp.Header.Get("RateLimit-Policy"); p != `"client";q=1;w=1` {
+		t.Errorf("RateLimit-Policy %q, want the rendered rate 1", p)
+	}
+	if resp := send("203.0.113.2", "GET", ""); resp.StatusCode != 200 {
+		t.Errorf("another client: %d, want 200 (its own budget)", resp.StatusCode)
+	}
+	if resp := send("203.0.113.3", "POST", strings.Repeat("0", 1025)); resp.StatusCode != 413 {
+		t.Errorf("a 1025-byte batch with -max-body 1024: %d, want 413", resp.StatusCode)
+	}
+}

@@ -22,7 +22,7 @@ import (
 var siteFS embed.FS
 
 var siteTemplates = template.Must(template.New("").Option("missingkey=error").
-	Funcs(template.FuncMap{"duration": nginxDuration}).ParseFS(siteFS, "*.conf"))
+	Funcs(template.FuncMap{"duration": nginxDuration, "sampleEvery": func() int { return SampleEvery }, "sampleRegex": sampleRegex}).ParseFS(siteFS, "*.conf"))
 
 // siteFiles are the files RenderSite writes, in siteFS.
 var siteFiles = []string{"nginx.conf", "sudoku-locations.conf", "sudoku-fastcgi.conf", "sudoku-www.conf", "sudoku-guard.conf"}

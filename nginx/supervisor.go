@@ -37,9 +37,14 @@ type Supervisor struct {
 	// together, rendered per process (events.conf, keepalive.conf); zero
 	// fields take DefaultProcessLimits'.
 	Limits ProcessLimits
+	// Clients are the per-client limits and the batch bodies' count
+	// (client-limits.conf, route-limits.conf, batch-limits.conf); the zero
+	// value takes DefaultClientLimits.
+	Clients ClientLimits
 	// RunDir receives the files nginx.conf includes: servers.conf,
 	// admission.conf, access-log.conf, tls.conf, trusted-clients.conf,
-	// real-ip.conf, listen.conf, events.conf, keepalive.conf, and certs/
+	// real-ip.conf, listen.conf, events.conf, keepalive.conf,
+	// client-limits.conf, route-limits.conf, batch-limits.conf, and certs/
 	// with TLS.
 	RunDir string
 
@@ -467,6 +472,9 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 	if err := s.writeProcessLimits(); err != nil {
 		return err
 	}
+	if err := s.writeClientLimits(); err != nil {
+		return err
+	}
 	accessLog, err := renderAccessLog(&s.AccessLog)
 	if err != nil {
 		return err
@@ -487,6 +495,26 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 		return fmt.Errorf("writing listen.conf: %w", err)
 	}
 	s.Log.Info().Str("listen", s.HTTPListen).Bool("proxy_protocol", s.ProxyProtocol).Msg("HTTP listen written")
+	return nil
+}
+
+// writeClientLimits writes client-limits.conf, route-limits.conf and
+// batch-limits.conf from Clients.
+func (s *Supervisor) writeClientLimits() error {
+	l := s.Clients
+	if l == (ClientLimits{}) {
+		l = DefaultClientLimits
+	}
+	files, err := renderClientLimits(l)
+	if err != nil {
+		return err
+	}
+	for i, name := range []string{"client-limits.conf", "route-limits.conf", "batch-limits.conf"} {
+		if err := writeFileAtomic(s.path(name), files[i], 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	s.Log.Info().Interface("client_limits", l).Msg("client limits written")
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,12 +50,22 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	s.Upstream = nginx.DefaultUpstream
 	fs.IntVar(&s.Upstream.MaxConns, "max-conns-per-worker", s.Upstream.MaxConns, "requests nginx sends one worker at once (the upstream's max_conns); past `count` x the workers /sudoku gets 503 at once, and while a worker is missing the others take its share; 0 sets no cap")
 	fs.IntVar(&s.Upstream.MaxFails, "max-fails", s.Upstream.MaxFails, "nginx's max_fails of each worker: failed `tries` within 10 s that take it out for 10 s; 0 never does, and sudoku-edge takes refusing workers out itself (nginx/README.md, \"The max_fails trap\")")
+	s.Clients = nginx.DefaultClientLimits
+	cl := &s.Clients
+	fs.IntVar(&cl.Rate, "client-rate", cl.Rate, "requests a `second` nginx takes from one client address, GET and POST together; past it and -client-burst, 429 at once")
+	fs.IntVar(&cl.Burst, "client-burst", cl.Burst, "requests above -client-rate that one client may send at once, never delayed (`count`)")
+	fs.IntVar(&cl.InFlight, "client-in-flight", cl.InFlight, "requests of one client at once (`count`); past it 429 on /sudoku/stats, 503 on /sudoku (nginx/README.md, \"429 or 503\")")
+	fs.IntVar(&cl.BatchRate, "batch-rate", cl.BatchRate, "batch POSTs a `second` from one client (within -client-rate)")
+	fs.IntVar(&cl.BatchBurst, "batch-burst", cl.BatchBurst, "batch POSTs above -batch-rate that one client may send at once (`count`)")
+	fs.IntVar(&cl.BatchInFlight, "batch-in-flight", cl.BatchInFlight, "batch POSTs of one client at once (`count`)")
+	fs.IntVar(&cl.BatchBodies, "batch-bodies", cl.BatchBodies, "batch POSTs at once for all clients together (`count`): nginx holds each body in memory, up to -max-body")
+	fs.Int64Var(&cl.MaxBody, "max-body", cl.MaxBody, "largest batch body in `bytes` (413 past it), held in memory; at most the worker's -max-body")
 	var trusted, listen, realIP string
 	fs.StringVar(&realIP, "real-ip-from", "", "comma-separated `addresses or prefixes` of the load balancers in front of nginx: from them, X-Forwarded-For names the client that the per-client limits count (the last address not of a balancer); from anyone else the header is ignored")
 	fs.BoolVar(&s.ProxyProtocol, "proxy-protocol", false, "nginx's public listens take the PROXY protocol (v1 or v2) and the client's address comes from its header when the peer is one of -real-ip-from, which must name the balancers that send it (every connection must start with the header); off, X-Forwarded-For from -real-ip-from names the client")
 	fs.StringVar(&listen, "listen", "8080,8082", "nginx listen `addresses` (as nginx.conf's listen directives name them) that sudoku-edge opens and hands to nginx, so that a restarted nginx refuses no connection; the -tls-listen address is added with TLS on")
 	fs.StringVar(&trusted, "trusted-clients", "", "comma-separated client `addresses or prefixes` exempt from the per-client limits (a load balancer in front, a load-test host)")
-	fs.StringVar(&c.renderOnly, "render-only", "", "write the files nginx.conf includes into `directory` (servers.conf from the -workers targets as given, admission.conf, access-log.conf, tls.conf, trusted-clients.conf, real-ip.conf, listen.conf, events.conf, keepalive.conf), as at start, and exit without starting nginx: the host stack (nginx/render-host.sh)")
+	fs.StringVar(&c.renderOnly, "render-only", "", "write the files nginx.conf includes into `directory` (servers.conf from the -workers targets as given, admission.conf, access-log.conf, tls.conf, trusted-clients.conf, real-ip.conf, listen.conf, events.conf, keepalive.conf, client-limits.conf, route-limits.conf, batch-limits.conf), as at start, and exit without starting nginx: the host stack (nginx/render-host.sh)")
 	fs.StringVar(&c.renderConf, "render-conf", "", "write nginx.conf, sudoku-locations.conf, sudoku-fastcgi.conf, sudoku-www.conf and sudoku-guard.conf into `directory`, naming -run-dir, -www-root, -status-listen, -challenge-listen and -nginx-temp-dir, and exit (after -render-only, when both are given): the image's /etc/nginx and the host stack")
 	fs.StringVar(&c.site.WWWRoot, "www-root", "/usr/share/sudoku-www", "`directory` of the web page's files, for -render-conf")
 	fs.StringVar(&c.site.StatusListen, "status-listen", "8082", "nginx listen `address` of stub_status, for -render-conf")
@@ -87,7 +98,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	fs.IntVar(&o.RedirectPort, "tls-redirect-port", 443, "public HTTPS `port` used in redirects")
 	fs.BoolVar(&o.HSTS, "tls-hsts", false, "send Strict-Transport-Security over HTTPS")
 	fs.IntVar(&o.HSTSMaxAge, "tls-hsts-max-age", 63072000, "HSTS max-age in `seconds`")
-	fs.StringVar(&c.accessLog.Path, "access-log-socket", "access-log.sock", "unix datagram `socket` nginx sends short access log lines to (one request in 16, and each answer of status 400 and up but 429 and 503), which sudoku-edge counts by status and source (sudoku_edge_nginx_responses_total), relative to -run-dir; empty turns it off")
+	fs.StringVar(&c.accessLog.Path, "access-log-socket", "access-log.sock", "unix datagram `socket` nginx sends short access log lines to (one request in "+strconv.Itoa(nginx.SampleEvery)+", and each answer of status 400 and up but 429 and 503), which sudoku-edge counts by status and source (sudoku_edge_nginx_responses_total), relative to -run-dir; empty turns it off")
 	fs.BoolVar(&c.accessLog.All, "access-log-all", false, "send a line for every answer to -access-log-socket: exact counts, at sudoku-edge CPU for each answer")
 	if err := fs.Parse(args, lookupEnv); err != nil {
 		return nil, err
@@ -143,6 +154,10 @@ func (c *config) render(ctx context.Context) error {
 func (c *config) check() error {
 	if u := c.sup.Upstream; u.MaxConns < 0 || u.MaxFails < 0 {
 		return fmt.Errorf("-max-conns-per-worker %d, -max-fails %d: each must be >= 0", u.MaxConns, u.MaxFails)
+	}
+	if l := c.sup.Clients; l.Check() != nil {
+		return fmt.Errorf("-client-rate %d, -client-in-flight %d, -batch-rate %d, -batch-in-flight %d, -batch-bodies %d, -max-body %d: each must be at least 1; -client-burst %d, -batch-burst %d at least 0",
+			l.Rate, l.InFlight, l.BatchRate, l.BatchInFlight, l.BatchBodies, l.MaxBody, l.Burst, l.BatchBurst)
 	}
 	if c.sup.WorkerProcesses < 0 {
 		return fmt.Errorf("-worker-processes: %d is negative", c.sup.WorkerProcesses)

@@ -104,6 +104,10 @@ func TestParseConfig(t *testing.T) {
 		{nil, map[string]string{"SUDOKU_EDGE_RESOLVE_INTERVAL": "soon"}, "SUDOKU_EDGE_RESOLVE_INTERVAL"},
 		{[]string{"-max-conns-per-worker", "-1"}, nil, "-max-conns-per-worker"},
 		{[]string{"-max-fails", "-1"}, nil, "-max-fails"},
+		{[]string{"-client-rate", "0"}, nil, "-client-rate 0"},
+		{[]string{"-client-burst", "-1"}, nil, "-client-burst -1"},
+		{nil, map[string]string{"SUDOKU_EDGE_BATCH_BODIES": "0"}, "-batch-bodies 0"},
+		{[]string{"-max-body", "0"}, nil, "-max-body 0"},
 		{[]string{"-max-conns-per-worker", "many"}, nil, "invalid value"},
 		{[]string{"-workers", "sudoku"}, nil, "missing port"},
 		{[]string{"-workers", "unix:run/*.sock"}, nil, "absolute"},
@@ -404,6 +408,9 @@ func TestBareEdgeCapsTheWorkers(t *testing.T) {
 			for name, want := range map[string]string{
 				"servers.conf":   fmt.Sprintf("\nserver %s max_fails=0 max_conns=%d;\n", worker, tc.limit),
 				"admission.conf": fmt.Sprintf("\nlimit_conn sudoku_admission %d;\n", tc.limit),
+				// The per-client limits a bare edge renders are the shipped ones.
+				"client-limits.conf": "\nlimit_req_zone $sudoku_client zone=sudoku_req:10m rate=100r/s;\n",
+				"route-limits.conf":  "\nlimit_req zone=sudoku_req burst=200 nodelay;\nlimit_conn sudoku_client_conn 64;\n",
 			} {
 				if b, err := os.ReadFile(filepath.Join(dir, "run", name)); err != nil || !strings.Contains(string(b), want) {
 					t.Errorf("%s = %q, %v; want it to contain %q", name, b, err, want)

@@ -36,7 +36,7 @@ for lever in "${levers[@]}"; do
 	shipped | published) ;;
 	static-body) sed -i "$block s/,\"request_id\":\"\$request_id\"//" "$dir/sudoku-locations.conf" ;;
 	headers) sed -i "$block {/Strict-Transport-Security/d; /X-Content-Type-Options/d}" "$dir/sudoku-locations.conf" ;;
-	no-log) sed -i "s/\"503:\" \\\$sudoku_one_in_16;/\"503:\" 0;/" "$dir/nginx.conf" ;;
+	no-log) sed -i "s/\"503:\" \\\$sudoku_in_sample;/\"503:\" 0;/" "$dir/nginx.conf" ;;
 	no-error-page) sed -i '/error_page 503 \/_sudoku_error\/503;/d' "$dir/nginx.conf" ;;
 	*) say "unknown lever $lever"; exit 2 ;;
 	esac
