@@ -201,13 +201,13 @@ PIN_IMAGES ?=
 pin-digests: ## write the pushed images' digests into docker/stack.yml and docker/k8s/kustomization.yaml (PIN_IMAGES="sudoku-fcgi=reg/sudoku-fcgi:1.2.3 ...", PIN_DIR)
 	.ci/pin-digests $(PIN_DIR) $(PIN_IMAGES)
 
-# ---- benchmarks (figures: tests/bench/RESULTS.md, solver/RESULTS.md, tests/herd/RESULTS.md) ----
+# ---- benchmarks (figures: tests/bench/RESULTS.md, solver/RESULTS.md, tests/bench/herd/RESULTS.md) ----
 # Only what a RESULTS file or a README cites. Host benchmarks need Debian's
 # nginx; bench-accept and CLIENT=wrk need wrk.
 COUNT ?= 6
 BENCHTIME ?= 1s
 HERD_OUT ?= out/herd
-HERD_SVG ?= tests/herd/herd.svg
+HERD_SVG ?= tests/bench/herd/herd.svg
 .PHONY: bench bench-smoke solver-bench bench-worker bench-path bench-path-compose bench-accept bench-access-log capacity-plan herd herd-nginx
 bench: solver-bench bench-worker ## the Go benchmarks (no external tools)
 
@@ -249,9 +249,9 @@ bench-access-log: ## sudoku-edge's CPU per request for counting nginx's answers:
 capacity-plan: ## capacity at p99 <= 5 ms on easy and hard puzzles on host nginx + 2 workers, with the plan for PEAK (100000) req/s (tests/bench/capacity-plan.sh)
 	tests/bench/capacity-plan.sh
 
-herd: ## balancer simulation: the plot tests/herd/herd.svg and the full tables in out/herd/table.md (tests/herd/RESULTS.md)
+herd: ## balancer simulation: the plot tests/bench/herd/herd.svg and the full tables in out/herd/table.md (tests/bench/herd/RESULTS.md)
 	mkdir -p $(HERD_OUT)
-	$(GO) run ./tests/herd -svg $(HERD_SVG) > $(HERD_OUT)/table.md
+	$(GO) run ./tests/bench/herd -svg $(HERD_SVG) > $(HERD_OUT)/table.md
 
-herd-nginx: ## nginx's own balancing policies on host processes (127.0.0.1:31480-31541; tests/herd/nginx.sh)
-	tests/herd/nginx.sh
+herd-nginx: ## nginx's own balancing policies on host processes (127.0.0.1:31480-31541; tests/bench/herd/nginx.sh)
+	tests/bench/herd/nginx.sh

@@ -55,7 +55,7 @@ func readCosts(r io.Reader) ([]time.Duration, error) {
 // solution) and writes its cost table: for each puzzle the median of five
 // timings, each over enough repetitions to last at least 200 µs.
 func measure(w io.Writer, files []string) error {
-	fmt.Fprintf(w, "# per-puzzle solve time (ns), solver.Solve(g, 1), median of 5; go run ./tests/herd -measure %s\n",
+	fmt.Fprintf(w, "# per-puzzle solve time (ns), solver.Solve(g, 1), median of 5; go run ./tests/bench/herd -measure %s\n",
 		strings.Join(files, " "))
 	for _, name := range files {
 		ps, err := readPuzzles(name)

@@ -5,7 +5,7 @@
 // does). Service times come from the solver's measured per-puzzle costs plus
 // a fixed per-request overhead.
 //
-//	go run ./tests/herd -svg tests/herd/herd.svg > out/herd/table.md   (make herd)
+//	go run ./tests/bench/herd -svg tests/bench/herd/herd.svg > out/herd/table.md   (make herd)
 //
 // It prints Markdown tables (one per shape, and a staleness sweep) and writes
 // the plot as SVG. The simulation is seeded: the same flags give the same
@@ -79,7 +79,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	)
 	fs.BoolVar(&doMeasure, "measure", false, "write a cost table measured on -puzzles to stdout instead of simulating")
 	fs.StringVar(&puzzles, "puzzles", "tests/reliability/testdata/test1000,tests/reliability/testdata/hardest200", "comma-separated puzzle `files` for -measure")
-	fs.StringVar(&costsFile, "costs", "", "cost table `file` (empty: the one built in, tests/herd/testdata/costs.txt)")
+	fs.StringVar(&costsFile, "costs", "", "cost table `file` (empty: the one built in, tests/bench/herd/testdata/costs.txt)")
 	fs.DurationVar(&o.overhead, "overhead", 100*time.Microsecond, "service time every request costs besides its solve (FastCGI, HTTP parsing, encoding)")
 	fs.IntVar(&o.requests, "requests", 1_000_000, "requests measured per point (a tenth as many more warm up first)")
 	fs.StringVar(&utils, "utilisation", "0.5,0.6,0.7,0.8,0.9,0.95", "comma-separated offered loads, each in (0, 1)")

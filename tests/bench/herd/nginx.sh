@@ -8,7 +8,7 @@
 # busiest worker's share of the requests (from each worker's
 # sudoku_requests_total).
 #
-#   tests/herd/nginx.sh > out/herd/nginx.md
+#   tests/bench/herd/nginx.sh > out/herd/nginx.md
 #
 # Env: RATE (requests/s, default 1500), DURATION (per run, 15s), ROUNDS (2),
 # PUZZLES (tests/reliability/testdata/test1000). Ports 31480-31530 on 127.0.0.1.
