@@ -42,9 +42,10 @@ func sampleRegex() string {
 }
 
 // accessLogFormat is the log_format of the lines: the status, 1 when the
-// request is in the sample (0 when it is logged for its status alone) and
-// the upstream's statuses ("-" when nginx answered itself), one per try.
-const accessLogFormat = `$status $sudoku_log_sampled $upstream_status`
+// request is in the sample (0 when it is logged for its status alone), the
+// request's time in nginx in seconds and the upstream's statuses ("-" when
+// nginx answered itself), one per try.
+const accessLogFormat = `$status $sudoku_log_sampled $request_time $upstream_status`
 
 // listen creates the socket (replacing a stale one) with mode 0666: nginx's
 // workers run as another user.
@@ -93,12 +94,17 @@ func (a *AccessLog) line(b []byte) {
 		b = b[i+2:]
 	}
 	f := bytes.Fields(b)
-	if len(f) < 3 {
+	if len(f) < 4 {
 		a.metrics.accessLogError()
 		return
 	}
 	code, err := strconv.Atoi(string(f[0]))
 	if err != nil || code < 100 || code > 599 {
+		a.metrics.accessLogError()
+		return
+	}
+	seconds, err := strconv.ParseFloat(string(f[2]), 64)
+	if err != nil || seconds < 0 {
 		a.metrics.accessLogError()
 		return
 	}
@@ -115,10 +121,15 @@ func (a *AccessLog) line(b []byte) {
 		return
 	}
 	source := "worker"
-	if nginxAnswered(f[0], f[2:]) {
+	if nginxAnswered(f[0], f[3:]) {
 		source = "nginx"
 	}
 	a.metrics.response(f[0], source, weight)
+	if sampled {
+		// The sample is random ($request_id), so its quantiles are every
+		// request's; the lines sent for their status alone are not.
+		a.metrics.requestTime(source, seconds)
+	}
 }
 
 // nginxAnswered tells whether nginx gave the answer of status code itself,

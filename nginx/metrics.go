@@ -24,6 +24,7 @@ type Metrics struct {
 	accessLogErrors prometheus.Counter
 	truncated       prometheus.Counter
 	limited         *prometheus.CounterVec
+	requestSeconds  *prometheus.HistogramVec
 }
 
 // NewMetrics returns unregistered metrics in the sudoku_edge namespace.
@@ -53,6 +54,8 @@ func NewMetrics() *Metrics {
 		accessLogErrors: s.Counter("access_log_errors_total", "Access log lines the edge could not read."),
 		limited: s.CounterVec("nginx_limited_total",
 			"Requests nginx turned away at a limit_req or limit_conn zone: the sudoku_req, sudoku_batch and sudoku_client_* zones are a client over its own limits (429), the others a full service (503); from nginx's error log.", "zone"),
+		requestSeconds: s.HistogramVec("nginx_request_duration_seconds",
+			"nginx's time for a request, from its first byte to the answer's last ($request_time), by source as in nginx_responses_total, of the requests in the access log's sample (one in "+strconv.Itoa(SampleEvery)+"; every request with -access-log-all): the latency clients see, but for the network.", "source"),
 		truncated: s.Counter("nginx_truncated_answers_total",
 			"Answers nginx cut short, without their last chunk, because the worker closed the connection in the middle (a batch whose worker died); from nginx's error log."),
 	}
@@ -96,6 +99,15 @@ func (s *metricSet) Counter(name, help string) prometheus.Counter {
 
 func (s *metricSet) GaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
 	return keep(s, prometheus.NewGaugeVec(prometheus.GaugeOpts(edgeOpts(name, help)), labels))
+}
+
+// requestBuckets span nginx's own 503 (under 1 ms) to the batch read
+// timeout (35 s).
+var requestBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 40}
+
+func (s *metricSet) HistogramVec(name, help string, labels ...string) *prometheus.HistogramVec {
+	o := edgeOpts(name, help)
+	return keep(s, prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: o.Namespace, Subsystem: o.Subsystem, Name: o.Name, Help: o.Help, Buckets: requestBuckets}, labels))
 }
 
 func (s *metricSet) CounterVec(name, help string, labels ...string) *prometheus.CounterVec {
@@ -163,6 +175,13 @@ func (m *Metrics) response(code []byte, source string, weight float64) {
 		return
 	}
 	m.responses.WithLabelValues(string(code), source).Add(weight)
+}
+
+func (m *Metrics) requestTime(source string, seconds float64) {
+	if m == nil {
+		return
+	}
+	m.requestSeconds.WithLabelValues(source).Observe(seconds)
 }
 
 func (m *Metrics) accessLogError() {
