@@ -88,21 +88,20 @@ func renderServers(source string, addrs []workerAddr, params string) ([]byte, er
 // renderUpstream renders the two files that follow the set of workers:
 // servers.conf (renderServers) and admission.conf, the `limit_conn` line
 // of the /sudoku location. budget is how many workers' share nginx admits
-// (see workerBudget): while fewer answer, each one's max_conns is raised so that
-// together they take what budget workers take, and the admission limit
-// stays budget x max_conns (none without workers: nginx answers "no live
-// upstreams" at once).
-func renderUpstream(source string, addrs []workerAddr, budget int, u Upstream) (servers, admission []byte, err error) {
+// (see workerBudget): while fewer answer, each one's max_conns is raised so
+// that together they take what budget workers take, within the idle
+// connections nginx keeps in all (pool, -keepalive; see shareMaxConns).
+// The admission limit is the sum of the servers' max_conns (none without
+// workers: nginx answers "no live upstreams" at once).
+func renderUpstream(source string, addrs []workerAddr, budget, pool int, u Upstream) (servers, admission []byte, err error) {
 	if err := u.Check(); err != nil {
 		return nil, nil, err
 	}
-	if servers, err = renderServers(source, addrs, u.params(shareMaxConns(u.MaxConns, len(addrs), budget))); err != nil {
+	share := shareMaxConns(u.MaxConns, len(addrs), budget, pool)
+	if servers, err = renderServers(source, addrs, u.params(share)); err != nil {
 		return nil, nil, err
 	}
-	if len(addrs) == 0 {
-		budget = 0
-	}
-	if admission, err = renderAdmission(budget, u.MaxConns); err != nil {
+	if admission, err = renderAdmission(len(addrs), share); err != nil {
 		return nil, nil, err
 	}
 	return servers, admission, nil
@@ -127,13 +126,23 @@ func renderAdmission(workers, maxConns int) ([]byte, error) {
 // shareMaxConns returns the max_conns of each of workers servers so that,
 // together, they take what budget servers of maxConns take (rounded up):
 // while a worker is missing, the others take its share of the requests in
-// flight. maxConns 0 (no cap), or no fewer workers than budget, give
-// maxConns back.
-func shareMaxConns(maxConns, workers, budget int) int {
+// flight. The raise stops where the servers together would take more than
+// pool, the idle connections nginx keeps (0: no bound): past it, every
+// burst opens connections that nginx then closes, and each new one costs a
+// worker 64 KiB (net/http/fcgi's record buffer) under its memory limit.
+// Two workers left of three, raised to 384 each, churned into 40
+// collections a second and half their goodput (tests/reliability/HISTORY.md);
+// the one left of two still takes 512. maxConns 0 (no cap), or no fewer
+// workers than budget, give maxConns back.
+func shareMaxConns(maxConns, workers, budget, pool int) int {
 	if maxConns == 0 || workers <= 0 || workers >= budget {
 		return maxConns
 	}
-	return (maxConns*budget + workers - 1) / workers
+	raised := (maxConns*budget + workers - 1) / workers
+	if pool > 0 {
+		raised = min(raised, max(maxConns, (pool+workers-1)/workers))
+	}
+	return raised
 }
 
 // ParsePrefixes parses a comma-separated list of client addresses

@@ -54,7 +54,7 @@ func TestRenderServers(t *testing.T) {
 
 func TestRenderUpstreamRejectsNegativeParams(t *testing.T) {
 	for _, u := range []Upstream{{MaxConns: -1}, {MaxFails: -1}} {
-		if _, _, err := renderUpstream("s", aps("10.0.0.1:9000"), 1, u); !errors.Is(err, errUnsafe) {
+		if _, _, err := renderUpstream("s", aps("10.0.0.1:9000"), 1, 512, u); !errors.Is(err, errUnsafe) {
 			t.Errorf("renderUpstream(%+v) error = %v, want ErrUnsafe", u, err)
 		}
 	}
@@ -210,28 +210,33 @@ func TestRenderAdmission(t *testing.T) {
 
 func TestShareMaxConns(t *testing.T) {
 	tests := []struct {
-		maxConns, workers, budget int
-		want                      int
+		maxConns, workers, budget, pool int
+		want                            int
 	}{
-		{256, 1, 2, 512},
-		{256, 2, 3, 384},
-		{100, 3, 4, 134}, // rounded up
-		{256, 2, 2, 256},
-		{256, 0, 2, 256},
-		{0, 1, 2, 0},
+		{256, 1, 2, 512, 512},
+		{256, 2, 3, 0, 384},
+		{256, 2, 3, 512, 256}, // the pool of 512 bounds two workers to 256 each
+		{256, 1, 3, 512, 512},
+		{256, 2, 3, 1024, 384},
+		{100, 3, 4, 0, 134}, // rounded up
+		{100, 3, 4, 1000, 134},
+		{256, 2, 2, 512, 256},
+		{256, 0, 2, 512, 256},
+		{0, 1, 2, 512, 0},
 	}
 	for _, tt := range tests {
-		if got := shareMaxConns(tt.maxConns, tt.workers, tt.budget); got != tt.want {
-			t.Errorf("shareMaxConns(%d, %d, %d) = %d; want %d", tt.maxConns, tt.workers, tt.budget, got, tt.want)
+		if got := shareMaxConns(tt.maxConns, tt.workers, tt.budget, tt.pool); got != tt.want {
+			t.Errorf("shareMaxConns(%d, %d, %d, %d) = %d; want %d", tt.maxConns, tt.workers, tt.budget, tt.pool, got, tt.want)
 		}
 	}
 }
 
 // renderUpstream: the worker left of a budget of two takes both shares,
-// and the admission limit stays; with no worker there is no limit.
+// and the admission limit stays; two left of three stay within the pool of
+// idle connections; with no worker there is no limit.
 func TestRenderUpstream(t *testing.T) {
 	one := aps("10.0.0.2:9000")
-	servers, admission, err := renderUpstream("sudoku:9000", one, 2, DefaultUpstream)
+	servers, admission, err := renderUpstream("sudoku:9000", one, 2, 512, DefaultUpstream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +246,16 @@ func TestRenderUpstream(t *testing.T) {
 	if !strings.Contains(string(admission), "limit_conn sudoku_admission 512;") {
 		t.Errorf("admission.conf for a budget of two:\n%s", admission)
 	}
-	_, admission, err = renderUpstream("sudoku:9000", nil, 2, DefaultUpstream)
+	two := aps("10.0.0.2:9000", "10.0.0.3:9000")
+	servers, admission, err = renderUpstream("sudoku:9000", two, 3, 512, DefaultUpstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(servers), "server 10.0.0.3:9000 max_fails=0 max_conns=256;") ||
+		!strings.Contains(string(admission), "limit_conn sudoku_admission 512;") {
+		t.Errorf("two of three workers with a pool of 512 take 256 each, 512 in all:\n%s\n%s", servers, admission)
+	}
+	_, admission, err = renderUpstream("sudoku:9000", nil, 2, 512, DefaultUpstream)
 	if err != nil {
 		t.Fatal(err)
 	}

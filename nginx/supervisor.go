@@ -608,7 +608,11 @@ func applyCounted(ctx context.Context, a *configApplier, m *Metrics, changes ...
 // upstreamFiles renders servers.conf and admission.conf for addrs and the
 // budget of workers (renderUpstream). They always change together.
 func (s *Supervisor) upstreamFiles(addrs []workerAddr, budget int) ([]configChange, error) {
-	servers, admission, err := renderUpstream(joinTargets(s.Workers), addrs, budget, s.Upstream)
+	pool := s.Limits.Keepalive
+	if pool == 0 {
+		pool = DefaultProcessLimits.Keepalive
+	}
+	servers, admission, err := renderUpstream(joinTargets(s.Workers), addrs, budget, pool, s.Upstream)
 	if err != nil {
 		return nil, err
 	}
