@@ -13,7 +13,7 @@
 # Env: RATE (requests/s, default 1500), DURATION (per run, 15s), ROUNDS (2),
 # PUZZLES (tests/reliability/testdata/test1000). Ports 31480-31530 on 127.0.0.1.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 rate=${RATE:-1500} duration=${DURATION:-15s} rounds=${ROUNDS:-2}
 puzzles=${PUZZLES:-tests/reliability/testdata/test1000}
 work=$(mktemp -d)
