@@ -824,6 +824,18 @@ edge_metric() {
 		awk -v n="$1" '$1 == n { print $2 }'
 }
 
+# slow_reader: copies standard input to standard output, about 1,000 lines a
+# second, so that a client holds its server back once the buffers between
+# them are full.
+slow_reader() {
+	local line k=0
+	while IFS= read -r line; do
+		printf '%s\n' "$line"
+		((++k % 100)) || sleep 0.1
+	done
+	[[ -z $line ]] || printf '%s' "$line"
+}
+
 case_batch_stream_broken() {
 	# A batch whose worker dies mid-stream (SIGKILL once the first answers
 	# arrive). nginx ends the client's answer without its last chunk (the
@@ -837,17 +849,23 @@ case_batch_stream_broken() {
 	for id in $(containers sudoku); do
 		hosts+=("$(docker inspect -f '{{.Config.Hostname}}' "$id")=$id")
 	done
-	# The stack solves a batch in a fraction of a second: two more batches
-	# beside it share the workers' pools, so that it still streams when
-	# its worker dies.
+	# The stack solves a batch in a fraction of a second. Two more batches
+	# beside it share the workers' pools, and the client reads the answer
+	# at about 1,000 lines a second (slow_reader; curl's --limit-rate would
+	# slow the upload too): once nginx's buffers (256 KiB,
+	# sudoku-fastcgi.conf) are full the worker waits for the reader, so it
+	# still streams when it dies. The kill follows the answer's headers.
 	for i in 1 2; do
 		curl -s -m 60 -o /dev/null -X POST --data-binary "@$work/long" "$base/sudoku" &
 		fillers+=($!)
 	done
-	curl -s -m 60 -o "$work/long.out" -D "$work/long.headers" -X POST --data-binary "@$work/long" "$base/sudoku" &
+	(
+		curl -s -m 60 -D "$work/long.headers" -X POST --data-binary "@$work/long" "$base/sudoku" | slow_reader >"$work/long.out"
+		exit "${PIPESTATUS[0]}"
+	) &
 	local pid=$!
 	for i in $(seq 500); do
-		[[ -s $work/long.out ]] && break
+		grep -qi '^x-sudoku-worker:' "$work/long.headers" 2>/dev/null && break
 		sleep 0.02
 	done
 	w=$(awk -F': ' 'tolower($1) == "x-sudoku-worker" { sub(/\r$/, "", $2); print $2 }' "$work/long.headers")
