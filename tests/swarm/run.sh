@@ -2,7 +2,8 @@
 # run.sh deploys docker/stack.yml on Docker Swarm and checks it end to end:
 # requests through nginx reach all 3 workers; nginx runs on a read-only
 # root with its own tmpfs volumes; every service has its pids limit and the
-# exporter publishes no port; `docker service scale` to 5
+# exporter publishes no port; two clients with their own addresses (network
+# namespaces of the host) get a per-client budget each; `docker service scale` to 5
 # is picked up within 10 s of the new tasks running; scaling back to 2 and
 # a rolling restart (`docker service update --force`) each lose no request
 # under load. On a host outside any swarm it makes a single-node swarm
@@ -75,6 +76,9 @@ cleanup() {
 		log "leaving the swarm this run made"
 		docker swarm leave --force >/dev/null || true
 	fi
+	for i in 0 1; do
+		ip netns del "sudoku-client-$i" 2>/dev/null || true # its veth goes with it
+	done
 	rm -rf "$WORK"
 	exit "$rc"
 }
@@ -142,6 +146,32 @@ workers() {
 		curl -s -m 1 -o /dev/null -D - "$URL/sudoku?puzzle=$PUZZLE" 2>/dev/null |
 			awk 'BEGIN {w = "failed"} tolower($1) == "x-sudoku-worker:" {w = $2} END {sub("\r", "", w); print w}'
 	done | sort -u
+}
+
+# client_netns I makes client I: a network namespace sudoku-client-I whose
+# veth link has 198.18.I.2, the host's end 198.18.I.1, its default route.
+client_netns() {
+	local i=$1 ns=sudoku-client-$1
+	ip netns del "$ns" 2>/dev/null || true # left by a run that was killed
+	ip netns add "$ns" &&
+		ip link add "sudoku-c$i" type veth peer name "sudoku-c$i-in" &&
+		ip link set "sudoku-c$i-in" netns "$ns" &&
+		ip addr add "198.18.$i.1/30" dev "sudoku-c$i" &&
+		ip link set "sudoku-c$i" up &&
+		ip -n "$ns" addr add "198.18.$i.2/30" dev "sudoku-c$i-in" &&
+		ip -n "$ns" link set lo up &&
+		ip -n "$ns" link set "sudoku-c$i-in" up &&
+		ip -n "$ns" route add default via "198.18.$i.1"
+}
+
+# client_requests I N sends N GETs, 8 at a time, from client I to the host's
+# end of its link and prints each status, one a line.
+client_requests() {
+	local i=$1 n=$2 args=() k
+	for ((k = 0; k < n; k++)); do
+		args+=(-o /dev/null "http://198.18.$i.1:$PORT/sudoku?puzzle=$PUZZLE")
+	done
+	ip netns exec "sudoku-client-$i" curl -s -m 60 --parallel --parallel-max 8 -w '%{http_code}\n' "${args[@]}" || true
 }
 
 # running prints how many of the service's tasks are running.
@@ -218,6 +248,40 @@ done < <(awk '/^services:/ {s = 1; next} /^[a-z]/ {s = 0} s && /^  [a-z-]+:$/ {n
 ports=$(docker service inspect -f '{{json .Endpoint.Ports}}' "${STACK}_exporter")
 [[ $ports == null || $ports == '[]' ]] || fail "the exporter publishes $ports"
 log "pids limits in force: $(docker service inspect -f '{{.Spec.Name}}={{.Spec.TaskTemplate.Resources.Limits.Pids}}' "${STACK}_sudoku" "${STACK}_nginx" "${STACK}_exporter" | tr '\n' ' '); exporter ports: $ports"
+
+# --- two clients, two budgets -------------------------------------------------
+# Two clients outside the swarm, each a network namespace of the host with
+# its own address (198.18.<i>.2, the benchmarking range), reach the
+# published port as a remote client does, through the host's own address on
+# their link. nginx trusts neither. With the port published in host mode
+# nginx sees each client's own address: the first, 600 requests 8 at a
+# time, goes past its rate and burst (-client-rate, -client-burst) and gets
+# 429s; the second, straight after, sends 100 (under its burst) and gets
+# 200s only. Had they shared one address, as behind the routing mesh, the
+# second would find the first's budget spent.
+if [[ ${SUDOKU_PUBLISH_MODE:-host} == host ]]; then
+	for i in 0 1; do
+		client_netns "$i" || die "cannot make client $i's network namespace (ip netns needs root)"
+	done
+	t0=${EPOCHREALTIME/./}
+	a=$(client_requests 0 600 | sort | uniq -c | tr -s ' \n' ' ')
+	t1=${EPOCHREALTIME/./}
+	b=$(client_requests 1 100 | sort | uniq -c | tr -s ' \n' ' ')
+	t2=${EPOCHREALTIME/./}
+	log "client 198.18.0.2, 600 requests in $(((t1 - t0) / 1000)) ms (count and status):$a; then client 198.18.1.2, 100 requests in $(((t2 - t1) / 1000)) ms:$b"
+	[[ $a =~ \ 429\  ]] || fail "client 198.18.0.2 was never held to its rate:$a"
+	[[ $b == " 100 200 " ]] || fail "client 198.18.1.2 did not have a budget of its own:$b"
+	seen=0
+	for _ in $(seq 20); do
+		seen=$(docker service logs --raw "${STACK}_nginx" 2>/dev/null | grep -c '"remote_addr":"198.18.0.2".*"status":429' || true)
+		((seen > 0)) && break
+		sleep 0.5
+	done
+	log "nginx's log: $seen lines of 429 for remote_addr 198.18.0.2"
+	((seen > 0)) || fail "nginx's log has no 429 for remote_addr 198.18.0.2"
+else
+	log "publish mode $SUDOKU_PUBLISH_MODE: clients share the routing mesh's address (per-client budgets not checked)"
+fi
 
 # --- scale up: picked up within 10 s -----------------------------------------
 log "scaling to 5"
