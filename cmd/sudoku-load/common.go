@@ -41,7 +41,7 @@ type common struct {
 
 func newCommon(fs *cli.FlagSet, mode string) *common {
 	c := &common{mode: mode}
-	fs.StringVar(&c.url, "url", "http://localhost:8080", "base URL of the service (requests go to URL/sudoku)")
+	fs.StringVar(&c.url, "url", "http://localhost:8080", "base URL of the service (requests go to URL/sudoku); several, comma-separated, are one service's addresses: a GET that gets no answer from one goes to the next, with its share of -timeout")
 	fs.StringVar(&c.in, "in", "", "puzzle file, one [id:]<81 cells> per line; - for stdin (required)")
 	fs.BoolVar(&c.json, "json", false, "write the result as JSON")
 	fs.StringVar(&c.html, "html", "", "also write a self-contained HTML report to this file")

@@ -166,7 +166,9 @@ func (c *Client) postLines(ctx context.Context, ps []Puzzle, idx []int, rec *rec
 		}
 		return out
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base, &body)
+	// A batch goes to the address GETs go to now; its own failures are
+	// resent by the batch's retries, not moved to another address.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.bases[c.cur.Load()], &body)
 	if err != nil {
 		for range idx {
 			rec.Done(KindOther, false, time.Since(t0))

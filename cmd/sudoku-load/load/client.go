@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"sudoku-fcgi/solver"
@@ -18,10 +19,14 @@ import (
 // Client sends GET /sudoku requests and checks their answers. It is safe for
 // concurrent use.
 type Client struct {
-	http  *http.Client
-	base  string
-	text  bool
-	agent string
+	http *http.Client
+	// bases are the URLs + "/sudoku" of the service's addresses; cur
+	// indexes the one requests go to until it fails (failover).
+	bases   []string
+	cur     atomic.Int32
+	attempt time.Duration // bound of one attempt when there are several bases
+	text    bool
+	agent   string
 	// sleep waits d or until ctx ends; nil is the real wait (tests record).
 	sleep func(ctx context.Context, d time.Duration)
 }
@@ -43,7 +48,9 @@ func (c *Client) wait(ctx context.Context, d time.Duration) {
 // ClientConfig configures NewClient.
 type ClientConfig struct {
 	// URL is the base URL, e.g. http://127.0.0.1:8080; requests go to
-	// URL + "/sudoku".
+	// URL + "/sudoku". Several, separated by commas, are addresses of one
+	// service (edges on several nodes): requests go to the first until an
+	// attempt gets no answer, and then, that request too, to the next.
 	URL string
 	// Conns bounds the connections to the server (and so the requests in
 	// flight).
@@ -62,21 +69,33 @@ type ClientConfig struct {
 
 // NewClient returns a client that keeps up to cfg.Conns connections alive.
 func NewClient(cfg ClientConfig) (*Client, error) {
-	u, err := url.Parse(cfg.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("load: bad URL %q: want http://host:port", cfg.URL)
-	}
-	if cfg.HTTPClient != nil {
-		return &Client{http: cfg.HTTPClient, base: strings.TrimRight(cfg.URL, "/") + "/sudoku", text: cfg.Text, agent: cfg.UserAgent}, nil
-	}
-	if cfg.Conns < 1 {
-		cfg.Conns = 1
+	var bases []string
+	for _, raw := range strings.Split(cfg.URL, ",") {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("load: bad URL %q: want http://host:port", raw)
+		}
+		bases = append(bases, strings.TrimRight(raw, "/")+"/sudoku")
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
+	// With several addresses, one attempt has its share of the timeout, so
+	// that a request to an address that went silent still has time for
+	// the others; connecting has at most a second of it.
+	attempt := cfg.Timeout / time.Duration(len(bases))
+	dial := cfg.Timeout
+	if len(bases) > 1 {
+		dial = min(attempt, time.Second)
+	}
+	if cfg.HTTPClient != nil {
+		return &Client{http: cfg.HTTPClient, bases: bases, attempt: attempt, text: cfg.Text, agent: cfg.UserAgent}, nil
+	}
+	if cfg.Conns < 1 {
+		cfg.Conns = 1
+	}
 	tr := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:         (&net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}).DialContext,
 		MaxConnsPerHost:     cfg.Conns,
 		MaxIdleConns:        cfg.Conns,
 		MaxIdleConnsPerHost: cfg.Conns,
@@ -85,10 +104,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		ForceAttemptHTTP2:   false,
 	}
 	return &Client{
-		http:  &http.Client{Transport: tr, Timeout: cfg.Timeout},
-		base:  strings.TrimRight(cfg.URL, "/") + "/sudoku",
-		text:  cfg.Text,
-		agent: cfg.UserAgent,
+		http:    &http.Client{Transport: tr, Timeout: cfg.Timeout},
+		bases:   bases,
+		attempt: attempt,
+		text:    cfg.Text,
+		agent:   cfg.UserAgent,
 	}, nil
 }
 
@@ -112,20 +132,21 @@ type Outcome struct {
 	Err error
 }
 
-// Solve asks the server to solve p and checks the answer.
+// Solve asks the server to solve p and checks the answer. With several
+// addresses, a request that gets no answer from one (a refused or silent
+// connection) goes to the next, each at most once; a GET may be resent.
 func (c *Client) Solve(ctx context.Context, p Puzzle) Outcome {
-	u := c.base + "?puzzle=" + p.Text + "&id=" + url.QueryEscape(p.ID)
-	if c.text {
-		u += "&format=text"
+	var resp *http.Response
+	var err error
+	for range c.bases {
+		at := c.cur.Load()
+		resp, err = c.get(ctx, c.bases[at], p)
+		if err == nil || len(c.bases) == 1 || ctx.Err() != nil {
+			break
+		}
+		// The first request to find this address dead moves everyone on.
+		c.cur.CompareAndSwap(at, (at+1)%int32(len(c.bases)))
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return Outcome{Kind: KindOther, Err: err}
-	}
-	if c.agent != "" {
-		req.Header.Set("User-Agent", c.agent)
-	}
-	resp, err := c.http.Do(req)
 	if err != nil {
 		return Outcome{Kind: kindOfError(err), Err: err}
 	}
@@ -145,6 +166,51 @@ func (c *Client) Solve(ctx context.Context, p Puzzle) Outcome {
 		}
 	}
 	return out
+}
+
+// get sends GET base?puzzle=... for p, bounded by the attempt's share of
+// the timeout when there are several addresses.
+func (c *Client) get(ctx context.Context, base string, p Puzzle) (*http.Response, error) {
+	u := base + "?puzzle=" + p.Text + "&id=" + url.QueryEscape(p.ID)
+	if c.text {
+		u += "&format=text"
+	}
+	if len(c.bases) > 1 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.attempt)
+		// The body is read after get returns: cancel when it is closed.
+		resp, err := c.send(ctx, u)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		resp.Body = cancelOnClose{resp.Body, cancel}
+		return resp, nil
+	}
+	return c.send(ctx, u)
+}
+
+func (c *Client) send(ctx context.Context, u string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	if c.agent != "" {
+		req.Header.Set("User-Agent", c.agent)
+	}
+	return c.http.Do(req)
+}
+
+// cancelOnClose ends an attempt's context when its answer's body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 type answer struct {

@@ -103,6 +103,13 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"id": id, "puzzle": p, "solution": sol})
 }
 
+// answered returns how many requests f has served.
+func (f *fake) answered() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.count
+}
+
 // batch answers POST lines in reverse order, as the API allows any order.
 func (f *fake) batch(w http.ResponseWriter, r *http.Request) {
 	var out []string
