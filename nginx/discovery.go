@@ -88,22 +88,28 @@ type workerDiscovery struct {
 	Targets  []Target // from ParseTargets
 	Resolver resolver // nil means net.DefaultResolver
 	Timeout  time.Duration
-	// DropRefusing leaves out the addresses that refuse a connection:
-	// a worker that drains closes its listener at once, but its name
-	// resolves until its process exits, and then its address vanishes, so
-	// nginx's connects to it hang until fastcgi_connect_timeout. Dropped
-	// on the refusal, it leaves the upstream while it still answers
-	// "refused" at once. A connect that times out keeps the address (a
-	// busy worker's full backlog looks the same), unless the address
-	// refused before and has not accepted since: the name of a stopped
-	// container may resolve for a while after its address is gone. A
-	// socket file that refuses (left by a killed worker) or has gone
-	// since the listing counts as refusing.
+	// DropRefusing leaves out the addresses that refuse a connection or
+	// stay silent: a worker that drains closes its listener at once, but
+	// its name resolves until its process exits, and then its address
+	// vanishes, so nginx's connects to it hang until
+	// fastcgi_connect_timeout. Dropped on the refusal, it leaves the
+	// upstream while it still answers "refused" at once. A connect that
+	// times out drops the address too when another address accepted in the
+	// same round: the kernel completes a handshake for a live process,
+	// however busy or stopped, so silence is a host that died or was cut
+	// off (its name resolves until the orchestrator notices: seconds on
+	// Swarm, tests/swarm/cluster.sh). When every connect times out the
+	// stall is more likely this process's own, and only the addresses
+	// dropped before stay out; an address that refused stays out through
+	// timeouts too (the name of a stopped container may resolve for a
+	// while after its address is gone). A dropped address is back on its
+	// first accept. A socket file that refuses (left by a killed worker) or
+	// has gone since the listing counts as refusing.
 	DropRefusing bool
 
-	// refused holds the addresses dropped for refusing and not accepted
-	// since; probe replaces the connect in tests.
-	refused map[workerAddr]bool
+	// dropped holds the addresses left out and not accepted since; probe
+	// replaces the connect in tests.
+	dropped map[workerAddr]bool
 	probe   func(ctx context.Context, a workerAddr) error
 }
 
@@ -269,8 +275,8 @@ func (d *workerDiscovery) Resolve(ctx context.Context) ([]workerAddr, error) {
 }
 
 // dropRefusing connects to every address at once and returns those that
-// accepted, and those that timed out without having refused before. It is
-// not safe for concurrent use.
+// accepted, and those that timed out while none accepted, unless they were
+// dropped before. It is not safe for concurrent use.
 func (d *workerDiscovery) dropRefusing(ctx context.Context, addrs []workerAddr) []workerAddr {
 	type outcome int
 	const (
@@ -298,17 +304,18 @@ func (d *workerDiscovery) dropRefusing(ctx context.Context, addrs []workerAddr) 
 		})
 	}
 	wg.Wait()
+	anyAccepted := slices.Contains(got, accepted)
 	next := map[workerAddr]bool{}
 	kept := addrs[:0]
 	for i, a := range addrs {
 		switch {
-		case got[i] == refused, got[i] == unknown && d.refused[a]:
+		case got[i] == refused, got[i] == unknown && (anyAccepted || d.dropped[a]):
 			next[a] = true
 		default:
 			kept = append(kept, a)
 		}
 	}
-	d.refused = next
+	d.dropped = next
 	return kept
 }
 

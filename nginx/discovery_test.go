@@ -192,19 +192,26 @@ func TestResolveDropsRefusing(t *testing.T) {
 
 // An address dropped for refusing stays out while its connects time out
 // (a stopped container's name may still resolve), and comes back once it
-// accepts; an address that never refused is kept through a timeout.
+// accepts. An address that times out while another accepts (its host died
+// or is cut off) is dropped until it accepts; when every connect times out
+// (this process stalled) the others are kept.
 func TestResolveRefusedStaysOutUntilAccepted(t *testing.T) {
-	const w1, w2 = "192.0.2.1:9000", "192.0.2.2:9000"
+	const w1, w2, w3 = "192.0.2.1:9000", "192.0.2.2:9000", "192.0.2.3:9000"
+	slow := context.DeadlineExceeded
 	steps := []struct {
 		probe map[string]error
 		want  []string
 	}{
-		{map[string]error{w1: syscall.ECONNREFUSED, w2: nil}, []string{w2}},
-		{map[string]error{w1: context.DeadlineExceeded, w2: context.DeadlineExceeded}, []string{w2}},
-		{map[string]error{w1: nil, w2: nil}, []string{w1, w2}},
-		{map[string]error{w1: context.DeadlineExceeded, w2: nil}, []string{w1, w2}},
+		{map[string]error{w1: syscall.ECONNREFUSED, w2: nil, w3: nil}, []string{w2, w3}},
+		{map[string]error{w1: slow, w2: slow, w3: slow}, []string{w2, w3}},
+		{map[string]error{w1: nil, w2: nil, w3: nil}, []string{w1, w2, w3}},
+		{map[string]error{w1: slow, w2: nil, w3: nil}, []string{w2, w3}},
+		{map[string]error{w1: slow, w2: slow, w3: nil}, []string{w3}},
+		{map[string]error{w1: slow, w2: slow, w3: slow}, []string{w3}},
+		{map[string]error{w1: nil, w2: slow, w3: nil}, []string{w1, w3}},
+		{map[string]error{w1: nil, w2: nil, w3: nil}, []string{w1, w2, w3}},
 	}
-	d := &workerDiscovery{Targets: targets(t, w1, w2), DropRefusing: true}
+	d := &workerDiscovery{Targets: targets(t, w1, w2, w3), DropRefusing: true}
 	for i, st := range steps {
 		d.probe = func(_ context.Context, a workerAddr) error { return st.probe[a.String()] }
 		got, err := d.Resolve(context.Background())
