@@ -71,7 +71,7 @@ shellcheck: ## shellcheck on every shell script
 # PKG narrows the unit tests, e.g. make unit PKG=./fcgi/...
 PKG ?= ./...
 FUZZTIME ?= 30s
-.PHONY: test unit fuzz nginx-test integration test-browser test-tls test-scale test-swarm test-k8s test-reliability bench-overload soak
+.PHONY: test unit fuzz nginx-test integration test-browser test-tls test-scale test-swarm test-swarm-cluster test-k8s test-reliability bench-overload soak
 test: lint unit bench-smoke nginx-test integration test-browser test-tls test-scale test-swarm test-reliability ## everything CI runs, in this order
 
 unit: ## unit tests with the race detector, shuffled (PKG, default ./...), then the solver built with the purego tag (scalar engine only)
@@ -109,6 +109,9 @@ test-scale: ## scaling end to end: workers 2 -> 3 and back under load (tests/sca
 
 test-swarm: ## Docker Swarm end to end: a single-node swarm if none, stack sudoku-swarm-test (ports 28480-28482), 3 -> 5 -> 2 replicas and a rolling restart under load (tests/swarm/run.sh)
 	timeout 900 tests/swarm/run.sh
+
+test-swarm-cluster: ## a three-node Swarm of Docker engines in containers: 3 workers and 2 edges spread over the nodes, per-client budgets, a worker node killed under load (tests/swarm/cluster.sh; not in make test yet)
+	timeout 900 tests/swarm/cluster.sh
 
 test-k8s: ## the Kubernetes base (docker/k8s) rendered, decoded strictly into the API types, invariants checked; no cluster (also in make unit)
 	$(GO) test -count=1 ./tests/k8s
