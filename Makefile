@@ -59,7 +59,7 @@ staticcheck: ## staticcheck (STATICCHECK_VERSION, installed by .ci/run)
 
 check-rules: ## promtool: the Prometheus config and rules check, and the rules' unit tests pass; every alert has a description and a runbook_url that resolves (tests/monitoring)
 	@command -v promtool >/dev/null || { echo "promtool not installed (Debian: apt-get install prometheus)"; exit 1; }
-	promtool check config docker/prometheus/prometheus.yml docker/prometheus/prometheus-swarm.yml
+	promtool check config docker/prometheus/prometheus.yml docker/prometheus/prometheus-swarm.yml docker/prometheus/prometheus-k8s.yml
 	cd docker/prometheus && promtool test rules rules_test.yml
 	$(GO) test -count=1 ./tests/monitoring
 
