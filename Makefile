@@ -110,7 +110,7 @@ test-scale: ## scaling end to end: workers 2 -> 3 and back under load (tests/sca
 test-swarm: ## Docker Swarm end to end: a single-node swarm if none, stack sudoku-swarm-test (ports 28480-28482), 3 -> 5 -> 2 replicas and a rolling restart under load (tests/swarm/run.sh)
 	timeout 900 tests/swarm/run.sh
 
-test-k8s: ## the Kubernetes base (docker/k8s) rendered, decoded strictly into the API types, invariants checked; no cluster (also in make unit)
+test-k8s: ## the Kubernetes base (docker/k8s) and its monitoring (docker/k8s/monitoring) rendered, decoded strictly into the API types, invariants checked; no cluster (also in make unit)
 	$(GO) test -count=1 ./tests/k8s
 
 # RELIABILITY_FLAGS passes flags to the runner, e.g. '-run overload -keep'.
