@@ -59,7 +59,7 @@ staticcheck: ## staticcheck (STATICCHECK_VERSION, installed by .ci/run)
 
 check-rules: ## promtool: the Prometheus config and rules check, and the rules' unit tests pass; every alert has a description and a runbook_url that resolves (tests/monitoring)
 	@command -v promtool >/dev/null || { echo "promtool not installed (Debian: apt-get install prometheus)"; exit 1; }
-	promtool check config docker/prometheus/prometheus.yml docker/prometheus/prometheus-swarm.yml
+	promtool check config docker/prometheus/prometheus.yml docker/prometheus/prometheus-swarm.yml docker/prometheus/prometheus-k8s.yml
 	cd docker/prometheus && promtool test rules rules_test.yml
 	$(GO) test -count=1 ./tests/monitoring
 
@@ -110,10 +110,10 @@ test-scale: ## scaling end to end: workers 2 -> 3 and back under load (tests/sca
 test-swarm: ## Docker Swarm end to end: a single-node swarm if none, stack sudoku-swarm-test (ports 28480-28482), 3 -> 5 -> 2 replicas and a rolling restart under load (tests/swarm/run.sh)
 	timeout 900 tests/swarm/run.sh
 
-test-swarm-cluster: ## a three-node Swarm of Docker engines in containers: 3 workers and 2 edges spread over the nodes, per-client budgets, a worker node killed under load (tests/swarm/cluster.sh; not in make test yet)
+test-swarm-cluster: ## a three-node Swarm of Docker engines in containers: workers spread, 2 edges on 2 nodes, per-client budgets, then under load a node cut off, a rolling update, a worker node and an edge node killed (tests/swarm/cluster.sh; not in make test yet)
 	timeout 900 tests/swarm/cluster.sh
 
-test-k8s: ## the Kubernetes base (docker/k8s) rendered, decoded strictly into the API types, invariants checked; no cluster (also in make unit)
+test-k8s: ## the Kubernetes base (docker/k8s) and its monitoring (docker/k8s/monitoring) rendered, decoded strictly into the API types, invariants checked; no cluster (also in make unit)
 	$(GO) test -count=1 ./tests/k8s
 
 # RELIABILITY_FLAGS passes flags to the runner, e.g. '-run overload -keep'.

@@ -1,6 +1,7 @@
-// Package k8s checks the Kubernetes base in docker/k8s without a cluster:
-// it renders the base with `kubectl kustomize` (or kustomize itself where
-// there is no kubectl), decodes every object
+// Package k8s checks the Kubernetes base in docker/k8s and its monitoring
+// (docker/k8s/monitoring) without a cluster: it renders them with `kubectl
+// kustomize` (or kustomize itself where there is no kubectl), decodes every
+// object
 // strictly into the Kubernetes API types (an unknown or misspelt field is
 // an error) and checks the invariants the deployment relies on.
 package k8s
@@ -36,11 +37,18 @@ import (
 )
 
 const (
-	workerApp = "sudoku-fcgi"
-	edgeApp   = "sudoku-edge"
+	workerApp       = "sudoku-fcgi"
+	edgeApp         = "sudoku-edge"
+	prometheusApp   = "sudoku-prometheus"
+	alertmanagerApp = "sudoku-alertmanager"
 )
 
-// objects is the rendered base, by kind.
+var (
+	baseDir       = filepath.Join("..", "..", "docker", "k8s")
+	monitoringDir = filepath.Join(baseDir, "monitoring")
+)
+
+// objects is a rendered kustomization, by kind.
 type objects struct {
 	namespaces  []corev1.Namespace
 	deployments []appsv1.Deployment
@@ -54,13 +62,39 @@ type objects struct {
 // missing (kubectl 1.32 embeds the same v5.5.0); .ci/run installs it.
 const kustomizeVersion = "v5.5.0"
 
-// render runs kubectl kustomize on the base, else kustomize from PATH, else
+// render renders the base.
+func render(t *testing.T) objects {
+	t.Helper()
+	return renderDir(t, baseDir)
+}
+
+// renderMonitoring renders the base and the monitoring beside it, as
+// `kubectl apply -k` of both leaves them in the cluster.
+func renderMonitoring(t *testing.T) objects {
+	t.Helper()
+	o, m := render(t), renderDir(t, monitoringDir)
+	o.namespaces = append(o.namespaces, m.namespaces...)
+	o.deployments = append(o.deployments, m.deployments...)
+	o.services = append(o.services, m.services...)
+	o.pdbs = append(o.pdbs, m.pdbs...)
+	o.hpas = append(o.hpas, m.hpas...)
+	o.policies = append(o.policies, m.policies...)
+	return o
+}
+
+// renders are the base alone and the base with its monitoring, for the
+// invariants that hold for both.
+func renders(t *testing.T) map[string]objects {
+	t.Helper()
+	return map[string]objects{"base": render(t), "base+monitoring": renderMonitoring(t)}
+}
+
+// renderDir runs kubectl kustomize on base, else kustomize from PATH, else
 // kustomize through `go run` from the module cache only (GOPROXY=off: a unit
 // test never needs the network), and decodes every document. Without any of
 // them it skips, saying why, unless CI is set.
-func render(t *testing.T) objects {
+func renderDir(t *testing.T, base string) objects {
 	t.Helper()
-	base := filepath.Join("..", "..", "docker", "k8s")
 	var cmd *exec.Cmd
 	switch {
 	case lookPath("kubectl"):
@@ -178,7 +212,13 @@ func (o objects) deployment(t *testing.T, app string) appsv1.Deployment {
 }
 
 func TestDeploymentsSelectTheirPods(t *testing.T) {
-	for _, d := range render(t).deployments {
+	for name, o := range renders(t) {
+		t.Run(name, func(t *testing.T) { deploymentsSelectTheirPods(t, o) })
+	}
+}
+
+func deploymentsSelectTheirPods(t *testing.T, o objects) {
+	for _, d := range o.deployments {
 		if d.Spec.Selector == nil || len(d.Spec.Selector.MatchLabels) == 0 || !matches(d.Spec.Selector.MatchLabels, d.Spec.Template.Labels) {
 			t.Errorf("deployment %s: selector %v does not select its pod labels %v", d.Name, d.Spec.Selector, d.Spec.Template.Labels)
 		}
@@ -197,8 +237,16 @@ func matches(selector, labels map[string]string) bool {
 	return true
 }
 
+// TestEveryContainerIsLimitedAndLockedDown: the base's pods and the
+// monitoring's alike.
 func TestEveryContainerIsLimitedAndLockedDown(t *testing.T) {
-	for _, d := range render(t).deployments {
+	for name, o := range renders(t) {
+		t.Run(name, func(t *testing.T) { lockedDown(t, o) })
+	}
+}
+
+func lockedDown(t *testing.T, o objects) {
+	for _, d := range o.deployments {
 		pod := d.Spec.Template.Spec
 		psc := pod.SecurityContext
 		if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
@@ -411,8 +459,15 @@ func TestHeadlessServiceIsWhatTheEdgeResolves(t *testing.T) {
 	}
 }
 
+// TestWorkerPortsStayInternal: the monitoring's policies add Prometheus
+// and no one else.
 func TestWorkerPortsStayInternal(t *testing.T) {
-	o := render(t)
+	for name, o := range renders(t) {
+		t.Run(name, func(t *testing.T) { workerPortsStayInternal(t, o) })
+	}
+}
+
+func workerPortsStayInternal(t *testing.T, o objects) {
 	workers := o.deployment(t, workerApp)
 	labels := workers.Spec.Template.Labels
 	edgeLabels := o.deployment(t, edgeApp).Spec.Template.Labels
@@ -451,8 +506,8 @@ func TestWorkerPortsStayInternal(t *testing.T) {
 						(peer.PodSelector == nil || peer.NamespaceSelector != nil || !matches(peer.PodSelector.MatchLabels, edgeLabels)) {
 						t.Errorf("policy %s admits %+v to the FastCGI port, want only the edge pods", np.Name, peer)
 					}
-					if rp.Port != nil && port(t, workers.Spec.Template.Spec.Containers[0], *rp.Port) == listenPort(t, workers.Spec.Template.Spec.Containers[0], "SUDOKU_FCGI_INTERNAL_LISTEN") && !prometheusOnly(peer) {
-						t.Errorf("policy %s admits %+v to the internal port, want only Prometheus's pods in %s", np.Name, peer, monitoringNamespace)
+					if rp.Port != nil && port(t, workers.Spec.Template.Spec.Containers[0], *rp.Port) == listenPort(t, workers.Spec.Template.Spec.Containers[0], "SUDOKU_FCGI_INTERNAL_LISTEN") && !o.prometheusOnly(peer) {
+						t.Errorf("policy %s admits %+v to the internal port, want only Prometheus's pods", np.Name, peer)
 					}
 				}
 			}
@@ -463,28 +518,54 @@ func TestWorkerPortsStayInternal(t *testing.T) {
 	}
 }
 
-// monitoringNamespace and prometheusLabels are where Prometheus runs: the
-// only peer admitted to the workers' internal port and the edge's metrics.
+// monitoringNamespace and prometheusLabels are where a cluster's own
+// Prometheus runs: with the monitoring's Prometheus (docker/k8s/monitoring)
+// the only peers admitted to the workers' internal port and the edge's
+// metrics.
 const monitoringNamespace = "monitoring"
 
 var prometheusLabels = map[string]string{"app.kubernetes.io/name": "prometheus"}
 
-// prometheusOnly reports whether peer admits Prometheus's pods in the
-// monitoring namespace and nothing else: both selectors in one peer (the
-// namespace and the pod must both match), no IP block.
-func prometheusOnly(peer networkingv1.NetworkPolicyPeer) bool {
-	return peer.IPBlock == nil &&
-		peer.NamespaceSelector != nil && len(peer.NamespaceSelector.MatchExpressions) == 0 &&
+// prometheusOnly reports whether peer admits Prometheus's pods and nothing
+// else: those in the monitoring namespace (both selectors in one peer: the
+// namespace and the pod must both match), or, where o holds the
+// monitoring's Prometheus, its pods by their exact labels in their own
+// namespace (a pod selector alone). Never an IP block.
+func (o objects) prometheusOnly(peer networkingv1.NetworkPolicyPeer) bool {
+	if peer.IPBlock != nil || peer.PodSelector == nil || len(peer.PodSelector.MatchExpressions) > 0 {
+		return false
+	}
+	if peer.NamespaceSelector == nil {
+		own, ok := o.prometheusPods()
+		return ok && maps.Equal(peer.PodSelector.MatchLabels, own)
+	}
+	return len(peer.NamespaceSelector.MatchExpressions) == 0 &&
 		maps.Equal(peer.NamespaceSelector.MatchLabels, map[string]string{"kubernetes.io/metadata.name": monitoringNamespace}) &&
-		peer.PodSelector != nil && len(peer.PodSelector.MatchExpressions) == 0 &&
 		maps.Equal(peer.PodSelector.MatchLabels, prometheusLabels)
 }
 
-// Issue 31: the edge's own metrics port (-metrics-listen) is declared, the
-// metrics Service carries it, and the policies admit it and the exporter's
-// port from Prometheus's pods only.
+// prometheusPods returns the pod labels of the monitoring's Prometheus, if
+// o holds it.
+func (o objects) prometheusPods() (map[string]string, bool) {
+	for _, d := range o.deployments {
+		if d.Spec.Template.Labels["app.kubernetes.io/name"] == prometheusApp {
+			return d.Spec.Template.Labels, true
+		}
+	}
+	return nil, false
+}
+
+// TestEdgeMetricsPortsAdmitOnlyPrometheus: the edge's own metrics port
+// (-metrics-listen) is declared, the metrics Service carries it, and the
+// policies admit it and the exporter's port from Prometheus's pods only,
+// with the monitoring's policies too.
 func TestEdgeMetricsPortsAdmitOnlyPrometheus(t *testing.T) {
-	o := render(t)
+	for name, o := range renders(t) {
+		t.Run(name, func(t *testing.T) { edgeMetricsAdmitOnlyPrometheus(t, o) })
+	}
+}
+
+func edgeMetricsAdmitOnlyPrometheus(t *testing.T, o objects) {
 	edge := o.deployment(t, edgeApp)
 	labels := edge.Spec.Template.Labels
 	want := map[string]int32{}
@@ -533,7 +614,7 @@ func TestEdgeMetricsPortsAdmitOnlyPrometheus(t *testing.T) {
 					t.Errorf("policy %s ingress rule %d admits anyone to %s", np.Name, i, name)
 				}
 				for _, peer := range rule.From {
-					if !prometheusOnly(peer) {
+					if !o.prometheusOnly(peer) {
 						t.Errorf("policy %s ingress rule %d admits %+v to %s, want only Prometheus's pods", np.Name, i, peer, name)
 					}
 				}
@@ -620,5 +701,335 @@ func TestPublicServiceKeepsClientAddresses(t *testing.T) {
 	}
 	if public != 1 {
 		t.Errorf("%d services publish nginx's HTTP port, want 1", public)
+	}
+}
+
+// TestMonitoringKinds: the monitoring decodes strictly on its own, adds
+// Prometheus and Alertmanager with their Services and policies, and lands
+// in the base's namespace without a namespace of its own.
+func TestMonitoringKinds(t *testing.T) {
+	m := renderDir(t, monitoringDir)
+	if len(m.namespaces) != 0 || len(m.deployments) != 2 || len(m.services) != 4 || len(m.policies) != 4 || len(m.pdbs) != 0 || len(m.hpas) != 0 {
+		t.Errorf("rendered %d namespaces, %d deployments, %d services, %d network policies, %d PDBs, %d HPAs; want 0, 2, 4, 4, 0, 0",
+			len(m.namespaces), len(m.deployments), len(m.services), len(m.policies), len(m.pdbs), len(m.hpas))
+	}
+	ns := render(t).namespaces[0].Name
+	for _, d := range m.deployments {
+		if d.Namespace != ns {
+			t.Errorf("deployment %s in namespace %q, want the base's %q", d.Name, d.Namespace, ns)
+		}
+	}
+	for _, s := range m.services {
+		if s.Namespace != ns {
+			t.Errorf("service %s in namespace %q, want the base's %q", s.Name, s.Namespace, ns)
+		}
+	}
+	for _, np := range m.policies {
+		if np.Namespace != ns {
+			t.Errorf("policy %s in namespace %q, want the base's %q", np.Name, np.Namespace, ns)
+		}
+	}
+	for _, app := range []string{prometheusApp, alertmanagerApp} {
+		renderMonitoring(t).deployment(t, app)
+	}
+}
+
+// promConfig is the part of a Prometheus configuration the tests read.
+type promConfig struct {
+	Global struct {
+		ScrapeInterval     string `json:"scrape_interval"`
+		EvaluationInterval string `json:"evaluation_interval"`
+	} `json:"global"`
+	RuleFiles []string `json:"rule_files"`
+	Alerting  struct {
+		Alertmanagers []sdConfigs `json:"alertmanagers"`
+	} `json:"alerting"`
+	ScrapeConfigs []struct {
+		JobName string `json:"job_name"`
+		sdConfigs
+	} `json:"scrape_configs"`
+}
+
+type sdConfigs struct {
+	StaticConfigs []struct {
+		Targets []string `json:"targets"`
+	} `json:"static_configs"`
+	DNSSDConfigs []struct {
+		Names []string `json:"names"`
+		Type  string   `json:"type"`
+		Port  int32    `json:"port"`
+	} `json:"dns_sd_configs"`
+}
+
+func readPromConfig(t *testing.T, name string) promConfig {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docker", "prometheus", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c promConfig
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return c
+}
+
+func (c promConfig) jobs() []string {
+	var jobs []string
+	for _, sc := range c.ScrapeConfigs {
+		jobs = append(jobs, sc.JobName)
+	}
+	slices.Sort(jobs)
+	return jobs
+}
+
+// TestPrometheusK8sIsTheOthersJobsAndRules: prometheus-k8s.yml has the jobs,
+// intervals and rule files of the compose and Swarm configurations (the
+// rules select jobs by name), and sends its alerts somewhere.
+func TestPrometheusK8sIsTheOthersJobsAndRules(t *testing.T) {
+	k := readPromConfig(t, "prometheus-k8s.yml")
+	for _, name := range []string{"prometheus.yml", "prometheus-swarm.yml"} {
+		c := readPromConfig(t, name)
+		if k.Global != c.Global {
+			t.Errorf("prometheus-k8s.yml global %+v, %s %+v", k.Global, name, c.Global)
+		}
+		if !slices.Equal(k.RuleFiles, c.RuleFiles) {
+			t.Errorf("prometheus-k8s.yml rule_files %v, %s %v", k.RuleFiles, name, c.RuleFiles)
+		}
+		if !slices.Equal(k.jobs(), c.jobs()) {
+			t.Errorf("prometheus-k8s.yml jobs %v, %s %v", k.jobs(), name, c.jobs())
+		}
+	}
+	if len(k.Alerting.Alertmanagers) == 0 {
+		t.Error("prometheus-k8s.yml sends its alerts nowhere")
+	}
+}
+
+// scrapeTarget is a port Prometheus reaches: a job's, or the alerting's.
+type scrapeTarget struct {
+	job  string
+	pods appsv1.Deployment
+	port int32
+}
+
+// k8sTargets resolves each name of prometheus-k8s.yml to the Service of
+// that name in o and the pods it selects, and checks on the way that
+// the name stays in Prometheus's namespace, the Service lists each pod
+// (headless) and carries the config's port to a port the pods declare.
+func k8sTargets(t *testing.T, o objects) []scrapeTarget {
+	t.Helper()
+	c := readPromConfig(t, "prometheus-k8s.yml")
+	type group struct {
+		job string
+		sd  sdConfigs
+	}
+	groups := []group{}
+	for _, sc := range c.ScrapeConfigs {
+		groups = append(groups, group{sc.JobName, sc.sdConfigs})
+	}
+	for _, am := range c.Alerting.Alertmanagers {
+		groups = append(groups, group{"(alerting)", am})
+	}
+	var targets []scrapeTarget
+	for _, g := range groups {
+		if len(g.sd.StaticConfigs) > 0 || len(g.sd.DNSSDConfigs) == 0 {
+			t.Errorf("%s: static targets %v, DNS %v: want DNS discovery only", g.job, g.sd.StaticConfigs, g.sd.DNSSDConfigs)
+		}
+		for _, sd := range g.sd.DNSSDConfigs {
+			if sd.Type != "A" {
+				t.Errorf("%s: DNS type %q, want A (the pods' addresses, the port from the config)", g.job, sd.Type)
+			}
+			for _, name := range sd.Names {
+				if strings.Contains(name, ".") {
+					t.Errorf("%s: %q: want a Service's bare name, resolved in Prometheus's own namespace", g.job, name)
+				}
+				i := slices.IndexFunc(o.services, func(s corev1.Service) bool { return s.Name == name })
+				if i < 0 {
+					t.Errorf("%s: no Service %q", g.job, name)
+					continue
+				}
+				s := o.services[i]
+				if s.Spec.ClusterIP != corev1.ClusterIPNone {
+					t.Errorf("%s: service %s has clusterIP %q: want None, an address per pod", g.job, s.Name, s.Spec.ClusterIP)
+				}
+				var selected []appsv1.Deployment
+				for _, d := range o.deployments {
+					if len(s.Spec.Selector) > 0 && matches(s.Spec.Selector, d.Spec.Template.Labels) {
+						selected = append(selected, d)
+					}
+				}
+				if len(selected) != 1 {
+					t.Errorf("%s: service %s selects %d deployments' pods, want 1", g.job, s.Name, len(selected))
+					continue
+				}
+				d := selected[0]
+				carried := slices.ContainsFunc(s.Spec.Ports, func(sp corev1.ServicePort) bool {
+					n, ok := podPort(d.Spec.Template.Spec, sp.TargetPort)
+					return ok && n == sd.Port && sp.Port == sd.Port
+				})
+				if !carried {
+					t.Errorf("%s: service %s has no port %d to a port of %s's pods: %+v", g.job, s.Name, sd.Port, d.Name, s.Spec.Ports)
+				}
+				// Alerts go only to a ready Alertmanager; the one Service
+				// serves its job too.
+				if d.Spec.Template.Labels["app.kubernetes.io/name"] != alertmanagerApp && !s.Spec.PublishNotReadyAddresses {
+					t.Errorf("%s: service %s lists only ready pods: a pod failing its probes drops out instead of showing down", g.job, s.Name)
+				}
+				targets = append(targets, scrapeTarget{g.job, d, sd.Port})
+			}
+		}
+	}
+	return targets
+}
+
+// podPort resolves a port by name or number against every container of
+// pod, as Services and NetworkPolicies do.
+func podPort(pod corev1.PodSpec, p intstr.IntOrString) (int32, bool) {
+	for _, c := range pod.Containers {
+		for _, cp := range c.Ports {
+			if (p.Type == intstr.Int && cp.ContainerPort == p.IntVal) || (p.Type == intstr.String && cp.Name == p.StrVal) {
+				return cp.ContainerPort, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// TestPrometheusK8sScrapesThePods: each job of prometheus-k8s.yml reaches
+// the pods and the port the manifests give it: the workers' internal
+// listener, sudoku-edge's metrics listener, the exporter's port, and
+// Alertmanager's for the job and for the alerts.
+func TestPrometheusK8sScrapesThePods(t *testing.T) {
+	o := renderMonitoring(t)
+	workers, edge := o.deployment(t, workerApp), o.deployment(t, edgeApp)
+	am := o.deployment(t, alertmanagerApp)
+	var nginxC, exporterC corev1.Container
+	for _, c := range edge.Spec.Template.Spec.Containers {
+		switch c.Name {
+		case "nginx":
+			nginxC = c
+		case "exporter":
+			exporterC = c
+		}
+	}
+	amC := am.Spec.Template.Spec.Containers[0]
+	if amC.ReadinessProbe == nil || amC.ReadinessProbe.HTTPGet == nil {
+		t.Fatalf("alertmanager has no HTTP readiness probe: %+v", amC.ReadinessProbe)
+	}
+	amPort := port(t, amC, amC.ReadinessProbe.HTTPGet.Port)
+	want := map[string]scrapeTarget{
+		"sudoku-workers": {pods: workers, port: listenPort(t, workers.Spec.Template.Spec.Containers[0], "SUDOKU_FCGI_INTERNAL_LISTEN")},
+		"sudoku-edge":    {pods: edge, port: listenPort(t, nginxC, "SUDOKU_EDGE_METRICS_LISTEN")},
+		"nginx":          {pods: edge, port: port(t, exporterC, intstr.FromString("metrics"))},
+		"alertmanager":   {pods: am, port: amPort},
+		"(alerting)":     {pods: am, port: amPort},
+	}
+	got := map[string]bool{}
+	for _, tg := range k8sTargets(t, o) {
+		w, ok := want[tg.job]
+		if !ok {
+			t.Errorf("job %s: not one the test knows", tg.job)
+			continue
+		}
+		got[tg.job] = true
+		if tg.pods.Name != w.pods.Name || tg.port != w.port {
+			t.Errorf("job %s reaches %s:%d, want %s:%d", tg.job, tg.pods.Name, tg.port, w.pods.Name, w.port)
+		}
+	}
+	for job := range want {
+		if !got[job] {
+			t.Errorf("prometheus-k8s.yml reaches nothing for %s", job)
+		}
+	}
+}
+
+// TestPrometheusMayReachWhatItScrapes: for every port prometheus-k8s.yml
+// reaches, a policy on the target's pods admits Prometheus's pods to it
+// (the base denies all ingress), and Prometheus's own egress policy lets
+// it out to that port and to the DNS that finds the targets; Alertmanager
+// admits Prometheus and no one else.
+func TestPrometheusMayReachWhatItScrapes(t *testing.T) {
+	o := renderMonitoring(t)
+	prom := o.deployment(t, prometheusApp)
+	promLabels := prom.Spec.Template.Labels
+	ns := prom.Namespace
+	// samePods reports whether peer, in a policy of namespace ns, takes in
+	// the pods with labels in ns.
+	samePods := func(peer networkingv1.NetworkPolicyPeer, labels map[string]string) bool {
+		if peer.IPBlock != nil || peer.PodSelector == nil || len(peer.PodSelector.MatchExpressions) > 0 || !matches(peer.PodSelector.MatchLabels, labels) {
+			return false
+		}
+		return peer.NamespaceSelector == nil ||
+			(len(peer.NamespaceSelector.MatchExpressions) == 0 && matches(peer.NamespaceSelector.MatchLabels, map[string]string{"kubernetes.io/metadata.name": ns}))
+	}
+	// portAdmitted reports whether ports (of a rule) admit TCP n on pod.
+	portAdmitted := func(ports []networkingv1.NetworkPolicyPort, pod corev1.PodSpec, n int32) bool {
+		if len(ports) == 0 {
+			return true
+		}
+		return slices.ContainsFunc(ports, func(p networkingv1.NetworkPolicyPort) bool {
+			if p.Protocol != nil && *p.Protocol != corev1.ProtocolTCP {
+				return false
+			}
+			if p.Port == nil {
+				return true
+			}
+			got, ok := podPort(pod, *p.Port)
+			return ok && got == n
+		})
+	}
+	var egressPolicies []networkingv1.NetworkPolicy
+	for _, np := range o.policies {
+		if matches(np.Spec.PodSelector.MatchLabels, promLabels) && slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+			egressPolicies = append(egressPolicies, np)
+		}
+	}
+	if len(egressPolicies) == 0 {
+		t.Error("no policy limits Prometheus's egress")
+	}
+	targets := k8sTargets(t, o)
+	if len(targets) == 0 {
+		t.Fatal("prometheus-k8s.yml reaches nothing")
+	}
+	for _, tg := range targets {
+		labels, pod := tg.pods.Spec.Template.Labels, tg.pods.Spec.Template.Spec
+		in := slices.ContainsFunc(o.policies, func(np networkingv1.NetworkPolicy) bool {
+			return len(np.Spec.PodSelector.MatchLabels) > 0 && matches(np.Spec.PodSelector.MatchLabels, labels) &&
+				slices.ContainsFunc(np.Spec.Ingress, func(r networkingv1.NetworkPolicyIngressRule) bool {
+					return portAdmitted(r.Ports, pod, tg.port) && slices.ContainsFunc(r.From, func(p networkingv1.NetworkPolicyPeer) bool { return samePods(p, promLabels) })
+				})
+		})
+		if !in {
+			t.Errorf("%s: no policy admits Prometheus's pods to %s's port %d", tg.job, tg.pods.Name, tg.port)
+		}
+		for _, np := range egressPolicies {
+			out := slices.ContainsFunc(np.Spec.Egress, func(r networkingv1.NetworkPolicyEgressRule) bool {
+				return portAdmitted(r.Ports, pod, tg.port) && slices.ContainsFunc(r.To, func(p networkingv1.NetworkPolicyPeer) bool { return samePods(p, labels) })
+			})
+			if !out {
+				t.Errorf("%s: policy %s keeps Prometheus from %s's port %d", tg.job, np.Name, tg.pods.Name, tg.port)
+			}
+		}
+	}
+	for _, np := range egressPolicies {
+		dns := slices.ContainsFunc(np.Spec.Egress, func(r networkingv1.NetworkPolicyEgressRule) bool {
+			return slices.ContainsFunc(r.Ports, func(p networkingv1.NetworkPolicyPort) bool {
+				return p.Protocol != nil && *p.Protocol == corev1.ProtocolUDP && p.Port != nil && p.Port.IntValue() == 53
+			})
+		})
+		if !dns {
+			t.Errorf("policy %s keeps Prometheus from DNS (UDP 53), which finds its targets", np.Name)
+		}
+	}
+	am := o.deployment(t, alertmanagerApp).Spec.Template.Labels
+	for _, np := range o.policies {
+		if len(np.Spec.PodSelector.MatchLabels) == 0 || !matches(np.Spec.PodSelector.MatchLabels, am) {
+			continue
+		}
+		for i, r := range np.Spec.Ingress {
+			if len(r.From) == 0 || !o.prometheusOnly(r.From[0]) || slices.ContainsFunc(r.From, func(p networkingv1.NetworkPolicyPeer) bool { return !o.prometheusOnly(p) }) {
+				t.Errorf("policy %s ingress rule %d admits %+v to Alertmanager, want only Prometheus's pods", np.Name, i, r.From)
+			}
+		}
 	}
 }
