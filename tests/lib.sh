@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shell helpers shared by the end-to-end runners (tests/tls/run.sh,
+# Shell helpers shared by the end-to-end runners (tests/tls/run.sh, tests/swarm,
 # tests/scale/run.sh) and the benchmarks (tests/bench). Source it after
 # defining log() (wait_healthy uses it).
 
@@ -67,4 +67,27 @@ setuid_files() {
 		return 1
 	}
 	[[ -z $list ]] || printf '%s\n' "$list"
+}
+
+# answering_workers BASE PUZZLE N prints the distinct X-Sudoku-Worker values
+# of N GETs of PUZZLE to BASE/sudoku, one a line; a request that fails
+# prints "failed".
+answering_workers() {
+	local _
+	for _ in $(seq "$3"); do
+		curl -s -m 2 -o /dev/null -D - "$1/sudoku?puzzle=$2" 2>/dev/null |
+			awk 'BEGIN {w = "failed"} tolower($1) == "x-sudoku-worker:" {w = $2} END {sub("\r", "", w); print w}'
+	done | sort -u
+}
+
+# build_images "TAG DOCKERFILE"... builds each image from the repository
+# root, after seeding the base images where they are missing.
+build_images() {
+	docker image inspect debian:bookworm-slim golang:1.26-bookworm >/dev/null 2>&1 || bash docker/seed-images.sh
+	local pair tag file
+	for pair in "$@"; do
+		read -r tag file <<<"$pair"
+		log "building $tag"
+		docker build -q -t "$tag" -f "$file" . >/dev/null
+	done
 }

@@ -39,6 +39,8 @@ NODES=(1 2 3)
 log() { printf '[cluster %3ds] %s\n' $((SECONDS - START)) "$*" >&2; }
 fail() { log "FAIL: $*"; FAILED=1; }
 die() { log "FAIL: $*"; exit 1; }
+# shellcheck source=tests/lib.sh
+source tests/lib.sh # answering_workers, build_images
 
 # node N CMD... runs CMD in node N's container.
 node() {
@@ -80,14 +82,9 @@ if docker ps -a --format '{{.Names}}' | grep -q "^$NAME-node"; then
 fi
 
 # --- images --------------------------------------------------------------------
-docker image inspect debian:bookworm-slim golang:1.26-bookworm >/dev/null 2>&1 || bash docker/seed-images.sh
 images=(sudoku-fcgi:cluster-test sudoku-edge:cluster-test)
-for pair in "sudoku-swarm-node:local tests/swarm/node.Dockerfile" "${images[0]} docker/sudoku-fcgi.Dockerfile" \
-	"${images[1]} docker/nginx.Dockerfile"; do
-	read -r tag file <<<"$pair"
-	log "building $tag"
-	docker build -q -t "$tag" -f "$file" . >/dev/null
-done
+build_images "sudoku-swarm-node:local tests/swarm/node.Dockerfile" "${images[0]} docker/sudoku-fcgi.Dockerfile" \
+	"${images[1]} docker/nginx.Dockerfile"
 go build -o "$WORK/sudoku-load" ./cmd/sudoku-load
 docker save "${images[@]}" -o "$WORK/images.tar"
 
@@ -148,12 +145,7 @@ tasks() {
 
 # workers ADDR N prints the distinct X-Sudoku-Worker values of N requests to
 # the edge at ADDR, one a line; a request that fails prints "failed".
-workers() {
-	for _ in $(seq "$2"); do
-		curl -s -m 2 -o /dev/null -D - "http://$1:$PORT/sudoku?puzzle=$PUZZLE" 2>/dev/null |
-			awk 'BEGIN {w = "failed"} tolower($1) == "x-sudoku-worker:" {w = $2} END {sub("\r", "", w); print w}'
-	done | sort -u
-}
+workers() { answering_workers "http://$1:$PORT" "$PUZZLE" "$2"; }
 
 # edges prints the nodes (by number) that run an edge.
 edges() {

@@ -41,7 +41,7 @@ log() { printf '[swarm %3ds] %s\n' $((SECONDS - START)) "$*" >&2; }
 fail() { log "FAIL: $*"; FAILED=1; }
 die() { log "FAIL: $*"; exit 1; }
 # shellcheck source=tests/lib.sh
-source tests/lib.sh # setuid_files
+source tests/lib.sh # setuid_files, answering_workers, build_images
 
 cleanup() {
 	local rc=$?
@@ -107,14 +107,9 @@ if docker stack ls --format '{{.Name}}' | grep -qx "$STACK"; then
 fi
 
 # --- images and tools ------------------------------------------------------
-docker image inspect debian:bookworm-slim golang:1.26-bookworm >/dev/null 2>&1 || bash docker/seed-images.sh
 export SUDOKU_FCGI_IMAGE=sudoku-fcgi:swarm-test SUDOKU_EDGE_IMAGE=sudoku-edge:swarm-test SUDOKU_EXPORTER_IMAGE=sudoku-exporter:swarm-test
-for pair in "$SUDOKU_FCGI_IMAGE docker/sudoku-fcgi.Dockerfile" "$SUDOKU_EDGE_IMAGE docker/nginx.Dockerfile" \
-	"$SUDOKU_EXPORTER_IMAGE docker/exporter.Dockerfile"; do
-	read -r tag file <<<"$pair"
-	log "building $tag"
-	docker build -q -t "$tag" -f "$file" . >/dev/null
-done
+build_images "$SUDOKU_FCGI_IMAGE docker/sudoku-fcgi.Dockerfile" "$SUDOKU_EDGE_IMAGE docker/nginx.Dockerfile" \
+	"$SUDOKU_EXPORTER_IMAGE docker/exporter.Dockerfile"
 go build -o "$WORK/sudoku-load" ./cmd/sudoku-load
 
 # --- deploy ----------------------------------------------------------------
@@ -141,12 +136,7 @@ docker stack deploy --resolve-image never -c docker/stack.yml "$STACK" >/dev/nul
 
 # workers N prints the distinct X-Sudoku-Worker values of N requests, one a
 # line; a request that fails prints "failed".
-workers() {
-	for _ in $(seq "$1"); do
-		curl -s -m 1 -o /dev/null -D - "$URL/sudoku?puzzle=$PUZZLE" 2>/dev/null |
-			awk 'BEGIN {w = "failed"} tolower($1) == "x-sudoku-worker:" {w = $2} END {sub("\r", "", w); print w}'
-	done | sort -u
-}
+workers() { answering_workers "$URL" "$PUZZLE" "$1"; }
 
 # client_netns I makes client I: a network namespace sudoku-client-I whose
 # veth link has 198.18.I.2, the host's end 198.18.I.1, its default route.
