@@ -94,13 +94,15 @@ type workerDiscovery struct {
 	// vanishes, so nginx's connects to it hang until
 	// fastcgi_connect_timeout. Dropped on the refusal, it leaves the
 	// upstream while it still answers "refused" at once. A connect that
-	// times out drops the address too when another address accepted in the
-	// same round: the kernel completes a handshake for a live process,
+	// times out drops a TCP address too when another address accepted in
+	// the same round: the kernel completes a handshake for a live process,
 	// however busy or stopped, so silence is a host that died or was cut
 	// off (its name resolves until the orchestrator notices: seconds on
-	// Swarm, tests/swarm/cluster.sh). When every connect times out the
-	// stall is more likely this process's own, and only the addresses
-	// dropped before stay out; an address that refused stays out through
+	// Swarm, tests/swarm/cluster.sh); a socket file that fails otherwise
+	// than by refusing has a full backlog, a busy worker, and is kept.
+	// When every connect times out the stall is more likely this process's
+	// own, and only the addresses dropped before stay out; an address that
+	// refused stays out through
 	// timeouts too (the name of a stopped container may resolve for a
 	// while after its address is gone). A dropped address is back on its
 	// first accept. A socket file that refuses (left by a killed worker) or
@@ -309,7 +311,7 @@ func (d *workerDiscovery) dropRefusing(ctx context.Context, addrs []workerAddr) 
 	kept := addrs[:0]
 	for i, a := range addrs {
 		switch {
-		case got[i] == refused, got[i] == unknown && (anyAccepted || d.dropped[a]):
+		case got[i] == refused, got[i] == unknown && (d.dropped[a] || anyAccepted && a.path == ""):
 			next[a] = true
 		default:
 			kept = append(kept, a)

@@ -224,6 +224,29 @@ func TestResolveRefusedStaysOutUntilAccepted(t *testing.T) {
 	}
 }
 
+// A socket file whose connect fails otherwise than by refusing (a full
+// backlog: EAGAIN) is kept while the other accepts: it is a busy worker,
+// not a vanished host.
+func TestResolveKeepsBusySocket(t *testing.T) {
+	dir := t.TempDir()
+	listenUnix(t, dir+"/a.sock", false)
+	listenUnix(t, dir+"/b.sock", false)
+	d := &workerDiscovery{Targets: targets(t, "unix:"+dir+"/*.sock"), DropRefusing: true}
+	d.probe = func(_ context.Context, a workerAddr) error {
+		if strings.HasSuffix(a.path, "/a.sock") {
+			return syscall.EAGAIN
+		}
+		return nil
+	}
+	got, err := d.Resolve(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Errorf("got %v, want both sockets", addrStrings(got))
+	}
+}
+
 // listenUnix serves nothing on a unix socket at path; with stale, it closes
 // the listener at once and leaves the file behind, as a SIGKILLed worker
 // does: connects to it are refused.
