@@ -298,8 +298,9 @@ judge() {
 	[[ -z ${3:-} ]] || ((back >= 0 && back <= 30)) || fail "$1: the answer rate was not back within 30 s ($back)"
 	((max <= HANG_MS)) || fail "$1: a request took ${max} ms, longer than $HANG_MS ms"
 }
-# The FastCGI read timeout (1.5 s) and a retry's connect timeout (0.4 s),
-# with room for the load client's own scheduling on a busy machine.
+# nginx's read timeout of a GET (nginx.DefaultReadTimeout) and a retry's
+# connect timeout (nginx/sudoku-fastcgi.conf), with room for the load
+# client's own scheduling on a busy machine.
 HANG_MS=3000
 TIMEOUT=4s
 
