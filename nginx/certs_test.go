@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -225,5 +226,80 @@ func TestCertManagerPebble(t *testing.T) {
 	got := et2.certs.exportedPair(testDomain)
 	if got == nil || got.serial != second.SerialNumber.Text(16) {
 		t.Errorf("after restart the exported pair is %+v, want serial %x from storage", got, second.SerialNumber)
+	}
+}
+
+// TestSharedStorageOrdersOnce: two edges whose certmagic storage is one
+// directory (a volume both mount) order one certificate between them,
+// under certmagic's lock in that storage, and both load it; two with
+// storages of their own order one each.
+func TestSharedStorageOrdersOnce(t *testing.T) {
+	for _, shared := range []bool{true, false} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			dir := t.TempDir()
+			httpPort := nginxtest.FreePort(t)
+			pebble := acmetest.Start(t, httpPort)
+			var edges []*certManager
+			for i := range 2 {
+				storage := filepath.Join(dir, "acme")
+				if !shared {
+					storage += strconv.Itoa(i)
+				}
+				m, err := newCertManager(certOptions{Domains: []string{testDomain}, CA: pebble.URL, TrustedRoots: pebble.Trust,
+					StoragePath: storage, ExportDir: filepath.Join(dir, "certs"+strconv.Itoa(i)), ChallengePort: httpPort},
+					nginxtest.Logger(t).With().Int("edge", i).Logger())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Stop()
+				edges = append(edges, m)
+			}
+			// The port Pebble validates on: each edge's responder in turn,
+			// as nginx would reach one edge or the other.
+			responder, err := serveHTTP(nginxtest.Logger(t), "challenge responder", fmt.Sprintf("127.0.0.1:%d", httpPort),
+				edges[0].HTTPChallengeHandler(edges[1].HTTPChallengeHandler(http.NotFoundHandler())))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer responder.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var serials []string
+			obtained := func(i int) {
+				select {
+				case <-edges[i].Due():
+				case <-ctx.Done():
+					t.Fatalf("edge %d has no certificate after 60 s", i)
+				}
+				p, err := edges[i].storedPair(ctx, testDomain)
+				if err != nil || p == nil {
+					t.Fatalf("edge %d: stored pair %v, %v", i, p, err)
+				}
+				serials = append(serials, p.serial)
+			}
+			// With storages of their own the edges run one after the other:
+			// certmagic keeps the challenges it solves in memory by name,
+			// once per process, and two in one process would overwrite each
+			// other's (two edges are two processes).
+			for i, m := range edges {
+				if err := m.Run(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if !shared {
+					obtained(i)
+				}
+			}
+			if shared {
+				obtained(0)
+				obtained(1)
+			}
+			want := int64(2)
+			if shared {
+				want = 1
+			}
+			if got := pebble.Orders(); got != want || (serials[0] == serials[1]) != shared {
+				t.Errorf("%d orders, serials %v; want %d orders and the serials equal: %v", got, serials, want, shared)
+			}
+		})
 	}
 }

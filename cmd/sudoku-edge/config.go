@@ -90,6 +90,8 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	fs.StringVar(&o.CA, "tls-ca", certmagic.LetsEncryptProductionCA, "ACME directory `URL` (Let's Encrypt staging: "+certmagic.LetsEncryptStagingCA+")")
 	fs.StringVar(&c.tls.caRoot, "tls-ca-root", "", "PEM `file` with an extra root to trust for the ACME server's own TLS (test CAs such as Pebble)")
 	fs.StringVar(&o.StoragePath, "tls-storage", "/var/lib/sudoku-edge/acme", "certmagic storage `directory` (accounts, keys, certificates); put it on a volume")
+	fs.BoolVar(&c.tls.storageShared, "tls-storage-shared", false, "every edge mounts the same -tls-storage (a network filesystem): one orders each certificate under certmagic's lock there, the others load it; needed for TLS with -replicas above 1")
+	fs.IntVar(&c.tls.replicas, "replicas", 1, "how many sudoku-edge replicas serve the site (docker/stack.yml passes its SUDOKU_EDGE_REPLICAS); with TLS, more than 1 needs -tls-storage-shared")
 	fs.StringVar(&o.CertDir, "tls-cert-dir", "", "`directory` for the PEM pairs nginx reads (versioned, with a live symlink); empty means <run-dir>/certs")
 	fs.StringVar(&o.HTTPSListen, "tls-listen", "8443", "nginx listen `address` of the HTTPS server")
 	fs.StringVar(&o.HTTPListen, "http-listen", "8080", "nginx listen `address` of the plain HTTP server (listen.conf in -run-dir, and the -tls-redirect server)")

@@ -15,13 +15,25 @@ import (
 type tlsFlags struct {
 	domains, caRoot string
 	o               nginx.TLSOptions
+	// replicas is how many edges serve the site; above one, each would
+	// order its own certificates unless storageShared says that they all
+	// mount one -tls-storage (certmagic's locks there let one order and
+	// the others load what it stored: nginx's TestSharedStorageOrdersOnce).
+	replicas      int
+	storageShared bool
 }
 
 func (t *tlsFlags) on() bool { return len(splitList(t.domains)) > 0 }
 
 func (t *tlsFlags) validate() error {
+	if t.replicas < 1 {
+		return fmt.Errorf("-replicas: %d, want 1 or more", t.replicas)
+	}
 	if !t.on() {
 		return nil
+	}
+	if t.replicas > 1 && !t.storageShared {
+		return fmt.Errorf("-tls-domains with -replicas %d: each edge would order its own certificates into its own -tls-storage; run one TLS edge, or mount one storage on every edge (a network filesystem) and set -tls-storage-shared", t.replicas)
 	}
 	domains := splitList(t.domains)
 	for _, d := range domains {

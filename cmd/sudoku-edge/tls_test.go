@@ -219,6 +219,8 @@ func TestTLSFlags(t *testing.T) {
 		"plain http CA":             {"-tls-domains", "a.example.com", "-tls-ca", "http://ca.example/dir"},
 		"bad redirect port":         {"-tls-domains", "a.example.com", "-tls-redirect-port", "0"},
 		"negative HSTS":             {"-tls-domains", "a.example.com", "-tls-hsts-max-age", "-1"},
+		"two edges, storages apart": {"-tls-domains", "a.example.com", "-replicas", "2"},
+		"no edge":                   {"-replicas", "0"},
 	}
 	for name, args := range bad {
 		t.Run(name, func(t *testing.T) {
@@ -231,6 +233,11 @@ func TestTLSFlags(t *testing.T) {
 	if o := c.sup.TLS; o == nil || !c.tls.on() || o.CA != "https://acme-v02.api.letsencrypt.org/directory" || o.StoragePath != "/var/lib/sudoku-edge/acme" ||
 		strings.Join(o.Domains, ",") != "a.example.com,b.example.com" {
 		t.Errorf("parseConfig with domains = %+v", o)
+	}
+	for _, args := range [][]string{{"-replicas", "2"}, {"-tls-domains", "a.example.com", "-replicas", "2", "-tls-storage-shared"}} {
+		if _, err := parseConfig(args, env{}.get, io.Discard); err != nil {
+			t.Errorf("parseConfig(%q) = %v, want it accepted", args, err)
+		}
 	}
 	if c, _ := parseConfig(nil, env{}.get, io.Discard); c.tls.on() || c.sup.TLS != nil {
 		t.Error("TLS is on without domains")

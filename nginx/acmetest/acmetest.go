@@ -9,9 +9,11 @@ import (
 	"io"
 	"log"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/letsencrypt/pebble/v2/ca"
@@ -28,7 +30,15 @@ type CA struct {
 	Roots *x509.CertPool // Pebble's issuing root (to verify issued chains)
 
 	listenerPEM []byte
+	orders      atomic.Int64
 }
+
+// newOrderPath is where Pebble's directory points newOrder.
+const newOrderPath = "/order-plz"
+
+// Orders returns how many new orders the CA has received: one per
+// certificate an ACME client asked for.
+func (c *CA) Orders() int64 { return c.orders.Load() }
 
 // WriteTrust writes the directory's TLS certificate as PEM into dir and
 // returns the file's path (for -tls-ca-root).
@@ -59,9 +69,16 @@ func Start(t testing.TB, httpPort int) *CA {
 	authority := ca.New(logger, store, "", "ecdsa", 0, 1, map[string]ca.Profile{"default": {Description: "default"}})
 	validator := va.New(logger, httpPort, 0, false, loopbackDNS(t), store)
 	front := wfe.New(logger, store, validator, authority, []string{"pebble.letsencrypt.org"}, false, false, 1, 1)
-	srv := httptest.NewTLSServer(front.Handler())
+	c := &CA{Trust: x509.NewCertPool(), Roots: x509.NewCertPool()}
+	handler := front.Handler()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == newOrderPath {
+			c.orders.Add(1)
+		}
+		handler.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
-	c := &CA{URL: srv.URL + "/dir", Trust: x509.NewCertPool(), Roots: x509.NewCertPool()}
+	c.URL = srv.URL + "/dir"
 	c.Trust.AddCert(srv.Certificate())
 	c.Roots.AddCert(authority.GetRootCert(0).Cert)
 	c.listenerPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})

@@ -1033,3 +1033,39 @@ func TestPrometheusMayReachWhatItScrapes(t *testing.T) {
 		}
 	}
 }
+
+// TestEdgesAndWorkersSpreadOverNodes: two or more edges, which know their
+// number (sudoku-edge checks TLS against it), and edges and workers each
+// spread over the nodes by their own labels.
+func TestEdgesAndWorkersSpreadOverNodes(t *testing.T) {
+	o := render(t)
+	edge := o.deployment(t, edgeApp)
+	if r := edge.Spec.Replicas; r == nil || *r < 2 {
+		t.Errorf("edge replicas %v, want 2 or more: one node would hold the only edge", r)
+	} else if got := envValue(edge.Spec.Template.Spec.Containers, "SUDOKU_EDGE_REPLICAS"); got != strconv.Itoa(int(*r)) {
+		t.Errorf("edge SUDOKU_EDGE_REPLICAS = %q, want spec.replicas %d", got, *r)
+	}
+	for _, app := range []string{edgeApp, workerApp} {
+		d := o.deployment(t, app)
+		spread := slices.ContainsFunc(d.Spec.Template.Spec.TopologySpreadConstraints, func(c corev1.TopologySpreadConstraint) bool {
+			return c.TopologyKey == "kubernetes.io/hostname" && c.MaxSkew == 1 && c.LabelSelector != nil &&
+				matches(c.LabelSelector.MatchLabels, d.Spec.Template.Labels)
+		})
+		if !spread {
+			t.Errorf("%s: no topology spread over kubernetes.io/hostname selecting its own pods", app)
+		}
+	}
+}
+
+// envValue is the value of the environment variable name in the first
+// container that sets it.
+func envValue(containers []corev1.Container, name string) string {
+	for _, c := range containers {
+		for _, e := range c.Env {
+			if e.Name == name {
+				return e.Value
+			}
+		}
+	}
+	return ""
+}

@@ -81,3 +81,24 @@ sudoku_fastcgi_requests 3
 		t.Error("parseMetrics(garbage) = nil error")
 	}
 }
+
+func TestFailedWhenNamesTheErrors(t *testing.T) {
+	wait := `Get "http://172.18.0.4:8080/sudoku?puzzle=1...&id=7": net/http: request canceled while waiting for connection (Client.Timeout exceeded while awaiting headers)`
+	reset := `Get "http://172.18.0.4:8080/sudoku?puzzle=2...&id=8": read tcp 172.18.0.1:40312->172.18.0.4:8080: read: connection reset by peer`
+	recs := []record{
+		{At: time.Second, Kind: kindOK},
+		{At: 2 * time.Second, Kind: kindBusy},
+		{At: 3 * time.Second, Latency: 30 * time.Second, Kind: kindTimeout, Err: wait},
+		{At: 3 * time.Second, Latency: 30 * time.Second, Kind: kindTimeout, Err: strings.Replace(wait, "id=7", "id=9", 1)},
+		{At: 4 * time.Second, Latency: time.Millisecond, Kind: kindReset, Err: reset},
+	}
+	got := failedWhen(recs)
+	for _, want := range []string{"due from 3s to 4s", "after 30s", `2 x "Get \"http://172.18.0.4:8080/sudoku?...\": net/http: request canceled while waiting for connection`, `1 x "Get \"http://172.18.0.4:8080/sudoku?...\": read tcp 172.18.0.1:*->172.18.0.4:8080`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("failedWhen = %s\nwant it to contain %s", got, want)
+		}
+	}
+	if failedWhen(recs[:2]) != "" {
+		t.Errorf("failedWhen of answers and 503s = %q, want nothing", failedWhen(recs[:2]))
+	}
+}

@@ -1,9 +1,13 @@
 package suite
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -43,6 +47,10 @@ type record struct {
 	Status  int
 	Kind    string // kindOK, kindWrong, "4xx:429", "5xx:502", kindBusy, transport errors
 	Worker  string
+	// Err is the client's error text of a failure other than a busy 503
+	// (a timeout says whether a connection was ever had: "while waiting
+	// for connection"), so that a failed run says where requests were lost.
+	Err string
 }
 
 // failed reports whether the client saw anything but a correct answer.
@@ -150,7 +158,11 @@ func phase(base string, spec loadSpec, progress io.Writer) (load.LoadConfig, *lo
 				res.Skipped++
 				return
 			}
-			res.Records = append(res.Records, record{At: sm.Due, Latency: sm.Latency, Status: sm.Status, Kind: label(sm.Outcome), Worker: sm.Worker})
+			r := record{At: sm.Due, Latency: sm.Latency, Status: sm.Status, Kind: label(sm.Outcome), Worker: sm.Worker}
+			if r.failed() && r.Kind != kindBusy && sm.Outcome.Err != nil {
+				r.Err = sm.Outcome.Err.Error()
+			}
+			res.Records = append(res.Records, r)
 		}}, res
 }
 
@@ -242,6 +254,7 @@ func mib(b int64) string { return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20)) }
 func failedWhen(recs []record) string {
 	n := 0
 	var first, last, slowest time.Duration
+	errs := map[string]int{}
 	for _, r := range recs {
 		if r.Kind == kindOK || r.Kind == kindBusy {
 			continue
@@ -252,10 +265,37 @@ func failedWhen(recs []record) string {
 		n++
 		last = r.At
 		slowest = max(slowest, r.Latency)
+		if r.Err != "" {
+			errs[errorShape(r.Err)]++
+		}
 	}
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; they were due from %v to %v, the slowest ended after %v",
-		first.Round(100*time.Millisecond), last.Round(100*time.Millisecond), slowest.Round(100*time.Millisecond))
+	return fmt.Sprintf("; they were due from %v to %v, the slowest ended after %v%s",
+		first.Round(100*time.Millisecond), last.Round(100*time.Millisecond), slowest.Round(100*time.Millisecond), topErrors(errs, 3))
+}
+
+// errorShape is an error text without what differs between requests of
+// one failure: the query string and the client's port.
+var errorShape = func() func(string) string {
+	query := regexp.MustCompile(`\?puzzle=[^" ]*`)
+	port := regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+):\d+->`)
+	return func(s string) string {
+		return port.ReplaceAllString(query.ReplaceAllString(s, "?..."), "$1:*->")
+	}
+}()
+
+// topErrors lists the n most frequent error texts with their counts.
+func topErrors(errs map[string]int, n int) string {
+	texts := slices.SortedFunc(maps.Keys(errs), func(a, b string) int { return cmp.Or(errs[b]-errs[a], strings.Compare(a, b)) })
+	var b strings.Builder
+	for i, t := range texts {
+		if i == n {
+			fmt.Fprintf(&b, "; %d other errors", len(texts)-n)
+			break
+		}
+		fmt.Fprintf(&b, "; %d x %q", errs[t], t)
+	}
+	return b.String()
 }
