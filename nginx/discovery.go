@@ -102,11 +102,11 @@ type workerDiscovery struct {
 	// than by refusing has a full backlog, a busy worker, and is kept.
 	// When every connect times out the stall is more likely this process's
 	// own, and only the addresses dropped before stay out; an address that
-	// refused stays out through
-	// timeouts too (the name of a stopped container may resolve for a
-	// while after its address is gone). A dropped address is back on its
-	// first accept. A socket file that refuses (left by a killed worker) or
-	// has gone since the listing counts as refusing.
+	// refused stays out through timeouts too (the name of a stopped
+	// container may resolve for a while after its address is gone). A
+	// dropped address is back on its first accept. A socket file that
+	// refuses (left by a killed worker) or has gone since the listing counts
+	// as refusing.
 	DropRefusing bool
 
 	// dropped holds the addresses left out and not accepted since; probe

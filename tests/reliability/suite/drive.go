@@ -278,13 +278,14 @@ func failedWhen(recs []record) string {
 
 // errorShape is an error text without what differs between requests of
 // one failure: the query string and the client's port.
-var errorShape = func() func(string) string {
-	query := regexp.MustCompile(`\?puzzle=[^" ]*`)
-	port := regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+):\d+->`)
-	return func(s string) string {
-		return port.ReplaceAllString(query.ReplaceAllString(s, "?..."), "$1:*->")
-	}
-}()
+func errorShape(s string) string {
+	return clientPort.ReplaceAllString(queryString.ReplaceAllString(s, "?..."), "$1:*->")
+}
+
+var (
+	queryString = regexp.MustCompile(`\?puzzle=[^" ]*`)
+	clientPort  = regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+):\d+->`)
+)
 
 // topErrors lists the n most frequent error texts with their counts.
 func topErrors(errs map[string]int, n int) string {
