@@ -280,7 +280,9 @@ under_load() {
 			}')
 		local window=0 when=
 		((first < 0)) || { window=$((last - first + 1)) when=" (seconds $first-$last)"; }
-		log "$scenario: $name ($url, $rate/s): $sent sent, $ok ok, $((sent - ok)) failed, in ${window} s$when; slowest ${max} ms; answers ${base}/s before, back to 0.9 of it ${back} s after"
+		local kinds
+		kinds=$(jq -r '[(.result // .).errors // {} | to_entries[] | select(.value > 0) | "\(.value) \(.key)"] | join(", ") | if . == "" then "" else " (\(.))" end' "$OUT/$name.json")
+		log "$scenario: $name ($url, $rate/s): $sent sent, $ok ok, $((sent - ok)) failed$kinds, in ${window} s$when; slowest ${max} ms; answers ${base}/s before, back to 0.9 of it ${back} s after"
 		echo "$sent $ok $window $back $max" >"$WORK/$name.res"
 	done
 }
