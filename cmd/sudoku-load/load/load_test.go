@@ -32,6 +32,9 @@ func TestLoadLatencyOfSlowServer(t *testing.T) {
 	if p50 := res.Latency.P50; p50 < 9 || p50 > 50 {
 		t.Errorf("p50 = %.3f ms, want about 10 ms (9 to 50; this process's own lag p50 was %.3f ms)", p50, res.ScheduleLag.P50)
 	}
+	if res.Failed != nil {
+		t.Errorf("Failed = %+v with no request failed, want nil", *res.Failed)
+	}
 	if ticks.Load() < 1 || len(res.Timeline) < 1 {
 		t.Errorf("got %d progress ticks and %d timeline entries, want at least one", ticks.Load(), len(res.Timeline))
 	}
@@ -78,6 +81,35 @@ func TestLoadStallShowsInP99(t *testing.T) {
 	}
 	if backlog == 0 {
 		t.Errorf("no tick shows a backlog, want requests waiting during the stall: %+v", res.Timeline)
+	}
+}
+
+// Failed spans the failures to the millisecond: a server that answers 503
+// from 400 to 700 ms into a run fails requests over about 300 ms, which
+// whole seconds of the timeline would show as one second or two.
+func TestLoadFailedSpan(t *testing.T) {
+	ps, sols := testPuzzles(t)
+	start := time.Now()
+	url := newFake(t, &fake{sols: sols, before: func(w http.ResponseWriter, _ *http.Request) bool {
+		if d := time.Since(start); d >= 400*time.Millisecond && d < 700*time.Millisecond {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	}})
+	res, err := Load(context.Background(), LoadConfig{
+		Client: newClient(t, url, 4, 5*time.Second, false), Puzzles: ps, Target: url,
+		Conns: 4, Rate: 200, Duration: time.Second,
+	})
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	f := res.Failed
+	if f == nil || res.Errors["503_busy"] == 0 {
+		t.Fatalf("Failed = %v, errors %v; want a span of 503s", f, res.Errors)
+	}
+	if span := f.LastMs - f.FirstMs; f.FirstMs < 350 || span < 200 || span > 400 {
+		t.Errorf("failures from %.0f to %.0f ms, want from about 400 to about 700", f.FirstMs, f.LastMs)
 	}
 }
 

@@ -61,7 +61,8 @@ type recorder struct {
 	lagSec   *hdrhistogram.Histogram
 	received int64
 	kinds    [numKinds]int64
-	tick     Tick // counts for the current second
+	failed   *Span // when the first and the last failure finished
+	tick     Tick  // counts for the current second
 	timeline []Tick
 }
 
@@ -113,7 +114,18 @@ func (r *recorder) Done(k Kind, received bool, latency time.Duration) {
 	}
 	if k != KindOK {
 		r.tick.Errors++
+		r.fail(time.Since(r.start))
 	}
+}
+
+// fail notes a failure that finished at, since the start. The caller holds
+// mu.
+func (r *recorder) fail(at time.Duration) {
+	ms := float64(at.Microseconds()) / 1000
+	if r.failed == nil {
+		r.failed = &Span{FirstMs: ms}
+	}
+	r.failed.LastMs = max(r.failed.LastMs, ms)
 }
 
 // Unsent records a request that was due but never sent because the run
@@ -123,6 +135,7 @@ func (r *recorder) Unsent() {
 	r.mu.Lock()
 	r.kinds[KindTimeout]++
 	r.tick.Errors++
+	r.fail(time.Since(r.start))
 	r.mu.Unlock()
 }
 
@@ -176,6 +189,10 @@ func (r *recorder) Fill(res *Result) {
 	res.Latency = latencyOf(r.all)
 	res.Percentiles = percentilesOf(r.all)
 	res.Timeline = append([]Tick(nil), r.timeline...)
+	if r.failed != nil {
+		f := *r.failed
+		res.Failed = &f
+	}
 	if r.lagAll != nil {
 		l := latencyOf(r.lagAll)
 		res.ScheduleLag = &l

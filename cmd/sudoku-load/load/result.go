@@ -35,6 +35,9 @@ type Result struct {
 	Latency     Latency      `json:"latency_ms"`
 	Percentiles []Percentile `json:"percentiles"`
 	Timeline    []Tick       `json:"timeline"`
+	// Failed is the span over which requests failed (null when none did):
+	// a failover's error window, to the millisecond.
+	Failed *Span `json:"failed"`
 	// ScheduleLag (load and capacity only) is how late this process handed
 	// each request on after its due time: its own scheduling delay, which
 	// an open-loop latency includes. On a busy machine it shows how much of
@@ -44,6 +47,13 @@ type Result struct {
 	Capacity *Capacity    `json:"capacity"`
 	Stress   *StressStats `json:"stress"`
 	Local    *LocalStats  `json:"local"`
+}
+
+// Span is when the first and the last of some requests finished, in
+// milliseconds since the start of the run.
+type Span struct {
+	FirstMs float64 `json:"first_ms"`
+	LastMs  float64 `json:"last_ms"`
 }
 
 // Latency holds percentiles in milliseconds.
