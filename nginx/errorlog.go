@@ -32,6 +32,10 @@ type errorLogRelay struct {
 	// Limited, when set, is called with the zone of each line that says a
 	// limit_req or limit_conn zone turned a request away.
 	Limited func(zone string)
+	// Unreachable, when set, is called for each line that says nginx could
+	// not connect to a worker (timed out, refused, no route), a busy
+	// worker's full backlog excepted.
+	Unreachable func()
 
 	mu    sync.Mutex
 	start time.Time
@@ -46,6 +50,17 @@ type kindCount struct{ passed, held int }
 // Before the header the message ends "while reading response header from
 // upstream" and nginx retries on another worker instead.
 var truncatedAnswer = []byte("upstream prematurely closed connection while reading upstream")
+
+// connectFailed reports whether line is nginx's for a connect to a worker
+// that failed: "upstream timed out (110: Connection timed out) while
+// connecting to upstream", "connect() failed (113: No route to host) while
+// connecting to upstream", a refusal. A unix socket's "(11: Resource
+// temporarily unavailable)" is a full backlog, a worker that is busy, not
+// gone.
+func connectFailed(line []byte) bool {
+	return bytes.Contains(line, []byte(" while connecting to upstream")) &&
+		!bytes.Contains(line, []byte("(11: Resource temporarily unavailable)"))
+}
 
 // limitedZone reports the zone of nginx's line for a request a limit
 // turned away: `limiting requests, excess: 200.010 by zone "sudoku_req"`
@@ -137,6 +152,9 @@ func (e *errorLogRelay) line(line []byte, burst int, window time.Duration) error
 	}
 	if e.Truncated != nil && bytes.Contains(line, truncatedAnswer) {
 		e.Truncated()
+	}
+	if e.Unreachable != nil && connectFailed(line) {
+		e.Unreachable()
 	}
 	if e.Limited != nil {
 		if zone, ok := limitedZone(line); ok {

@@ -149,3 +149,33 @@ func TestLimitedZone(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectFailed: nginx's lines for a connect to a worker that failed
+// wake discovery, through the relay; a busy unix socket's full backlog and
+// other lines do not.
+func TestConnectFailed(t *testing.T) {
+	lines := map[string]bool{
+		`2026/12/04 10:30:39 [error] 146#146: *5763 upstream timed out (110: Connection timed out) while connecting to upstream, client: 172.25.0.1, upstream: "fastcgi://10.0.1.3:9000"`: true,
+		`2026/12/04 10:30:39 [error] 146#146: *5 connect() failed (113: No route to host) while connecting to upstream, client: 172.25.0.1, upstream: "fastcgi://10.0.1.3:9000"`:          true,
+		`2026/12/04 10:30:39 [error] 146#146: *6 connect() failed (111: Connection refused) while connecting to upstream, client: 172.25.0.1, upstream: "fastcgi://10.0.1.3:9000"`:        true,
+		`2026/12/04 10:30:39 [error] 146#146: *7 connect() to unix:/run/sudoku/w1.sock failed (11: Resource temporarily unavailable) while connecting to upstream, client: 127.0.0.1`:     false,
+		`2026/12/04 10:30:39 [error] 146#146: *8 upstream prematurely closed connection while reading upstream, client: 127.0.0.1`:                                                        false,
+	}
+	for line, want := range lines {
+		if got := connectFailed([]byte(line)); got != want {
+			t.Errorf("connectFailed(%.90q) = %v, want %v", line, got, want)
+		}
+	}
+	var woken int
+	relay := &errorLogRelay{Out: io.Discard, Log: zerolog.Nop(), Unreachable: func() { woken++ }}
+	var in strings.Builder
+	for line := range lines {
+		in.WriteString(line + "\n")
+	}
+	if err := relay.Relay(strings.NewReader(in.String())); err != nil {
+		t.Fatal(err)
+	}
+	if woken != 3 {
+		t.Errorf("Unreachable called %d times for 3 failed connects", woken)
+	}
+}

@@ -118,6 +118,7 @@ type Supervisor struct {
 	tls        *edgeTLS
 	addrs      []workerAddr // the workers in servers.conf
 	budget     workerBudget
+	wake       chan struct{} // a round now: nginx could not connect to a worker
 }
 
 // ExitError is nginx's exit with an error; ExitCode is the status to exit
@@ -153,6 +154,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return fmt.Errorf("creating run directory: %w", err)
 	}
 	s.disc = &workerDiscovery{Targets: s.Workers, Resolver: s.resolver, Timeout: s.ResolveInterval, DropRefusing: true}
+	s.wake = make(chan struct{}, 1)
 	// nginx's error log (its stderr) goes through a relay that holds back
 	// floods; its access log (stdout) is buffered by nginx itself.
 	errR, errW, err := os.Pipe()
@@ -237,7 +239,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	relayed := make(chan struct{})
 	go func() {
 		defer close(relayed)
-		errLog := &errorLogRelay{Out: stderr, Log: s.Log, Truncated: s.Metrics.truncatedAnswer, Limited: s.Metrics.limitedAt}
+		errLog := &errorLogRelay{Out: stderr, Log: s.Log, Truncated: s.Metrics.truncatedAnswer, Limited: s.Metrics.limitedAt, Unreachable: s.wakeRound}
 		if err := errLog.Relay(errR); err != nil {
 			// Keep reading: a full pipe would stall nginx.
 			s.Log.Error().Err(err).Msg("relaying nginx's error log; dropping it from now on")
@@ -258,7 +260,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 
 	bg, cancelBg := context.WithCancel(context.Background())
 	defer cancelBg()
-	go every(bg, s.ResolveInterval, func() { s.round(bg) })
+	go every(bg, s.ResolveInterval, s.wake, func() { s.round(bg) })
 	go s.tls.run(bg, s.Renew)
 
 	if !s.keepRunning(ctx) {
@@ -561,10 +563,12 @@ func (s *Supervisor) writePrefixes(name, what string, prefixes []netip.Prefix, r
 // same meanwhile). A failed lookup keeps the set. Only one round runs at
 // a time: it owns addrs and budget.
 func (s *Supervisor) round(ctx context.Context) {
+	start := time.Now()
 	next, err := s.disc.Resolve(ctx)
 	if ctx.Err() != nil {
 		return
 	}
+	resolved := time.Since(start)
 	s.Metrics.round(err)
 	if err != nil {
 		s.Log.Warn().Err(err).Msg("worker lookup failed; keeping the current upstream")
@@ -572,16 +576,18 @@ func (s *Supervisor) round(ctx context.Context) {
 	}
 	switch {
 	case !slices.Equal(next, s.addrs):
-		s.applyWorkers(ctx, next, "worker set changed")
+		s.applyWorkers(ctx, next, resolved, "worker set changed")
 	case s.budget.Expired(len(next), time.Now()):
-		s.applyWorkers(ctx, next, "missing workers count as gone; budget lowered")
+		s.applyWorkers(ctx, next, resolved, "missing workers count as gone; budget lowered")
 	}
 }
 
-// applyWorkers renders and loads the upstream files for next.
-func (s *Supervisor) applyWorkers(ctx context.Context, next []workerAddr, msg string) {
+// applyWorkers renders and loads the upstream files for next, which a
+// lookup found in resolved.
+func (s *Supervisor) applyWorkers(ctx context.Context, next []workerAddr, resolved time.Duration, msg string) {
 	added, removed := diffAddrs(s.addrs, next)
-	n := s.budget.Update(len(next), time.Now())
+	start := time.Now()
+	n := s.budget.Update(len(next), start)
 	upstream, err := s.upstreamFiles(next, n)
 	if err != nil {
 		s.Log.Error().Err(err).Msg("rendering the upstream files")
@@ -593,7 +599,8 @@ func (s *Supervisor) applyWorkers(ctx context.Context, next []workerAddr, msg st
 		ev = s.Log.Error().Err(err)
 	}
 	ev.Strs("added", addrStrings(added)).Strs("removed", addrStrings(removed)).
-		Strs("workers", addrStrings(next)).Int("budget", n).Stringer("outcome", outcome).Msg(msg)
+		Strs("workers", addrStrings(next)).Int("budget", n).Stringer("outcome", outcome).
+		Dur("resolved_ms", resolved).Dur("applied_ms", time.Since(start)).Msg(msg)
 	s.addrs = next
 	s.Metrics.workersNow(len(next), n)
 }
@@ -622,16 +629,48 @@ func (s *Supervisor) upstreamFiles(addrs []workerAddr, budget int) ([]configChan
 	}, nil
 }
 
-// every calls f every interval until ctx ends.
-func every(ctx context.Context, interval time.Duration, f func()) {
+// wakeRound asks for a discovery round now, without waiting for the next
+// tick: nginx failed to connect to a worker, which may be gone (its node
+// dead or cut off). Until the round drops it, each request that tries it
+// first waits out the connect timeout, and one whose retry meets another
+// such worker fails. Wakes while a round runs or is due come to one round.
+func (s *Supervisor) wakeRound() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// minWakeGap is the shortest time between the starts of two rounds that a
+// wake brings forward: nginx logs a failed connect per request, and a
+// worker that stays unreachable without being dropped (the only one left)
+// must not keep the supervisor probing back to back.
+const minWakeGap = 250 * time.Millisecond
+
+// every calls f every interval until ctx ends, and also when wake has a
+// value, at most once per minWakeGap; a call brought forward starts the
+// interval again.
+func every(ctx context.Context, interval time.Duration, wake <-chan struct{}, f func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var last time.Time
 	for ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
+			continue
 		case <-t.C:
-			f()
+		case <-wake:
+			if wait := minWakeGap - time.Since(last); wait > 0 {
+				select {
+				case <-ctx.Done():
+					continue
+				case <-time.After(wait):
+				}
+			}
+			t.Reset(interval)
 		}
+		last = time.Now()
+		f()
 	}
 }
 

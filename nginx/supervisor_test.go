@@ -304,3 +304,37 @@ func TestSupervisorUnixWorkers(t *testing.T) {
 		t.Errorf("Run after cancel = %v, want nil", err)
 	}
 }
+
+// TestEveryWakes: a wake brings the next call forward, at most once per
+// minWakeGap; the ticker still calls on its own.
+func TestEveryWakes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wake := make(chan struct{}, 1)
+	calls := make(chan time.Time, 10)
+	go every(ctx, time.Hour, wake, func() { calls <- time.Now() })
+	start := time.Now()
+	wake <- struct{}{}
+	first := <-calls
+	if d := first.Sub(start); d > 10*time.Second {
+		t.Errorf("the first wake's call came after %v, want at once, not after the hour's tick", d)
+	}
+	wake <- struct{}{}
+	second := <-calls
+	if d := second.Sub(first); d < minWakeGap {
+		t.Errorf("a second wake's call came %v after the first, want at least %v", d, minWakeGap)
+	}
+
+	ticked := make(chan struct{}, 1)
+	go every(ctx, 20*time.Millisecond, nil, func() {
+		select {
+		case ticked <- struct{}{}:
+		default:
+		}
+	})
+	select {
+	case <-ticked:
+	case <-time.After(5 * time.Second):
+		t.Error("no call from the ticker in 5 s with a 20 ms interval")
+	}
+}

@@ -45,7 +45,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	s.Workers, _ = nginx.ParseTargets("sudoku:9000") // a valid constant
 	fs.Var(targetsFlag{&s.Workers}, "workers", "worker `targets`, comma-separated: host:port to resolve, or unix:<glob> to list the unix sockets that match, e.g. unix:/run/sudoku-fcgi/*.sock")
 	s.ResolveInterval, s.BudgetHold = nginx.DefaultResolveInterval, time.Minute
-	fs.Var(positiveDuration{&s.ResolveInterval}, "resolve-interval", "`duration` between two lookups of the workers")
+	fs.Var(positiveDuration{&s.ResolveInterval}, "resolve-interval", "`duration` between two lookups of the workers (nginx failing to connect to one brings the next forward)")
 	fs.Var(positiveDuration{&s.BudgetHold}, "budget-hold", "`duration` for which the workers left take a missing worker's share of the requests in flight before it counts as gone (a restart or crash is shorter, a scale-down longer)")
 	s.Upstream = nginx.DefaultUpstream
 	fs.IntVar(&s.Upstream.MaxConns, "max-conns-per-worker", s.Upstream.MaxConns, "requests nginx sends one worker at once (the upstream's max_conns); past `count` x the workers /sudoku gets 503 at once, and while a worker is missing the others take its share; 0 sets no cap")
