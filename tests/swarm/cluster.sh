@@ -379,9 +379,18 @@ judge "$STACK-edge$e1" 1000 recovers
 
 # --- a rolling update and a scale-out under load ----------------------------------------
 # After them the workers are on all 3 nodes again, the healed one included.
+# A manager that has just seen a node come back may refuse the first
+# command while the quorum settles; swarm_cmd says why and tries once more.
+swarm_cmd() {
+	local out
+	out=$(node "$MGR" "$@" 2>&1 >/dev/null) && return 0
+	log "$*: $out; again in 3 s"
+	sleep 3
+	out=$(node "$MGR" "$@" 2>&1 >/dev/null) || { log "$*: $out"; return 1; }
+}
 update() {
-	node "$MGR" docker service update -d=false -q --force "${STACK}_sudoku" >/dev/null &&
-		node "$MGR" docker service scale -d=false "${STACK}_sudoku=5" >/dev/null
+	swarm_cmd docker service update -d=false -q --force "${STACK}_sudoku" &&
+		swarm_cmd docker service scale -d=false "${STACK}_sudoku=5"
 }
 LOADS=("$STACK-update http://${IP[$e1]}:$PORT $RATE")
 under_load update-and-scale 80 5 update
