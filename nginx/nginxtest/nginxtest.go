@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,23 +49,46 @@ const (
 var (
 	portsMu sync.Mutex
 	given   = map[int]bool{} // ports FreePort returned: never twice in a process
+	held    []*os.File       // the locks of given ports, held until the process exits
 )
 
-// FreePort finds a free loopback port in 31000-32767 that it has not
-// returned before.
+// reserve takes port p for this process: an exclusive lock on a file named
+// for it in the temporary directory, which the kernel drops when the
+// process exits. go test runs packages' test binaries at once, and
+// without it two of them could pick the same port: one nginx then fails
+// to bind while the test dials the other's.
+func reserve(p int) bool {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("nginxtest-ports-%d", os.Getuid()))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return false
+	}
+	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprint(p)), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return false
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return false
+	}
+	held = append(held, f)
+	return true
+}
+
+// FreePort finds a free loopback port in 31000-32767 that no test process
+// running now has taken (reserve) and this one has not returned before.
 func FreePort(t testing.TB) int {
 	t.Helper()
 	portsMu.Lock()
 	defer portsMu.Unlock()
 	for range 100 {
 		p := firstPort + rand.IntN(lastPort-firstPort+1)
-		if given[p] {
+		if given[p] || !reserve(p) {
 			continue
 		}
+		given[p] = true
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err == nil {
 			ln.Close()
-			given[p] = true
 			return p
 		}
 	}
