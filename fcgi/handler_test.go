@@ -736,38 +736,6 @@ func TestPoolRefusesALongExpectedWait(t *testing.T) {
 	t.Fatal("no caller refused")
 }
 
-// A slow burst's pace refuses the queue for a while, not for good: refused
-// callers never wait, so they never measure the pace again, and a pace a
-// timeout old no longer counts.
-func TestPoolForgetsAnOldPace(t *testing.T) {
-	const timeout = 50 * time.Millisecond
-	p := newPool(1, 100, timeout)
-	if _, err := p.acquire(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// A burst whose queue moved one caller a second (a stalled container).
-	p.interval.Store(int64(time.Second))
-	p.sampled.Store(time.Now().UnixNano())
-	if _, err := p.acquire(context.Background()); !errors.Is(err, errBusy) {
-		t.Fatalf("acquire right after a slow burst = %v, want errBusy at once", err)
-	}
-	time.Sleep(2 * timeout)
-	got := make(chan error)
-	go func() { _, err := p.acquire(context.Background()); got <- err }()
-	for p.Waiting() != 1 {
-		select {
-		case err := <-got:
-			t.Fatalf("acquire a timeout after the slow burst = %v, want it to wait", err)
-		default:
-			time.Sleep(time.Millisecond)
-		}
-	}
-	p.release()
-	if err := <-got; err != nil {
-		t.Fatalf("the waiting caller: %v", err)
-	}
-}
-
 // stallAfter solves the first n puzzles and parks every later one until
 // its context ends.
 type stallAfter struct {

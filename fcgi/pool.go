@@ -17,10 +17,8 @@ var errBusy = errors.New("fcgi: solver pool busy")
 // interval between two slots freeing up while callers waited) is more than
 // half the queue timeout; a caller admitted anyway waits at most the
 // timeout. So a burst the pool can clear in time waits, and a steady excess
-// is refused on arrival instead of after waiting. A pace last measured more
-// than a timeout ago is forgotten: refused callers never wait, so they
-// never measure it again, and a slow burst's pace would otherwise refuse
-// every later queue. It is safe for concurrent use.
+// is refused on arrival instead of after waiting. It is safe for
+// concurrent use.
 type pool struct {
 	slots   chan struct{}
 	queue   int64
@@ -35,7 +33,6 @@ type pool struct {
 	// free of locks.
 	lastFree atomic.Int64
 	interval atomic.Int64
-	sampled  atomic.Int64 // when interval last took a sample (Unix nanoseconds)
 }
 
 // intervalWeight is the weight of the newest interval in the moving
@@ -93,16 +90,8 @@ func (p *pool) release() {
 	if p.waiting.Load() > 0 {
 		now := time.Now().UnixNano()
 		if last := p.lastFree.Swap(now); last != 0 {
-			// One interval counts for at most the timeout: a stall (a
-			// throttled or paused container) says the queue is slow, not
-			// how slow.
-			sample := min(now-last, int64(p.timeout))
 			old := p.interval.Load()
-			if !p.paceKnown(now) {
-				old = sample // a new burst: start the average afresh
-			}
-			p.interval.Store(old + (sample-old)/intervalWeight)
-			p.sampled.Store(now)
+			p.interval.Store(old + (now-last-old)/intervalWeight)
 		}
 	} else {
 		p.lastFree.Store(0)
@@ -111,18 +100,9 @@ func (p *pool) release() {
 }
 
 // expectedWait is how long the n-th caller in the queue should wait for a
-// slot, from the recent pace of the queue; 0 when the pace is not known.
+// slot, from the recent pace of the queue.
 func (p *pool) expectedWait(n int64) time.Duration {
-	if !p.paceKnown(time.Now().UnixNano()) {
-		return 0
-	}
 	return time.Duration(n * p.interval.Load())
-}
-
-// paceKnown reports whether the queue's pace was measured within the last
-// timeout before now (Unix nanoseconds).
-func (p *pool) paceKnown(now int64) bool {
-	return now-p.sampled.Load() <= int64(p.timeout)
 }
 
 // Size is the number of slots.
