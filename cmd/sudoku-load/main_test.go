@@ -135,14 +135,14 @@ func TestJSONSchema(t *testing.T) {
 		// The mode's own part is an object; normalise it to compare the
 		// shared schema, and add it to the golden file by mode.
 		own := map[string]any{}
-		for _, k := range []string{"capacity", "stress", "local", "schedule_lag_ms", "failed"} {
+		for _, k := range []string{"capacity", "stress", "local", "schedule_lag_ms", "failed", "resent_after"} {
 			if doc[k] != nil {
 				own[k] = shape(doc[k])
 			}
 		}
 		delete(doc, "mode")
 		shared := shape(doc).(map[string]any)
-		for _, k := range []string{"capacity", "stress", "local", "schedule_lag_ms", "failed"} {
+		for _, k := range []string{"capacity", "stress", "local", "schedule_lag_ms", "failed", "resent_after"} {
 			shared[k] = "object or null"
 		}
 		b, _ := json.MarshalIndent(map[string]any{"mode": name, "result": shared, "own": own}, "", "  ")

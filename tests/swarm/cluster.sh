@@ -9,10 +9,12 @@
 # It checks: workers on every node and two edges on two nodes, each edge
 # reaching workers on the other nodes over the overlay; two clients with
 # their own addresses get a per-client budget each, and nginx trusts only
-# the load client's address; a worker node killed under load at half the
-# measured capacity: the failures (count and window), the tasks rescheduled
-# on the survivors, the edges' upstream lists without the dead addresses,
-# and the seconds until the answer rate is back. Run it with
+# the load client's address; then, under load at half the measured
+# capacity, a worker node cut off and healed, a rolling update and a
+# scale-out, a worker node killed and an edge node killed: the failures
+# (count and window), the tasks rescheduled on the survivors, the edges'
+# upstream lists without the dead addresses, and the seconds until the
+# answer rate is back. Run it with
 #
 #   tests/swarm/cluster.sh (make test-swarm-cluster)
 #
@@ -230,7 +232,9 @@ per_second() {
 	jq -r '(.result // .).timeline[] | "\(.second) \(.received - .errors) \(.errors)"' "$1"
 }
 
-# LOADS are the load runs of under_load, each "NAME URL RATE".
+# LOADS are the load runs of under_load, each "NAME URL RATE [RETRY]": with
+# RETRY, a GET answered 429 or 503 or not at all is sent again up to RETRY
+# times, after its Retry-After (sudoku-load load -retry).
 LOADS=()
 
 # under_load SCENARIO SECS AT CMD... runs each of LOADS for SECS, runs CMD
@@ -240,11 +244,11 @@ LOADS=()
 # AT until every later 5 s answers at least 0.9 of the rate before AT.
 # It writes "sent ok window_ms back max_ms" to $WORK/NAME.res for each.
 under_load() {
-	local scenario=$1 secs=$2 at=$3 pids=() l name url rate
+	local scenario=$1 secs=$2 at=$3 pids=() l name url rate retry
 	shift 3
 	for l in "${LOADS[@]}"; do
-		read -r name url rate <<<"$l"
-		"$WORK/sudoku-load" load -url "$url" -in "$PUZZLES" -rate "$rate" -c 256 \
+		read -r name url rate retry <<<"$l"
+		"$WORK/sudoku-load" load -url "$url" -in "$PUZZLES" -rate "$rate" -c 256 -retry "${retry:-0}" \
 			-duration "${secs}s" -timeout "$TIMEOUT" -json -progress=false >"$OUT/$name.json" 2>"$OUT/$name.log" &
 		pids+=($!)
 	done
@@ -253,7 +257,7 @@ under_load() {
 	"$@" || fail "$scenario: $* failed"
 	wait "${pids[@]}" || true
 	for l in "${LOADS[@]}"; do
-		read -r name url rate <<<"$l"
+		read -r name url rate _ <<<"$l"
 		local sent ok max
 		read -r sent ok max < <(jq -r '(.result // .) | "\(.sent) \(.ok) \(.latency_ms.max | floor)"' "$OUT/$name.json")
 		local base first last back
@@ -284,28 +288,37 @@ under_load() {
 		((first < 0)) || when=" (seconds $first-$last of the run)"
 		local kinds
 		kinds=$(jq -r '[(.result // .).errors // {} | to_entries[] | select(.value > 0) | "\(.value) \(.key)"] | join(", ") | if . == "" then "" else " (\(.))" end' "$OUT/$name.json")
+		local resent hung
+		read -r resent hung < <(jq -r '(.result // .) | "\(.resent) \(.resent_after.timeout // 0)"' "$OUT/$name.json")
+		((resent == 0)) || kinds+="; resent $resent after $(jq -r '(.result // .).resent_after | to_entries | map("\(.value) \(.key)") | join(", ")' "$OUT/$name.json")"
 		log "$scenario: $name ($url, $rate/s): $sent sent, $ok ok, $((sent - ok)) failed$kinds, over ${window} ms$when; slowest ${max} ms; answers ${base}/s before, back to 0.9 of it ${back} s after"
-		echo "$sent $ok $window $back $max" >"$WORK/$name.res"
+		echo "$sent $ok $window $back $max $hung" >"$WORK/$name.res"
 	done
 }
 
 # judge NAME MAXWINDOW [RECOVERS]: fails unless NAME's failures, first to
-# last, span at most MAXWINDOW ms (0: unless none failed), no request took
-# longer than the FastCGI read timeout and a retry's connect
-# (nginx/site.go), and, with RECOVERS, its rate was
-# back within 30 s (a rolling update's new tasks slow the answers on 2
-# cores without failing any, so it is judged on failures only).
+# last, span at most MAXWINDOW ms (0: unless none failed; "retry": none
+# failed after the load's retry, see LOADS), no request took longer than
+# the FastCGI read timeout and a retry's connect (nginx/site.go), and,
+# with RECOVERS, its rate was back within 30 s (a rolling update's new
+# tasks slow the answers on 2 cores without failing any, so it is judged
+# on failures only). A request sent again may take two such times and
+# the Retry-After between them (nginx's is at most 3 s), so with "retry"
+# the bound is on each try: none timed out.
 judge() {
-	local sent ok window back max
-	read -r sent ok window back max <"$WORK/$1.res"
+	local sent ok window back max hung
+	read -r sent ok window back max hung <"$WORK/$1.res"
 	((sent > 0)) || fail "$1: nothing sent"
-	if (($2 == 0)); then
-		((ok == sent)) || fail "$1: $((sent - ok)) failed, want none"
-	else
-		((window <= $2)) || fail "$1: failures over ${window} ms, want at most $2 ms"
-	fi
+	case $2 in
+	retry)
+		((ok == sent)) || fail "$1: $((sent - ok)) failed after a retry, want none"
+		((hung == 0)) || fail "$1: $hung tries timed out ($TIMEOUT), want none"
+		;;
+	0) ((ok == sent)) || fail "$1: $((sent - ok)) failed, want none" ;;
+	*) ((window <= $2)) || fail "$1: failures over ${window} ms, want at most $2 ms" ;;
+	esac
 	[[ -z ${3:-} ]] || ((back >= 0 && back <= 30)) || fail "$1: the answer rate was not back within 30 s ($back)"
-	((max <= HANG_MS)) || fail "$1: a request took ${max} ms, longer than $HANG_MS ms"
+	[[ $2 == retry ]] || ((max <= HANG_MS)) || fail "$1: a request took ${max} ms, longer than $HANG_MS ms"
 }
 # nginx's read timeout of a GET (nginx.DefaultReadTimeout) and a retry's
 # connect timeout (nginx/sudoku-fastcgi.conf), with room for the load
@@ -428,19 +441,17 @@ log "workers now on: $(tasks sudoku | sort | tr '\n' ' ')"
 # --- an edge node dies -----------------------------------------------------------------
 # One client sends to the surviving edge's address only; another knows both
 # addresses and starts on the edge that dies (sudoku-load fails over by
-# itself). Each at half the rate.
+# itself). Each at half the rate, and each sends a GET answered busy or not
+# at all once more, as a client of the service should: the node takes the
+# edge and most workers with it (after the last scenario, 3 of 5), so for
+# a moment requests in flight on the surviving edge find two dead workers
+# in their two tries and get nginx's 503 with Retry-After.
 SCENARIO=edge-node-dies
-LOADS=("$STACK-other-edge http://${IP[$e1]}:$PORT $((RATE / 2))"
-	"$STACK-both-edges http://${IP[$e2]}:$PORT,http://${IP[$e1]}:$PORT $((RATE / 2))")
+LOADS=("$STACK-other-edge http://${IP[$e1]}:$PORT $((RATE / 2)) 1"
+	"$STACK-both-edges http://${IP[$e2]}:$PORT,http://${IP[$e1]}:$PORT $((RATE / 2)) 1")
 under_load "$SCENARIO" 40 10 die_node "$e2" "$e1"
-judge "$STACK-other-edge" 1000 recovers
-judge "$STACK-both-edges" 1000 recovers
-# The client that knows both edges gets an answer to every request, if
-# only a 503 with Retry-After while the dead node's workers leave the
-# upstream (judged above): no request is left without one.
-lost=$(jq '(.result // .).errors | .refused + .reset + .timeout + .other' "$OUT/$STACK-both-edges.json")
-((lost == 0)) || fail "edge-node-dies: the client that knows both edges lost $lost requests: $(jq -c '(.result // .).errors' "$OUT/$STACK-both-edges.json")"
-
+judge "$STACK-other-edge" retry recovers
+judge "$STACK-both-edges" retry recovers
 if ((FAILED)); then
 	log "FAILED after $((SECONDS - START))s"
 	exit 1

@@ -118,8 +118,8 @@ func (c *Client) solveBatch(ctx context.Context, ps []Puzzle, retry int, rec *re
 		pending = pending[:0]
 		for _, f := range again {
 			pending = append(pending, f.index)
+			rec.Resent(f.kind)
 		}
-		rec.Resent(len(pending))
 		if wait > 0 {
 			c.wait(ctx, wait)
 		}
@@ -132,7 +132,12 @@ const maxRetryAfter = 30 * time.Second
 // retryAfter is resp's Retry-After in seconds (RFC 9110; the date form is
 // not used by this service), at most maxRetryAfter; 0 without one.
 func retryAfter(resp *http.Response) time.Duration {
-	s, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After")))
+	return parseRetryAfter(resp.Header.Get("Retry-After"))
+}
+
+// parseRetryAfter is a Retry-After value's wait, as retryAfter reads it.
+func parseRetryAfter(v string) time.Duration {
+	s, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil || s <= 0 {
 		return 0
 	}

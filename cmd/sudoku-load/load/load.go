@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,12 @@ type LoadConfig struct {
 	// that many are in flight or waiting for a connection, instead of
 	// queueing it in the client: the client never holds more than that.
 	MaxInFlight int
+	// Retry is how many times a request answered busy (a 429 or 503) or
+	// not at all is sent again, after the Retry-After of a busy answer
+	// (at once after none), as a well-behaved client does. Its latency
+	// still counts from its first due time; a wrong answer or another
+	// status is never resent.
+	Retry int
 	// Progress, if set, is called once a second with that second's figures.
 	Progress func(Tick)
 	// OnSample, if set, is called with every request's fate, sent or not,
@@ -73,8 +80,8 @@ type job struct {
 // counts. This is what keeps a stalled server from hiding (no coordinated
 // omission).
 func Load(ctx context.Context, cfg LoadConfig) (*Result, error) {
-	if cfg.Client == nil || len(cfg.Puzzles) == 0 || cfg.Rate <= 0 || cfg.Duration <= 0 || cfg.Conns < 1 {
-		return nil, fmt.Errorf("%w: want a client, puzzles, rate > 0, duration > 0 and conns >= 1", errConfig)
+	if cfg.Client == nil || len(cfg.Puzzles) == 0 || cfg.Rate <= 0 || cfg.Duration <= 0 || cfg.Conns < 1 || cfg.Retry < 0 {
+		return nil, fmt.Errorf("%w: want a client, puzzles, rate > 0, duration > 0, conns >= 1 and retry >= 0", errConfig)
 	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = 10 * time.Second
@@ -115,6 +122,17 @@ func Load(ctx context.Context, cfg LoadConfig) (*Result, error) {
 				}
 				rec.Sent()
 				out := cfg.Client.Solve(runCtx, *j.p)
+				for range cfg.Retry {
+					wait, ok := resendAfter(out)
+					if !ok || runCtx.Err() != nil {
+						break
+					}
+					rec.Resent(out.Kind)
+					if wait > 0 {
+						cfg.Client.wait(runCtx, wait)
+					}
+					out = cfg.Client.Solve(runCtx, *j.p)
+				}
 				lat := time.Since(j.due)
 				rec.Done(out.Kind, out.Received, lat)
 				queued.Add(-1)
@@ -177,6 +195,19 @@ schedule:
 	// The rate achieved over the scheduled window, answers that arrive in
 	// the grace period included.
 	return finish(ctx, rec, res, end.Sub(start))
+}
+
+// resendAfter reports whether a request that got out is worth sending
+// again (a 429 or 503, or no answer at all) and after how long: the busy
+// answer's Retry-After, at once after none.
+func resendAfter(out Outcome) (time.Duration, bool) {
+	switch {
+	case out.Kind == KindBusy || out.Status == http.StatusTooManyRequests:
+		return parseRetryAfter(out.RetryAfter), true
+	case !out.Received && out.Kind != KindOK && out.Kind != KindWrong:
+		return 0, true
+	}
+	return 0, false
 }
 
 // Background runs Load in its own goroutine until the returned stop is

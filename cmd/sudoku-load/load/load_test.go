@@ -2,7 +2,9 @@ package load
 
 import (
 	"context"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -191,5 +193,64 @@ func TestLoadThenSwitchesPuzzles(t *testing.T) {
 	}
 	if res.OK != 100 || asked[false] != 50 || asked[true] != 50 {
 		t.Errorf("ok %d (errors %v); asked %d of the first set and %d of the second, want 100 ok, 50 and 50", res.OK, res.Errors, asked[false], asked[true])
+	}
+}
+
+// TestLoadRetry: with Retry 1 a request answered 503 goes again after its
+// Retry-After and one that got no answer (the connection closed) goes again
+// at once; both end answered, and the result says what was resent after
+// what. Without Retry they fail.
+func TestLoadRetry(t *testing.T) {
+	ps, sols := testPuzzles(t)
+	for _, retry := range []int{0, 1} {
+		var mu sync.Mutex
+		seen := map[string]int{}
+		// A new connection for each request: Go's client would resend a
+		// GET itself on a reused one that the server closed.
+		url := newFake(t, &fake{sols: sols, closeEvery: 1, before: func(w http.ResponseWriter, r *http.Request) bool {
+			p := r.URL.Query().Get("puzzle")
+			mu.Lock()
+			seen[p]++
+			n := seen[p]
+			mu.Unlock()
+			switch {
+			case n > 1:
+				return false
+			case p == ps[0].Text:
+				w.Header().Set("Retry-After", "2")
+				http.Error(w, "busy", http.StatusServiceUnavailable)
+			case p == ps[1].Text:
+				conn, _, err := w.(http.Hijacker).Hijack()
+				if err != nil {
+					t.Errorf("hijack: %v", err)
+					return true
+				}
+				conn.Close()
+			default:
+				return false
+			}
+			return true
+		}})
+		c := newClient(t, url, 4, 5*time.Second, false)
+		var mw sync.Mutex
+		var waited []time.Duration
+		c.sleep = func(_ context.Context, d time.Duration) { mw.Lock(); waited = append(waited, d); mw.Unlock() }
+		res, err := Load(context.Background(), LoadConfig{
+			Client: c, Puzzles: ps[:10], Target: url, Conns: 4, Rate: 100, Duration: 100 * time.Millisecond, Retry: retry,
+		})
+		if err != nil {
+			t.Fatalf("Load: %v", err)
+		}
+		if retry == 0 {
+			if res.OK != res.Sent-2 || res.Resent != 0 || res.ResentAfter != nil || res.Errors["503_busy"] != 1 || res.Errors["reset"] != 1 {
+				t.Errorf("Retry 0: sent %d ok %d resent %d %v, errors %v; want 2 failed (a 503, a reset), none resent", res.Sent, res.OK, res.Resent, res.ResentAfter, res.Errors)
+			}
+			continue
+		}
+		want := map[string]int64{"503_busy": 1, "reset": 1}
+		if res.OK != res.Sent || res.Resent != 2 || !maps.Equal(res.ResentAfter, want) || !slices.Equal(waited, []time.Duration{2 * time.Second}) {
+			t.Errorf("Retry 1: sent %d ok %d, resent %d after %v, waited %v; want every one answered, resent after %v, waited [2s]",
+				res.Sent, res.OK, res.Resent, res.ResentAfter, waited, want)
+		}
 	}
 }

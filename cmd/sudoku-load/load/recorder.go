@@ -52,18 +52,19 @@ type recorder struct {
 	sent     atomic.Int64
 	finished atomic.Int64
 	unsent   atomic.Int64 // due but never sent: the run ended first
-	resent   atomic.Int64 // batch lines sent again (BatchConfig.Retry)
+	resent   atomic.Int64 // requests or batch lines sent again (Retry)
 
-	mu       sync.Mutex
-	all      *hdrhistogram.Histogram
-	sec      *hdrhistogram.Histogram
-	lagAll   *hdrhistogram.Histogram // nil until Late is called
-	lagSec   *hdrhistogram.Histogram
-	received int64
-	kinds    [numKinds]int64
-	failed   *Span // when the first and the last failure finished
-	tick     Tick  // counts for the current second
-	timeline []Tick
+	mu          sync.Mutex
+	all         *hdrhistogram.Histogram
+	sec         *hdrhistogram.Histogram
+	lagAll      *hdrhistogram.Histogram // nil until Late is called
+	lagSec      *hdrhistogram.Histogram
+	received    int64
+	kinds       [numKinds]int64
+	resentAfter [numKinds]int64 // what the resent ones got before
+	failed      *Span           // when the first and the last failure finished
+	tick        Tick            // counts for the current second
+	timeline    []Tick
 }
 
 // newRecorder starts a recorder whose seconds count from start.
@@ -170,8 +171,14 @@ func (r *recorder) ticks() int {
 	return len(r.timeline)
 }
 
-// Resent notes n batch lines sent again; each still counts once as sent.
-func (r *recorder) Resent(n int) { r.resent.Add(int64(n)) }
+// Resent notes a request or batch line sent again after it got k (a busy
+// answer, or none); each still counts once as sent.
+func (r *recorder) Resent(k Kind) {
+	r.resent.Add(1)
+	r.mu.Lock()
+	r.resentAfter[k]++
+	r.mu.Unlock()
+}
 
 // Fill copies the totals, latency percentiles and timeline into res.
 func (r *recorder) Fill(res *Result) {
@@ -185,6 +192,14 @@ func (r *recorder) Fill(res *Result) {
 	res.Errors = make(map[string]int64, numKinds)
 	for _, k := range errorKinds() {
 		res.Errors[k.String()] = r.kinds[k]
+	}
+	if res.Resent > 0 {
+		res.ResentAfter = make(map[string]int64)
+		for _, k := range errorKinds() {
+			if n := r.resentAfter[k]; n > 0 {
+				res.ResentAfter[k.String()] = n
+			}
+		}
 	}
 	res.Latency = latencyOf(r.all)
 	res.Percentiles = percentilesOf(r.all)

@@ -21,12 +21,16 @@ type Result struct {
 	Rate        float64   `json:"rate"`       // requested rate, requests/s (0: as fast as possible)
 	DurationS   float64   `json:"duration_s"` // wall time of the run
 	Sent        int64     `json:"sent"`
-	// Resent counts batch lines sent again after a busy answer or none
-	// (batch -retry); Sent counts each line once.
-	Resent   int64 `json:"resent"`
-	Received int64 `json:"received"` // answers of any status
-	OK       int64 `json:"ok"`       // verified answers
-	Wrong    int64 `json:"wrong"`    // answers that do not solve their puzzle
+	// Resent counts requests (load -retry) or batch lines (batch -retry)
+	// sent again after a busy answer or none; Sent counts each once.
+	Resent int64 `json:"resent"`
+	// ResentAfter counts the resent by what they got before: "503_busy"
+	// for a busy answer, a transport error's kind for none (null when
+	// none was resent).
+	ResentAfter map[string]int64 `json:"resent_after"`
+	Received    int64            `json:"received"` // answers of any status
+	OK          int64            `json:"ok"`       // verified answers
+	Wrong       int64            `json:"wrong"`    // answers that do not solve their puzzle
 	// Errors counts every error kind, wrong answers and 503s included.
 	Errors map[string]int64 `json:"errors"`
 	// Throughput is verified answers per second of DurationS.
@@ -107,7 +111,13 @@ func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "\nduration  %.2fs\n", r.DurationS)
 	fmt.Fprintf(&b, "sent      %d\nreceived  %d\nok        %d\nwrong     %d\n", r.Sent, r.Received, r.OK, r.Wrong)
 	if r.Resent > 0 {
-		fmt.Fprintf(&b, "resent    %d\n", r.Resent)
+		fmt.Fprintf(&b, "resent    %d (after", r.Resent)
+		for _, k := range errorKinds() {
+			if n := r.ResentAfter[k.String()]; n > 0 {
+				fmt.Fprintf(&b, " %s %d", k, n)
+			}
+		}
+		b.WriteString(")\n")
 	}
 	fmt.Fprintf(&b, "rate      %.1f verified answers/s\n", r.Throughput)
 	fmt.Fprintf(&b, "errors    %d", r.ErrorCount())
