@@ -242,7 +242,8 @@ LOADS=()
 # from the first to the last (sudoku-load's "failed") and the whole
 # seconds they fall in, the slowest answer, and the seconds from
 # AT until every later 5 s answers at least 0.9 of the rate before AT.
-# It writes "sent ok window_ms back max_ms" to $WORK/NAME.res for each.
+# It writes "sent ok window_ms back max_ms timed_out_tries" to
+# $WORK/NAME.res for each.
 under_load() {
 	local scenario=$1 secs=$2 at=$3 pids=() l name url rate retry
 	shift 3
