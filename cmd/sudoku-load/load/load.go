@@ -204,7 +204,7 @@ func resendAfter(out Outcome) (time.Duration, bool) {
 	switch {
 	case out.Kind == KindBusy || out.Status == http.StatusTooManyRequests:
 		return parseRetryAfter(out.RetryAfter), true
-	case !out.Received && out.Kind != KindOK && out.Kind != KindWrong:
+	case !out.Received:
 		return 0, true
 	}
 	return 0, false
