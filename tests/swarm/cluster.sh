@@ -393,14 +393,16 @@ judge "$STACK-edge$e1" 1000 recovers
 
 # --- a rolling update and a scale-out under load ----------------------------------------
 # After them the workers are on all 3 nodes again, the healed one included.
-# A manager that has just seen a node come back may refuse the first
-# command while the quorum settles; swarm_cmd says why and tries once more.
+# A manager that has just seen a node come back may refuse commands while
+# the managers elect a leader; swarm_cmd says why and tries again every 3 s
+# for up to 30 s.
 swarm_cmd() {
-	local out
-	out=$(node "$MGR" "$@" 2>&1 >/dev/null) && return 0
-	log "$*: $out; again in 3 s"
-	sleep 3
-	out=$(node "$MGR" "$@" 2>&1 >/dev/null) || { log "$*: $out"; return 1; }
+	local out t0=$SECONDS
+	until out=$(node "$MGR" "$@" 2>&1 >/dev/null); do
+		((SECONDS - t0 < 30)) || { log "$*: $out"; return 1; }
+		log "$*: $out; again in 3 s"
+		sleep 3
+	done
 }
 update() {
 	swarm_cmd docker service update -d=false -q --force "${STACK}_sudoku" &&
