@@ -391,11 +391,22 @@ cut_at=$((SECONDS + 10))
 under_load node-cut-off 60 10 cut
 judge "$STACK-edge$e1" 1000 recovers
 
+# The healed node's manager comes back with a raised raft term and can
+# call an election: the managers have no leader for a while. The next
+# scenario is about an update, not an election, so wait for a leader and
+# every node Ready and reachable first (at most 60 s).
+t0=$SECONDS
+until node "$MGR" docker node ls --format '{{.Status}} {{.ManagerStatus}}' 2>/dev/null |
+	awk '$1 == "Ready" { r++ } $2 == "Leader" { l++ } $2 == "Reachable" { m++ } END { exit !(r == 3 && l == 1 && m == 2) }'; do
+	((SECONDS - t0 < 60)) || die "no leader or a node not Ready 60 s after the heal"
+	sleep 1
+done
+log "after the heal: a leader and 3 nodes Ready within $((SECONDS - t0)) s"
+
 # --- a rolling update and a scale-out under load ----------------------------------------
 # After them the workers are on all 3 nodes again, the healed one included.
-# A manager that has just seen a node come back may refuse commands while
-# the managers elect a leader; swarm_cmd says why and tries again every 3 s
-# for up to 30 s.
+# A manager may still refuse a command while the managers elect a leader;
+# swarm_cmd says why and tries again every 3 s for up to 30 s.
 swarm_cmd() {
 	local out t0=$SECONDS
 	until out=$(node "$MGR" "$@" 2>&1 >/dev/null); do
