@@ -72,7 +72,7 @@ shellcheck: ## shellcheck on every shell script
 PKG ?= ./...
 FUZZTIME ?= 30s
 .PHONY: test unit fuzz nginx-test integration test-browser test-tls test-scale test-swarm test-swarm-cluster test-k8s test-reliability bench-overload soak
-test: lint unit bench-smoke nginx-test integration test-browser test-tls test-scale test-swarm test-reliability ## everything CI runs, in this order
+test: lint unit bench-smoke nginx-test integration test-browser test-tls test-scale test-swarm test-swarm-cluster test-reliability ## everything CI runs, in this order
 
 unit: ## unit tests with the race detector, shuffled (PKG, default ./...), then the solver built with the purego tag (scalar engine only)
 	$(GO) test -race -shuffle=on $(PKG)
@@ -110,7 +110,7 @@ test-scale: ## scaling end to end: workers 2 -> 3 and back under load (tests/sca
 test-swarm: ## Docker Swarm end to end: a single-node swarm if none, stack sudoku-swarm-test (ports 28480-28482), 3 -> 5 -> 2 replicas and a rolling restart under load (tests/swarm/run.sh)
 	timeout 900 tests/swarm/run.sh
 
-test-swarm-cluster: ## a three-node Swarm of Docker engines in containers: workers spread, 2 edges on 2 nodes, per-client budgets, then under load a node cut off, a rolling update, a worker node and an edge node killed (tests/swarm/cluster.sh; not in make test: under CI's load a worker node's death can cost over 1 s of failures, see docker/README.md)
+test-swarm-cluster: ## a three-node Swarm of Docker engines in containers: workers spread, 2 edges on 2 nodes, per-client budgets, then under load a node cut off, a rolling update, a worker node and an edge node killed (tests/swarm/cluster.sh, docker/README.md)
 	timeout 900 tests/swarm/cluster.sh
 
 test-k8s: ## the Kubernetes base (docker/k8s) and its monitoring (docker/k8s/monitoring) rendered, decoded strictly into the API types, invariants checked; no cluster (also in make unit)

@@ -65,7 +65,7 @@ func TestCertManagerPebble(t *testing.T) {
 	logger := nginxtest.Logger(t)
 
 	back := backend(t, "hello")
-	servers, _ := renderServers("test", aps(back.String()), "")
+	servers, _ := renderServers("test", aps(back.String()), nil)
 	if err := writeFileAtomic(filepath.Join(dir, "servers.conf"), servers, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func TestProcessReload(t *testing.T) {
 	a, b := backend(t, "a"), backend(t, "b")
 	servers := filepath.Join(dir, "servers.conf")
 	write := func(addrs ...workerAddr) []byte {
-		data, err := renderServers("test", addrs, "max_fails=0")
+		data, err := renderServers("test", addrs, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"time"
 )
 
 //go:embed templates/*.tmpl
@@ -29,31 +30,54 @@ type Upstream struct {
 	// worker at once. Past MaxConns x workers, /sudoku gets 503 before nginx
 	// builds a FastCGI request (admission.conf). 0 sets no cap.
 	MaxConns int
-	// MaxFails is each worker's max_fails: the failed tries within
-	// fail_timeout (10 s) that take a worker out for that long. 0 never
-	// does: sudoku-edge takes refusing workers out itself (nginx/README.md,
-	// "The max_fails trap").
+	// MaxFails is the max_fails of each worker reached over TCP: the failed
+	// tries within FailTimeout that take it out of every nginx process for
+	// FailTimeout (nginx's passive health check). A host that dies or is
+	// cut off is silent, so each try at one of its workers waits out the
+	// connect timeout, and both tries of a request can land on its workers
+	// until sudoku-edge's round and nginx's reload drop them (over 1 s on a
+	// loaded 2-core machine, docker/README.md "The cluster test"); out at
+	// the first failed try, they cost no request. A worker on a unix socket
+	// refuses at once when it is gone and sudoku-edge drops it within a
+	// round, so its max_fails is always 0: there the busy 503s, which nginx
+	// counts as failed tries too, would be all it caught (nginx/README.md,
+	// "The max_fails trap"). 0 turns the check off over TCP as well.
 	MaxFails int
+	// FailTimeout is how long MaxFails failed tries take a worker out, in
+	// whole seconds: the trap's cost, a burst of busy 503s, lasts that
+	// long; a silent worker costs one failed try each FailTimeout until
+	// sudoku-edge drops it.
+	FailTimeout time.Duration
 }
 
 // DefaultUpstream are the measured values (nginx/README.md, "The max_fails
 // trap" and "The concurrency cap"): 256 requests at a worker are room for a
-// burst, not a wait, and max_fails=0 keeps a busy worker's 503 from taking it
-// out.
-var DefaultUpstream = Upstream{MaxConns: 256, MaxFails: 0}
+// burst, not a wait, and max_fails=1 for 1 s over TCP takes a dead host's
+// workers out at their first failed try (docker/README.md, "The cluster
+// test") while a busy worker's 503s take it out for no longer than 1 s.
+var DefaultUpstream = Upstream{MaxConns: 256, MaxFails: 1, FailTimeout: time.Second}
 
-// Check reports a negative parameter.
+// Check reports a negative parameter, or a FailTimeout nginx cannot take
+// (it counts whole seconds) where MaxFails needs one.
 func (u Upstream) Check() error {
 	if u.MaxConns < 0 || u.MaxFails < 0 {
 		return fmt.Errorf("%w: upstream max_conns %d, max_fails %d: each must be >= 0", errUnsafe, u.MaxConns, u.MaxFails)
 	}
+	if u.MaxFails > 0 && (u.FailTimeout < time.Second || u.FailTimeout%time.Second != 0) {
+		return fmt.Errorf("%w: upstream fail_timeout %v: whole seconds, at least 1s, with max_fails %d", errUnsafe, u.FailTimeout, u.MaxFails)
+	}
 	return nil
 }
 
-// params renders u as the parameters after a server address, max_conns
+// params renders u as the parameters after the address a, max_conns
 // replaced by maxConns (0: none).
-func (u Upstream) params(maxConns int) string {
-	p := "max_fails=" + strconv.Itoa(u.MaxFails)
+func (u Upstream) params(a workerAddr, maxConns int) string {
+	var p string
+	if u.MaxFails > 0 && a.path == "" {
+		p = fmt.Sprintf("max_fails=%d fail_timeout=%ds", u.MaxFails, u.FailTimeout/time.Second)
+	} else {
+		p = "max_fails=0"
+	}
 	if maxConns > 0 {
 		p += " max_conns=" + strconv.Itoa(maxConns)
 	}
@@ -61,10 +85,11 @@ func (u Upstream) params(maxConns int) string {
 }
 
 // renderServers renders the `server` lines for the upstream block: one per
-// address, in the order given, each followed by params; a single
+// address, in the order given, each followed by params(address) (nil:
+// none); a single
 // `server 127.0.0.1:9 down;` when addrs is empty so that nginx still starts.
 // source names where the addresses came from, for the comment at the top.
-func renderServers(source string, addrs []workerAddr, params string) ([]byte, error) {
+func renderServers(source string, addrs []workerAddr, params func(workerAddr) string) ([]byte, error) {
 	if strings.ContainsAny(source, "\n\r") {
 		return nil, fmt.Errorf("%w: source %q has a line break", errUnsafe, source)
 	}
@@ -73,12 +98,19 @@ func renderServers(source string, addrs []workerAddr, params string) ([]byte, er
 			return nil, fmt.Errorf("%w: socket path %q", errUnsafe, a.path)
 		}
 	}
+	type server struct{ Addr, Params string }
+	servers := make([]server, len(addrs))
+	for i, a := range addrs {
+		servers[i].Addr = a.String()
+		if params != nil {
+			servers[i].Params = params(a)
+		}
+	}
 	var buf bytes.Buffer
 	err := templates.ExecuteTemplate(&buf, "servers.conf.tmpl", struct {
-		Source string
-		Addrs  []workerAddr
-		Params string
-	}{source, addrs, params})
+		Source  string
+		Servers []server
+	}{source, servers})
 	if err != nil {
 		return nil, fmt.Errorf("rendering servers.conf: %w", err)
 	}
@@ -98,7 +130,8 @@ func renderUpstream(source string, addrs []workerAddr, budget, pool int, u Upstr
 		return nil, nil, err
 	}
 	share := shareMaxConns(u.MaxConns, len(addrs), budget, pool)
-	if servers, err = renderServers(source, addrs, u.params(share)); err != nil {
+	params := func(a workerAddr) string { return u.params(a, share) }
+	if servers, err = renderServers(source, addrs, params); err != nil {
 		return nil, nil, err
 	}
 	if admission, err = renderAdmission(len(addrs), share); err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -38,12 +39,13 @@ func TestRenderServers(t *testing.T) {
 	}{
 		{"servers_none.conf", nil, Upstream{}},
 		{"servers_two.conf", []workerAddr{ap("172.18.0.3:9000"), ap("172.18.0.4:9000")}, Upstream{}},
-		{"servers_params.conf", []workerAddr{ap("10.0.0.1:9000"), ap("[fd00::1]:9000")}, Upstream{MaxConns: 10, MaxFails: 3}},
+		{"servers_params.conf", []workerAddr{ap("10.0.0.1:9000"), ap("[fd00::1]:9000")}, Upstream{MaxConns: 10, MaxFails: 3, FailTimeout: 2 * time.Second}},
+		{"servers_tcp.conf", []workerAddr{ap("10.0.0.1:9000")}, DefaultUpstream},
 		{"servers_unix.conf", aps("unix:/run/sudoku-fcgi/3f2a.sock", "unix:/run/sudoku-fcgi/9c1b.sock"), DefaultUpstream},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := renderServers("sudoku:9000", tt.addrs, tt.u.params(tt.u.MaxConns))
+			got, err := renderServers("sudoku:9000", tt.addrs, func(a workerAddr) string { return tt.u.params(a, tt.u.MaxConns) })
 			if err != nil {
 				t.Fatalf("RenderServers(%v, %+v) error: %v", tt.addrs, tt.u, err)
 			}
@@ -53,7 +55,7 @@ func TestRenderServers(t *testing.T) {
 }
 
 func TestRenderUpstreamRejectsNegativeParams(t *testing.T) {
-	for _, u := range []Upstream{{MaxConns: -1}, {MaxFails: -1}} {
+	for _, u := range []Upstream{{MaxConns: -1}, {MaxFails: -1}, {MaxFails: 1}, {MaxFails: 1, FailTimeout: 1500 * time.Millisecond}} {
 		if _, _, err := renderUpstream("s", aps("10.0.0.1:9000"), 1, 512, u); !errors.Is(err, errUnsafe) {
 			t.Errorf("renderUpstream(%+v) error = %v, want ErrUnsafe", u, err)
 		}
@@ -62,7 +64,7 @@ func TestRenderUpstreamRejectsNegativeParams(t *testing.T) {
 
 func TestRenderServersRejectsUnsafeSocketPath(t *testing.T) {
 	for _, p := range []string{"/run/a;b.sock", "/run/a b.sock", "/run/{.sock", "/run/$x.sock"} {
-		if _, err := renderServers("s", []workerAddr{unixAddr(p)}, ""); !errors.Is(err, errUnsafe) {
+		if _, err := renderServers("s", []workerAddr{unixAddr(p)}, nil); !errors.Is(err, errUnsafe) {
 			t.Errorf("RenderServers(unix:%s) error = %v, want ErrUnsafe", p, err)
 		}
 	}
@@ -240,7 +242,7 @@ func TestRenderUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(servers), "server 10.0.0.2:9000 max_fails=0 max_conns=512;") {
+	if !strings.Contains(string(servers), "server 10.0.0.2:9000 max_fails=1 fail_timeout=1s max_conns=512;") {
 		t.Errorf("servers.conf for one of two workers:\n%s", servers)
 	}
 	if !strings.Contains(string(admission), "limit_conn sudoku_admission 512;") {
@@ -251,7 +253,7 @@ func TestRenderUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(servers), "server 10.0.0.3:9000 max_fails=0 max_conns=256;") ||
+	if !strings.Contains(string(servers), "server 10.0.0.3:9000 max_fails=1 fail_timeout=1s max_conns=256;") ||
 		!strings.Contains(string(admission), "limit_conn sudoku_admission 512;") {
 		t.Errorf("two of three workers with a pool of 512 take 256 each, 512 in all:\n%s\n%s", servers, admission)
 	}

@@ -49,7 +49,8 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	fs.Var(positiveDuration{&s.BudgetHold}, "budget-hold", "`duration` for which the workers left take a missing worker's share of the requests in flight before it counts as gone (a restart or crash is shorter, a scale-down longer)")
 	s.Upstream = nginx.DefaultUpstream
 	fs.IntVar(&s.Upstream.MaxConns, "max-conns-per-worker", s.Upstream.MaxConns, "requests nginx sends one worker at once (the upstream's max_conns); past `count` x the workers /sudoku gets 503 at once, and while a worker is missing the others take its share; 0 sets no cap")
-	fs.IntVar(&s.Upstream.MaxFails, "max-fails", s.Upstream.MaxFails, "nginx's max_fails of each worker: failed `tries` within 10 s that take it out for 10 s; 0 never does, and sudoku-edge takes refusing workers out itself (nginx/README.md, \"The max_fails trap\")")
+	fs.IntVar(&s.Upstream.MaxFails, "max-fails", s.Upstream.MaxFails, "nginx's max_fails of each worker reached over TCP: failed `tries` within -fail-timeout that take it out of every nginx process for -fail-timeout, so a host that dies or is cut off costs no request its two tries; 0 turns it off; workers on unix sockets always get 0 (nginx/README.md, \"The max_fails trap\")")
+	fs.Var(positiveDuration{&s.Upstream.FailTimeout}, "fail-timeout", "nginx's fail_timeout of each worker reached over TCP, whole seconds: how long -max-fails failed tries (a busy worker's 503s among them) take it out")
 	s.Clients = nginx.DefaultClientLimits
 	cl := &s.Clients
 	fs.IntVar(&cl.Rate, "client-rate", cl.Rate, "requests a `second` nginx takes from one client address, GET and POST together; past it and -client-burst, 429 at once")
@@ -156,6 +157,9 @@ func (c *config) render(ctx context.Context) error {
 func (c *config) check() error {
 	if u := c.sup.Upstream; u.MaxConns < 0 || u.MaxFails < 0 {
 		return fmt.Errorf("-max-conns-per-worker %d, -max-fails %d: each must be >= 0", u.MaxConns, u.MaxFails)
+	}
+	if err := c.sup.Upstream.Check(); err != nil {
+		return fmt.Errorf("-fail-timeout %v: nginx takes whole seconds, at least 1s", c.sup.Upstream.FailTimeout)
 	}
 	if l := c.sup.Clients; l.Check() != nil {
 		return fmt.Errorf("-client-rate %d, -client-in-flight %d, -batch-rate %d, -batch-in-flight %d, -batch-bodies %d, -max-body %d: each must be at least 1; -client-burst %d, -batch-burst %d at least 0",

@@ -44,7 +44,7 @@ func TestParseConfig(t *testing.T) {
 		if s.WorkerProcesses != runtime.GOMAXPROCS(0) {
 			t.Errorf("default -worker-processes = %d, want GOMAXPROCS %d (the CPUs the container may use)", s.WorkerProcesses, runtime.GOMAXPROCS(0))
 		}
-		if (targetsFlag{&s.Workers}).String() != "sudoku:9000" || s.ResolveInterval != time.Second || s.Upstream != (nginx.Upstream{MaxConns: 256, MaxFails: 0}) || s.BudgetHold != time.Minute || s.RunDir != "/run/sudoku-edge" ||
+		if (targetsFlag{&s.Workers}).String() != "sudoku:9000" || s.ResolveInterval != time.Second || s.Upstream != (nginx.Upstream{MaxConns: 256, MaxFails: 1, FailTimeout: time.Second}) || s.BudgetHold != time.Minute || s.RunDir != "/run/sudoku-edge" ||
 			s.Bin != "nginx" || s.Conf != "/etc/nginx/nginx.conf" || s.ChallengeListen != "127.0.0.1:8081" || s.MetricsListen != ":9145" ||
 			s.ProxyProtocol || s.HTTPListen != "8080" {
 			t.Errorf("parseConfig(nil) = %+v, want the documented defaults", s)
@@ -76,7 +76,7 @@ func TestParseConfig(t *testing.T) {
 			"SUDOKU_EDGE_HTTP_LISTEN":          "127.0.0.1:18080",
 		})
 		s := &c.sup
-		if (targetsFlag{&s.Workers}).String() != "w:1" || s.ResolveInterval != 500*time.Millisecond || s.Upstream != (nginx.Upstream{MaxConns: 64, MaxFails: 2}) || s.BudgetHold != 5*time.Minute ||
+		if (targetsFlag{&s.Workers}).String() != "w:1" || s.ResolveInterval != 500*time.Millisecond || s.Upstream != (nginx.Upstream{MaxConns: 64, MaxFails: 2, FailTimeout: time.Second}) || s.BudgetHold != 5*time.Minute ||
 			s.MetricsListen != "127.0.0.1:19145" || s.WorkerProcesses != 3 || s.Limits != (nginx.ProcessLimits{Connections: 8192, Keepalive: 90}) ||
 			!s.ProxyProtocol || len(s.RealIPFrom) != 1 || s.HTTPListen != "127.0.0.1:18080" {
 			t.Errorf("parseConfig = %+v", s)
@@ -302,7 +302,7 @@ func TestRenderOnly(t *testing.T) {
 		t.Fatalf("run(-render-only) = %v", err)
 	}
 	for name, want := range map[string]string{
-		"servers.conf":         "server 127.0.0.1:9000 max_fails=0 max_conns=256;\nserver 127.0.0.1:9002 max_fails=0 max_conns=256;\n",
+		"servers.conf":         "server 127.0.0.1:9000 max_fails=1 fail_timeout=1s max_conns=256;\nserver 127.0.0.1:9002 max_fails=1 fail_timeout=1s max_conns=256;\n",
 		"real-ip.conf":         "set_real_ip_from 10.0.0.0/8;\n",
 		"listen.conf":          "\nlisten 127.0.0.1:28080 default_server;\n",
 		"tls.conf":             "map $https $sudoku_hsts {",
@@ -406,7 +406,7 @@ func TestBareEdgeCapsTheWorkers(t *testing.T) {
 				return nil
 			})
 			for name, want := range map[string]string{
-				"servers.conf":   fmt.Sprintf("\nserver %s max_fails=0 max_conns=%d;\n", worker, tc.limit),
+				"servers.conf":   fmt.Sprintf("\nserver %s max_fails=1 fail_timeout=1s max_conns=%d;\n", worker, tc.limit),
 				"admission.conf": fmt.Sprintf("\nlimit_conn sudoku_admission %d;\n", tc.limit),
 				// The per-client limits a bare edge renders are the shipped ones.
 				"client-limits.conf": "\nlimit_req_zone $sudoku_client zone=sudoku_req:10m rate=100r/s;\n",
