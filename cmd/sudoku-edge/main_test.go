@@ -101,6 +101,7 @@ func TestParseConfig(t *testing.T) {
 	}{
 		{[]string{"-resolve-interval", "0s"}, nil, "not positive"},
 		{[]string{"-budget-hold", "0s"}, nil, "not positive"},
+		{[]string{"-fail-timeout", "1500ms"}, nil, "whole seconds"},
 		{nil, map[string]string{"SUDOKU_EDGE_RESOLVE_INTERVAL": "soon"}, "SUDOKU_EDGE_RESOLVE_INTERVAL"},
 		{[]string{"-max-conns-per-worker", "-1"}, nil, "-max-conns-per-worker"},
 		{[]string{"-max-fails", "-1"}, nil, "-max-fails"},
