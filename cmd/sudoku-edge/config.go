@@ -155,11 +155,8 @@ func (c *config) render(ctx context.Context) error {
 
 // check validates the values that no flag.Value checks.
 func (c *config) check() error {
-	if u := c.sup.Upstream; u.MaxConns < 0 || u.MaxFails < 0 {
-		return fmt.Errorf("-max-conns-per-worker %d, -max-fails %d: each must be >= 0", u.MaxConns, u.MaxFails)
-	}
-	if err := c.sup.Upstream.Check(); err != nil {
-		return fmt.Errorf("-fail-timeout %v: nginx takes whole seconds, at least 1s", c.sup.Upstream.FailTimeout)
+	if u := c.sup.Upstream; u.Check() != nil {
+		return fmt.Errorf("-max-conns-per-worker %d, -max-fails %d: each must be >= 0; -fail-timeout %v: whole seconds (nginx's fail_timeout)", u.MaxConns, u.MaxFails, u.FailTimeout)
 	}
 	if l := c.sup.Clients; l.Check() != nil {
 		return fmt.Errorf("-client-rate %d, -client-in-flight %d, -batch-rate %d, -batch-in-flight %d, -batch-bodies %d, -max-body %d: each must be at least 1; -client-burst %d, -batch-burst %d at least 0",
