@@ -17,7 +17,7 @@ func TestFlags(t *testing.T) {
 	if err := run(t.Context(), []string{"-help"}, func(string) (string, bool) { return "", false }, &out); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("run(-help) = %v, want flag.ErrHelp", err)
 	}
-	for _, want := range []string{"Usage: sudoku-reliability [flags]", "-skip string", "($SUDOKU_RELIABILITY_SKIP)", "($SUDOKU_RELIABILITY_PROJECT)", `(default "sudoku-reliability")`} {
+	for _, want := range []string{"Usage: sudoku-reliability [flags]", "-skip string", "($SUDOKU_RELIABILITY_SKIP)", "($SUDOKU_RELIABILITY_PROJECT)", "($SUDOKU_RELIABILITY_BENCH)", `(default "sudoku-reliability")`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("-help lacks %q:\n%s", want, out.String())
 		}

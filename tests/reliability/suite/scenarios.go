@@ -15,26 +15,52 @@ import (
 	"sudoku-fcgi/cmd/sudoku-load/load"
 )
 
-// checks collects a scenario's criteria: each is a name, whether it held,
-// and the figure it was judged on.
+// checks collects a scenario's figures and criteria. A want holds on any
+// machine when the code is right: a miss fails the scenario in every run.
+// A bound depends on how fast the machine is at that hour: every run
+// prints it among the figures, marked [bench], and only the benchmark run
+// (Config.Bench, make bench-reliability) judges it, as a figure to record,
+// never as a failed scenario.
 type checks struct {
 	figures []string
 	fails   []string
+	bounds  []bound
+}
+
+// bound is a speed-dependent criterion as measured: the figure, the
+// target it is held to, the figure of the same run it is read beside and
+// whether the target was met.
+type bound struct {
+	figure, target, baseline string
+	met                      bool
+}
+
+func (b bound) String() string {
+	return fmt.Sprintf("%s (target %s; baseline %s)", b.figure, b.target, b.baseline)
 }
 
 func (c *checks) fig(format string, args ...any) {
 	c.figures = append(c.figures, fmt.Sprintf(format, args...))
 }
 
-// want records a criterion.
+// want records a criterion that holds on any machine.
 func (c *checks) want(ok bool, format string, args ...any) {
 	if !ok {
 		c.fails = append(c.fails, fmt.Sprintf(format, args...))
 	}
 }
 
+// bound records a criterion that depends on the machine's speed: the
+// figure (format, args), whether it met target, and the baseline it is
+// read beside. It is printed among the figures and fails no scenario.
+func (c *checks) bound(met bool, target, baseline, format string, args ...any) {
+	b := bound{figure: fmt.Sprintf(format, args...), target: target, baseline: baseline, met: met}
+	c.bounds = append(c.bounds, b)
+	c.figures = append(c.figures, "[bench] "+b.String())
+}
+
 func (c *checks) result() result {
-	return result{figures: strings.Join(c.figures, "; "), pass: len(c.fails) == 0, why: strings.Join(c.fails, "; ")}
+	return result{figures: strings.Join(c.figures, "; "), pass: len(c.fails) == 0, why: strings.Join(c.fails, "; "), bounds: c.bounds}
 }
 
 func (c *checks) abort(err error) result {
