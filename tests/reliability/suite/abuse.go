@@ -163,7 +163,8 @@ func (s *suite) throwaway(name, network string, mounts []string, cmd ...string) 
 }
 
 // clientAbort: clients that disconnect mid-solve; the worker frees the
-// slot within the solve deadline + 100 ms.
+// slot within the solve deadline + 10 s on any machine, and within the
+// deadline + 100 ms as a bound.
 func clientAbort(ctx context.Context, s *suite) result {
 	var c checks
 	deadline, src := s.solveDeadline(ctx)
@@ -210,7 +211,7 @@ func clientAbort(ctx context.Context, s *suite) result {
 		}
 		aborted := time.Now()
 		var freed time.Duration = -1
-		for time.Since(aborted) < deadline+5*time.Second {
+		for time.Since(aborted) < deadline+10*time.Second {
 			if b := busy(ctx, urls); b == 0 {
 				freed = time.Since(aborted)
 				break
@@ -219,10 +220,12 @@ func clientAbort(ctx context.Context, s *suite) result {
 		}
 		when := fmt.Sprintf("%v after", freed.Round(time.Millisecond))
 		if freed < 0 {
-			when = fmt.Sprintf("still busy %v after", (deadline + 5*time.Second).Round(time.Second))
+			when = fmt.Sprintf("still busy %v after", (deadline + 10*time.Second).Round(time.Second))
 		}
-		c.fig("%s: %d clients aborted after 30ms (busy slots+queue then %d), all slots free %s", sh.name, len(conns), busyAtAbort, when)
-		c.want(freed >= 0 && freed <= deadline+100*time.Millisecond, "%s: slots free %s the abort > solve deadline %v + 100ms", sh.name, when, deadline)
+		c.fig("%s: %d clients aborted after 30ms (busy slots+queue then %d)", sh.name, len(conns), busyAtAbort)
+		c.bound(freed >= 0 && freed <= deadline+100*time.Millisecond, fmt.Sprintf("<= solve deadline %v + 100ms", deadline), s.capRef(),
+			"%s: all slots free %s the abort", sh.name, when)
+		c.want(freed >= 0, "%s: slots %s the abort, over the solve deadline %v + 10s", sh.name, when, deadline)
 		sleep(ctx, time.Second)
 	}
 	return c.result()

@@ -16,12 +16,12 @@ import (
 // The scenarios where the work changes under an overload: the puzzles get
 // harder (puzzle-mix), a worker joins and is killed (worker-join). Both
 // hold the stack to what it guarantees on any machine: only 503s with
-// Retry-After fail, and it answers at least noCollapse of the saturation
-// measured in the same run.
+// Retry-After fail; answering at least noCollapse of the saturation
+// measured in the same run is a bound.
 
-// joinWithin is how soon after its start a joining worker must answer:
-// sudoku-edge's discovery lists it within its resolve interval and nginx
-// reloads.
+// joinWithin is how soon after its start a joining worker answers, as a
+// bound: sudoku-edge's discovery lists it within its resolve interval and
+// nginx reloads. On any machine it answers before it is killed.
 const joinWithin = 5 * time.Second
 
 // puzzleMix: twice the hard puzzles' saturation, first with the load's
@@ -58,11 +58,9 @@ func puzzleMix(ctx context.Context, s *suite) result {
 	c.fig("offered %.0f/s (%.1f C; %.2f of the saturation with 32, %.2f of the hard puzzles'): %d easy puzzles for %v, goodput %.0f/s, 503 %.1f%%; then %d hard puzzles for %v, goodput %.0f/s, 503 %.1f%%; the client skipped %d",
 		rate, rate/s.C, rate/math.Max(1, s.ref.sat32), rate/math.Max(1, ref), len(s.load), easyFor, es.Goodput, pct(es.Kinds[kindBusy], es.Sent),
 		len(hard), hardFor, hs.Goodput, pct(hs.Kinds[kindBusy], hs.Sent), res.Skipped)
-	c.fig("goodput from %v after the switch %.0f/s = %.2f of the hard puzzles' saturation with 32 in flight (%.0f/s)",
-		settle, js.Goodput, js.Goodput/math.Max(1, ref), ref)
 	c.want(ref > 0, "the hard puzzles' saturation with 32 in flight not measured: %v", s.ref.err)
-	c.want(ref == 0 || js.Goodput >= noCollapse*ref, "goodput %.0f/s from %v after the switch < %.1f of the hard puzzles' saturation = %.0f/s",
-		js.Goodput, settle, noCollapse, noCollapse*ref)
+	c.bound(ref > 0 && js.Goodput >= noCollapse*ref, fmt.Sprintf(">= %.1f", noCollapse), fmt.Sprintf("hard puzzles' saturation %.0f/s with 32 in flight", ref),
+		"goodput from %v after the switch %.0f/s = %.2f of the hard puzzles' saturation", settle, js.Goodput, js.Goodput/math.Max(1, ref))
 	all := summarize(res.Records, 0)
 	other := all.Sent - all.OK - all.Kinds[kindBusy]
 	c.fig("failures other than 503 with Retry-After: %d (%s)%s", other, all.kindsString(), failedWhen(res.Records))
@@ -157,7 +155,8 @@ func workerJoin(ctx context.Context, s *suite) result {
 	c.fig("offered %.0f/s (%.1f C; saturation %.0f/s) for %v, goodput %.0f/s (%.2f of the saturation with 32), %.1f%% shed with 503, the client skipped %d",
 		rate, rate/s.C, sat, total, sum.Goodput, sum.Goodput/math.Max(1, sat), pct(sum.Kinds[kindBusy], sum.Sent), res.Skipped)
 	c.want(sat > 0, "saturation with 32 in flight not measured: %v", s.ref.err)
-	c.want(sat == 0 || sum.Goodput >= noCollapse*sat, "goodput %.0f/s < %.1f of the saturation with 32 in flight = %.0f/s", sum.Goodput, noCollapse, noCollapse*sat)
+	c.bound(sat > 0 && sum.Goodput >= noCollapse*sat, fmt.Sprintf(">= %.1f", noCollapse), s.satRef(),
+		"goodput over the run %.2f of the saturation", sum.Goodput/math.Max(1, sat))
 	c.fig("failures other than 503 with Retry-After: %d (%s)%s", other, sum.kindsString(), failedWhen(res.Records))
 	c.want(other == 0, "%d requests got something other than an answer or a 503 with Retry-After: %s", other, sum.kindsString())
 	if err := errors.Join(derr, derr1); err != nil {
@@ -180,8 +179,11 @@ func workerJoin(ctx context.Context, s *suite) result {
 	} else {
 		c.fig("busy 503s from the workers left, from the kill on: %.0f", busy1.busy-busy0.busy)
 	}
-	c.want(answered && first <= joinWithin, "the joining worker did not answer within %v of its start (%s)", joinWithin, since(first))
-	c.want(sat == 0 || afterKill >= noCollapse*sat, "goodput %.0f/s from the kill on < %.1f of the saturation = %.0f/s", afterKill, noCollapse, noCollapse*sat)
+	c.bound(answered && first <= joinWithin, fmt.Sprintf("<= %v", joinWithin), s.satRef(),
+		"the joining worker's first answer from its start: %s", since(first))
+	c.want(answered, "the joining worker never answered in the %v before it was killed", (k - j).Round(100*time.Millisecond))
+	c.bound(sat > 0 && afterKill >= noCollapse*sat, fmt.Sprintf(">= %.1f", noCollapse), s.satRef(),
+		"goodput from the kill on %.2f of the saturation", afterKill/math.Max(1, sat))
 	return c.result()
 }
 
