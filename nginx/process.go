@@ -174,3 +174,16 @@ func exitCode(err error) int {
 	}
 	return 1
 }
+
+// failedToRun reports whether a master's exit says that nginx cannot run:
+// it exits with a status of its own (1) when it fails to start (a
+// configuration it refuses, a file it cannot open), while a master that is
+// killed, or told to stop, exits on a signal or with 0.
+func failedToRun(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Exited() && ws.ExitStatus() != 0
+}

@@ -142,6 +142,78 @@ func TestSupervisorRestartsKilledMaster(t *testing.T) {
 	}
 }
 
+// TestSupervisorRefusesWhileNginxCannotStart: once nginx fails to start
+// (exits with status 1), the supervisor closes the listening sockets it
+// holds, so a client is refused at once instead of waiting in a backlog no
+// process accepts from; when nginx can start again, the sockets are open
+// again and requests are answered.
+func TestSupervisorRefusesWhileNginxCannotStart(t *testing.T) {
+	bin, dir, runDir, port, chPort := supervisorSetup(t)
+	// The supervisor runs nginx through a wrapper that fails as nginx does
+	// on a start-up error while the file broken exists.
+	broken := filepath.Join(dir, "broken")
+	wrapper := filepath.Join(dir, "nginx-wrapper")
+	script := fmt.Sprintf("#!/bin/sh\nif [ -e %q ]; then echo 'nginx: [emerg] broken on purpose' >&2; exit 1; fi\nexec %q \"$@\"\n", broken, bin)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	back := backend(t, "a")
+	sup := &Supervisor{
+		Bin: wrapper, Prefix: dir, Conf: testNginxWorkers(t, 0, dir, runDir, port, "\n    include "+runDir+"/tls.conf;", ""), RunDir: runDir,
+		Listen:  []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))},
+		Workers: targets(t, back.String()), WorkerProcesses: 1,
+		ResolveInterval: time.Second, BudgetHold: time.Minute,
+		Metrics: NewMetrics(),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := startSupervisor(ctx, t, sup, chPort)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	answered := func() error {
+		nginxtest.Running(t, done, "Run")
+		c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := c.Get("http://" + addr + "/")
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != "a" {
+			return fmt.Errorf("status %d body %q", resp.StatusCode, b)
+		}
+		return nil
+	}
+	nginxtest.WaitUntil(t, 10*time.Second, "nginx answers", answered)
+
+	if err := os.WriteFile(broken, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(sup.masters.get().Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	nginxtest.WaitUntil(t, 15*time.Second, "connections refused while nginx cannot start", func() error {
+		nginxtest.Running(t, done, "Run")
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return errors.New("connection accepted into a backlog no nginx serves")
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return err
+		}
+		return nil
+	})
+
+	if err := os.Remove(broken); err != nil {
+		t.Fatal(err)
+	}
+	nginxtest.WaitUntil(t, 30*time.Second, "nginx answers again once it can start", answered)
+	cancel()
+	if err := nginxtest.Returned(t, done, 15*time.Second, "Run after cancel"); err != nil {
+		t.Errorf("Run after cancel = %v, want nil", err)
+	}
+}
+
 // children counts the processes whose parent is pid.
 func children(t *testing.T, pid int) int {
 	t.Helper()

@@ -284,8 +284,9 @@ const (
 // until ctx ends. The listening sockets stay open in the supervisor, so
 // the kernel queues new connections in their backlog meanwhile and the
 // new master takes them over; the dead master's workers, orphaned, get
-// SIGQUIT: they finish what they hold and exit. It reports whether a
-// master is running when ctx ends.
+// SIGQUIT: they finish what they hold and exit. A master that failed to
+// start has the sockets closed until the next one starts (refuse). It
+// reports whether a master is running when ctx ends.
 func (s *Supervisor) keepRunning(ctx context.Context) bool {
 	var backoff time.Duration
 	lastStart := time.Now()
@@ -302,17 +303,26 @@ func (s *Supervisor) keepRunning(ctx context.Context) bool {
 		if time.Since(lastStart) > restartReset {
 			backoff = 0
 		}
+		cannotRun := failedToRun(err)
 		for {
+			if cannotRun {
+				s.refuse()
+			}
 			select {
 			case <-ctx.Done():
 				return false
 			case <-time.After(backoff):
 			}
 			backoff = min(max(2*backoff, restartMinBackoff), restartMaxBackoff)
+			if err := s.listenAgain(); err != nil {
+				s.Log.Error().Err(err).Dur("retry_in", backoff).Msg("reopening the listening sockets failed")
+				continue
+			}
 			next := s.newProcess()
 			lastStart = time.Now()
 			if err := next.Start(); err != nil {
 				s.Log.Error().Err(err).Dur("retry_in", backoff).Msg("restarting nginx failed")
+				cannotRun = true
 				continue
 			}
 			s.masters.set(next)
@@ -321,6 +331,37 @@ func (s *Supervisor) keepRunning(ctx context.Context) bool {
 			break
 		}
 	}
+}
+
+// refuse closes the listening sockets while no nginx can run. Held open,
+// the kernel would go on completing connections into a backlog that no
+// process accepts from, and their clients would wait for their own
+// timeouts; closed, the connections queued are reset and new ones are
+// refused at once, so clients and balancers go elsewhere. listenAgain
+// opens them anew for the next start.
+func (s *Supervisor) refuse() {
+	if s.listeners == nil {
+		return
+	}
+	if err := closeAll(s.listeners); err != nil {
+		s.Log.Warn().Err(err).Msg("closing the listening sockets")
+	}
+	s.listeners = nil
+	s.Log.Error().Msg("nginx cannot start; refusing connections until it runs again")
+}
+
+// listenAgain opens the listening sockets that refuse closed, before a
+// start.
+func (s *Supervisor) listenAgain() error {
+	if s.listeners != nil || len(s.Listen) == 0 {
+		return nil
+	}
+	ls, err := openListeners(s.Listen)
+	if err != nil {
+		return err
+	}
+	s.listeners = ls
+	return nil
 }
 
 // quitOrphans asks the workers of the dead master pid, its process group
