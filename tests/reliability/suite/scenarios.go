@@ -634,22 +634,75 @@ func nginxReload(ctx context.Context, s *suite) result {
 	}
 	stop := s.background(ctx, "reload", s.half(), 5*time.Minute)
 	sleep(ctx, 2*time.Second)
-	okReloads := 0
-	var errs []string
-	for i := 0; i < 10; i++ {
-		if _, err := s.st.docker(ctx, "exec", ng, "nginx", "-s", "reload"); err != nil {
-			errs = append(errs, err.Error())
-		} else {
-			okReloads++
-		}
-		sleep(ctx, 1500*time.Millisecond)
-	}
+	okReloads, errs := s.reloadNginx(ctx, ng)
 	sleep(ctx, 2*time.Second)
 	res := stop()
 	sum := summarize(res.Records, 0)
-	c.fig("%d/10 reloads; %d requests at %.0f/s, failed %d (%s), p99 %s", okReloads, sum.Sent, s.half(), sum.failures(), sum.kindsString(), ms(sum.P99))
-	c.want(okReloads == 10, "reloads failed: %s", strings.Join(errs, "; "))
+	c.fig("%d/%d reloads; %d requests at %.0f/s, failed %d (%s), p99 %s", okReloads, reloads, sum.Sent, s.half(), sum.failures(), sum.kindsString(), ms(sum.P99))
+	c.want(okReloads == reloads, "reloads failed: %s", strings.Join(errs, "; "))
 	c.want(sum.failures() == 0, "%d failed requests: %s", sum.failures(), sum.kindsString())
+	return c.result()
+}
+
+// reloads is how many times nginxReload and reloadOverload reload nginx,
+// reloadEvery apart.
+const (
+	reloads     = 10
+	reloadEvery = 1500 * time.Millisecond
+)
+
+// reloadNginx reloads nginx in container ng reloads times, reloadEvery
+// apart, and returns how many reloads nginx took and the errors of the
+// others.
+func (s *suite) reloadNginx(ctx context.Context, ng string) (ok int, errs []string) {
+	for range reloads {
+		if _, err := s.st.docker(ctx, "exec", ng, "nginx", "-s", "reload"); err != nil {
+			errs = append(errs, err.Error())
+		} else {
+			ok++
+		}
+		sleep(ctx, reloadEvery)
+	}
+	return ok, errs
+}
+
+// reloadOverload: nginx reloaded ten times under the overload's load (2 x
+// the saturation, up to 1,600 requests in flight). Each reload closes the
+// old worker processes' idle keep-alive connections, and their clients
+// reconnect at once into the listen queue: every request must still get
+// an answer or a 503 with Retry-After, none may wait out the client's
+// timeout.
+func reloadOverload(ctx context.Context, s *suite) result {
+	var c checks
+	ng := s.nginxID(ctx)
+	if ng == "" {
+		return c.abort(fmt.Errorf("no nginx container"))
+	}
+	rate := 2 * s.ref.sat32
+	if rate == 0 {
+		rate = 3 * s.C
+	}
+	const before, after = 5 * time.Second, 10 * time.Second
+	total := before + reloads*reloadEvery + after
+	done := make(chan *loadResult, 1)
+	go func() {
+		done <- drive(ctx, s.st.baseURL, loadSpec{Name: "reload-overload", Rate: rate, Duration: total,
+			Conns: 1600, MaxInFlight: 1600, Puzzles: s.load, Timeout: 30 * time.Second}, s.out)
+	}()
+	sleep(ctx, before)
+	okReloads, errs := s.reloadNginx(ctx, ng)
+	res := <-done
+	if res.Err != nil {
+		return c.abort(res.Err)
+	}
+	sum := res.summary(total)
+	other := sum.Sent - sum.OK - sum.Kinds[kindBusy]
+	c.fig("%d/%d reloads from %v on; offered %.0f/s (saturation %.0f/s) for %v: %d sent, goodput %.0f/s, %.1f%% shed with 503, the client skipped %d; failures other than 503 with Retry-After: %d (%s)%s",
+		okReloads, reloads, before, rate, s.ref.sat32, total, sum.Sent, sum.Goodput, pct(sum.Kinds[kindBusy], sum.Sent), res.Skipped,
+		other, sum.kindsString(), failedWhen(res.Records))
+	c.want(okReloads == reloads, "reloads failed: %s", strings.Join(errs, "; "))
+	c.want(sum.OK > 0, "no request answered")
+	c.want(other == 0, "%d requests got something other than an answer or a 503 with Retry-After: %s", other, sum.kindsString())
 	return c.result()
 }
 

@@ -381,7 +381,7 @@ func allScenarios() []scenario {
 		{"failover", failover},
 		{"hung-worker", hungWorker},
 		{"all-workers-down", allWorkersDown},
-		{"nginx-reload", nginxReload},
+		{"nginx-reload", nginxReload}, {"reload-overload", reloadOverload},
 		{"nginx-master-kill", nginxMasterKill},
 		{"slow-clients", slowClients},
 		{"hostile-input", hostileInput},
