@@ -230,3 +230,32 @@ func lineKind(line []byte) []byte {
 	kind = append(kind, ' ')
 	return append(kind, msg...)
 }
+
+// copyLines copies r to w until r ends, in writes of whole lines of at
+// most 16 KiB together (a longer line goes in parts), so that a writer
+// that drops writes under pressure (cli.LogWriter) drops lines, never
+// parts of one.
+func copyLines(w io.Writer, r io.Reader) error {
+	buf := make([]byte, 16<<10)
+	n := 0
+	for {
+		m, err := r.Read(buf[n:])
+		n += m
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			w.Write(buf[:i+1])
+			n = copy(buf, buf[i+1:n])
+		} else if n == len(buf) {
+			w.Write(buf)
+			n = 0
+		}
+		if err != nil {
+			if n > 0 {
+				w.Write(buf[:n])
+			}
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -179,3 +180,37 @@ func TestConnectFailed(t *testing.T) {
 		t.Errorf("Unreachable called %d times for 3 failed connects", woken)
 	}
 }
+
+// TestCopyLinesWritesWholeLines: lines that reads split anywhere reach the
+// writer in writes that end at a line's end, and a line longer than the
+// buffer goes in parts, nothing lost.
+func TestCopyLinesWritesWholeLines(t *testing.T) {
+	var in strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&in, `{"n":%d,"pad":"%s"}`+"\n", i, strings.Repeat("p", i%300))
+	}
+	long := strings.Repeat("L", 40<<10) + "\n"
+	in.WriteString(long)
+	in.WriteString("no newline at the end")
+	var writes []string
+	w := writerFunc(func(p []byte) (int, error) { writes = append(writes, string(p)); return len(p), nil })
+	if err := copyLines(w, iotest.HalfReader(strings.NewReader(in.String()))); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(writes, ""); got != in.String() {
+		t.Fatalf("copied %d bytes, want %d the same", len(got), in.Len())
+	}
+	cut := 0
+	for _, p := range writes[:len(writes)-1] {
+		if !strings.HasSuffix(p, "\n") {
+			cut++
+		}
+	}
+	if want := len(long) / (16 << 10); cut != want {
+		t.Errorf("%d writes ended inside a line, want %d (the parts of the one line longer than the buffer)", cut, want)
+	}
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -105,8 +105,12 @@ type Supervisor struct {
 	// lines to, counted into Metrics (access-log.conf).
 	AccessLog AccessLog
 
-	Stdout io.Writer // nginx's stdout (the access log); nil means os.Stdout
-	Stderr io.Writer // where nginx's error log is relayed; nil means os.Stderr
+	// Stdout and Stderr take nginx's access log (its stdout) and relayed
+	// error log, drained from pipes as nginx writes them; nil means
+	// os.Stdout and os.Stderr. A write that waits holds up that drain and
+	// then nginx: give writers that never wait (cli.LogWriter).
+	Stdout io.Writer
+	Stderr io.Writer
 	Log    zerolog.Logger
 
 	masters    *masters
@@ -165,25 +169,24 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	defer errW.Close() // when nginx never started
 	// nginx gets files, not pipes that os/exec copies: exec.Cmd.Wait waits
 	// for such a copy to end, which a dead master's orphaned workers would
-	// hold up while they finish.
-	outFile, ok := stdout.(*os.File)
-	if !ok {
-		outR, outW, err := os.Pipe()
-		if err != nil {
-			return fmt.Errorf("access log pipe: %w", err)
-		}
-		copied := make(chan struct{})
-		go func() { defer close(copied); io.Copy(stdout, outR) }()
-		defer func() {
-			outW.Close()
-			select { // EOF once every nginx process is gone
-			case <-copied:
-			case <-time.After(2 * time.Second):
-			}
-			outR.Close()
-		}()
-		outFile = outW
+	// hold up while they finish. It never gets Stdout itself: a process
+	// blocks in write(2) while its output is full, and an nginx worker
+	// blocked on its access log answers nothing and accepts nothing; the
+	// supervisor drains the pipe at once, whatever Stdout does.
+	outR, outFile, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("access log pipe: %w", err)
 	}
+	copied := make(chan struct{})
+	go func() { defer close(copied); copyLines(stdout, outR) }()
+	defer func() {
+		outFile.Close()
+		select { // EOF once every nginx process is gone
+		case <-copied:
+		case <-time.After(2 * time.Second):
+		}
+		outR.Close()
+	}()
 	s.masters = &masters{}
 	s.applier = &configApplier{Checker: s.masters, Reloader: s.masters, Log: s.Log}
 	s.newProcess = func() *nginxProcess {

@@ -40,8 +40,19 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return err
 	}
 	s := &c.sup
-	s.Log = zerolog.New(os.Stderr).Level(c.level).With().Timestamp().Str("service", name).Logger()
-	s.Stdout, s.Stderr = os.Stdout, os.Stderr
+	// Every output goes through a LogWriter, which never waits: nginx
+	// writes its logs into pipes the supervisor drains into Stdout and
+	// Stderr, and would stop answering while one of them is full.
+	logw, closeLog := cli.LogWriter(os.Stderr, 0, func(n int) {
+		s.Log.Warn().Int("dropped", n).Msg("log lines dropped: stderr's reader did not keep up")
+	})
+	defer closeLog()
+	outw, closeOut := cli.LogWriter(os.Stdout, 0, func(n int) {
+		s.Log.Warn().Int("dropped", n).Msg("access log writes dropped: stdout's reader did not keep up")
+	})
+	defer closeOut()
+	s.Log = zerolog.New(logw).Level(c.level).With().Timestamp().Str("service", name).Logger()
+	s.Stdout, s.Stderr = outw, logw
 	if c.renderOnly != "" || c.renderConf != "" {
 		return c.render(ctx)
 	}

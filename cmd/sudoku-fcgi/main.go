@@ -36,13 +36,12 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if c.healthcheck {
 		return healthcheck(ctx, c.internalListen)
 	}
-	var logw io.Writer = os.Stderr
-	if c.logFlush > 0 {
-		bw := newBufferedWriter(os.Stderr, c.logFlush)
-		defer bw.Close()
-		logw = bw
-	}
-	log := zerolog.New(logw).Level(c.level).With().Timestamp().
+	var log zerolog.Logger
+	logw, closeLog := cli.LogWriter(os.Stderr, c.logFlush, func(n int) {
+		log.Warn().Int("dropped", n).Msg("log lines dropped: stderr's reader did not keep up")
+	})
+	defer closeLog()
+	log = zerolog.New(logw).Level(c.level).With().Timestamp().
 		Str("service", "sudoku-fcgi").Str("worker", c.svc.WorkerID).Logger()
 	gogc, _ := lookupEnv("GOGC") // the runtime reads an empty GOGC as unset
 	if c.gcPercent > 0 && gogc == "" {
