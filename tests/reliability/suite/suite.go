@@ -383,6 +383,7 @@ func allScenarios() []scenario {
 		{"all-workers-down", allWorkersDown},
 		{"nginx-reload", nginxReload}, {"reload-overload", reloadOverload},
 		{"nginx-master-kill", nginxMasterKill},
+		{"log-stall", logStall},
 		{"slow-clients", slowClients},
 		{"hostile-input", hostileInput},
 		{"fcgi-abuse", fcgiAbuse},
