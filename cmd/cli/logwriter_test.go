@@ -33,14 +33,23 @@ func TestLogWriterNeverWaitsForAStalledOutput(t *testing.T) {
 		var dropped atomic.Int64
 		w, closeLog := LogWriter(out, flush, func(n int) { dropped.Add(int64(n)) })
 		line := strings.Repeat("x", 100) + "\n"
-		start := time.Now()
-		for range 10000 {
-			if _, err := w.Write([]byte(line)); err != nil {
+		wrote := make(chan error, 1)
+		go func() {
+			for range 10000 {
+				if _, err := w.Write([]byte(line)); err != nil {
+					wrote <- err
+					return
+				}
+			}
+			wrote <- nil
+		}()
+		select { // a write that waits for the stalled output never returns
+		case err := <-wrote:
+			if err != nil {
 				t.Fatal(err)
 			}
-		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("flush %v: 10,000 writes to a stalled output took %v: Write waits for it", flush, d)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("flush %v: 10,000 writes to a stalled output did not return: Write waits for it", flush)
 		}
 		close(out.release) // the output reads again: the ring drains, then reports its losses
 		deadline := time.Now().Add(10 * time.Second)
@@ -53,8 +62,8 @@ func TestLogWriterNeverWaitsForAStalledOutput(t *testing.T) {
 		}
 		began := time.Now()
 		closeLog()
-		if d := time.Since(began); d > logCloseWait+time.Second {
-			t.Errorf("flush %v: close took %v, want at most %v", flush, d, logCloseWait)
+		if d := time.Since(began); d > logCloseWait+10*time.Second {
+			t.Errorf("flush %v: close took %v, want it bounded by %v", flush, d, logCloseWait)
 		}
 		out.mu.Lock()
 		for _, l := range strings.SplitAfter(out.got.String(), "\n") {
@@ -75,7 +84,7 @@ func TestLogWriterCloseBoundedWhileStalled(t *testing.T) {
 	w.Write([]byte("a line\n"))
 	began := time.Now()
 	closeLog()
-	if d := time.Since(began); d > logCloseWait+time.Second {
-		t.Errorf("close took %v with a stalled output, want at most %v", d, logCloseWait)
+	if d := time.Since(began); d > logCloseWait+10*time.Second {
+		t.Errorf("close took %v with a stalled output, want it bounded by %v", d, logCloseWait)
 	}
 }
