@@ -4,15 +4,18 @@ import (
 	"runtime/debug"
 
 	"github.com/prometheus/common/version"
-
-	"sudoku-fcgi/solver"
 )
 
 // Version is what every binary's -version prints: prometheus/common's
-// version block and the solver engine the binary was built with ("scalar"
-// or "asm-avx2", see solver.Engine), which the build tags do not tell.
-func Version(program string) string {
-	return version.Print(program) + "\n  engine:           " + solver.Engine()
+// version block and, for a binary that links the solver, the engine it was
+// built with ("scalar" or "asm-avx2", see solver.Engine), which the build
+// tags do not tell. engine "" leaves that line out: cli does not import the
+// solver, so a binary links it only when it solves.
+func Version(program, engine string) string {
+	if engine == "" {
+		return version.Print(program)
+	}
+	return version.Print(program) + "\n  engine:           " + engine
 }
 
 // stampVersion fills what -ldflags -X left empty in

@@ -11,6 +11,9 @@ import (
 // A FlagSet is a flag.FlagSet whose flags have environment twins.
 type FlagSet struct {
 	*flag.FlagSet
+	// Engine is the solver engine -version names (solver.Engine); a
+	// binary without the solver leaves it empty.
+	Engine  string
 	prefix  string
 	summary string
 	version bool
@@ -75,7 +78,7 @@ func (fs *FlagSet) Parse(args []string, lookupEnv func(string) (string, bool)) e
 		return err
 	}
 	if fs.version {
-		fmt.Fprintln(fs.Output(), Version(fs.Name()))
+		fmt.Fprintln(fs.Output(), Version(fs.Name(), fs.Engine))
 		return flag.ErrHelp
 	}
 	return nil

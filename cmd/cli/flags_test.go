@@ -133,6 +133,7 @@ func TestHelpShowsDefaultsAndTwins(t *testing.T) {
 func TestVersion(t *testing.T) {
 	var out bytes.Buffer
 	fs, _, _, _ := newTestSet(&out)
+	fs.Engine = solver.Engine()
 	if err := fs.Parse([]string{"-version"}, env(nil)); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("Parse(-version) = %v, want flag.ErrHelp", err)
 	}
@@ -142,6 +143,10 @@ func TestVersion(t *testing.T) {
 	// The last line names the engine, one of the two the solver has.
 	if e := solver.Engine(); (e != "scalar" && e != "asm-avx2") || !strings.HasSuffix(out.String(), "\n  engine:           "+e+"\n") {
 		t.Errorf("-version printed %q, want it to end with the engine %q", out.String(), e)
+	}
+	// A binary without the solver (sudoku-edge) names no engine.
+	if v := Version("sudoku-edge", ""); strings.Contains(v, "engine:") {
+		t.Errorf(`Version("sudoku-edge", "") = %q, want no engine line`, v)
 	}
 	if code := exitCode("sudoku-load", flag.ErrHelp, &out); code != 0 {
 		t.Errorf("exitCode(ErrHelp) = %d, want 0", code)

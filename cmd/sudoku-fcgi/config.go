@@ -15,6 +15,7 @@ import (
 	"sudoku-fcgi/cmd/cli"
 	"sudoku-fcgi/fcgi"
 	"sudoku-fcgi/fcgi/fcgiserver"
+	"sudoku-fcgi/solver"
 )
 
 const summary = `The Sudoku FastCGI worker that nginx talks to. It serves the public API
@@ -65,6 +66,7 @@ func defaultConfig() config {
 func parseConfig(args []string, lookupEnv func(string) (string, bool), out io.Writer) (config, error) {
 	c := defaultConfig()
 	fs := cli.NewFlagSet("sudoku-fcgi", summary, out)
+	fs.Engine = solver.Engine()
 	fs.StringVar(&c.listen, "listen", c.listen, "FastCGI `address`: host:port (loopback by default; the image listens on :9000), a unix socket path (contains a /), or a directory ending in / for a socket named <id>.sock in it (replicas sharing the directory get a file each)")
 	fs.StringVar(&c.internalListen, "internal-listen", c.internalListen, "internal HTTP `address` for /metrics, /healthz, /readyz (loopback by default; the image listens on :9001)")
 	fs.StringVar(&c.socketGroup, "socket-group", c.socketGroup, "`group` (name or id) of the unix socket, which is read-write for its owner and group only: one nginx's user belongs to (empty: the worker's own group; ignored for TCP)")

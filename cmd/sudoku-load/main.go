@@ -27,6 +27,7 @@ import (
 
 	"sudoku-fcgi/cmd/cli"
 	"sudoku-fcgi/cmd/sudoku-load/load"
+	"sudoku-fcgi/solver"
 )
 
 const name = "sudoku-load"
@@ -70,7 +71,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		usage(stdout)
 		return flag.ErrHelp
 	case "-version", "--version":
-		fmt.Fprintln(stdout, cli.Version(name))
+		fmt.Fprintln(stdout, cli.Version(name, solver.Engine()))
 		return flag.ErrHelp
 	}
 	m, ok := modes[args[0]]
@@ -83,6 +84,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	summary += exitHelp
 	fs := cli.NewFlagSet(name+" "+args[0], summary, stdout)
+	fs.Engine = solver.Engine()
 	c := newCommon(fs, args[0])
 	runMode := m.setup(fs, c)
 	if err := fs.Parse(args[1:], lookupEnv); err != nil {

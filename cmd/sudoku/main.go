@@ -14,6 +14,7 @@ import (
 	"os"
 
 	"sudoku-fcgi/cmd/cli"
+	"sudoku-fcgi/solver"
 )
 
 func main() {
@@ -43,7 +44,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		fmt.Fprint(stdout, usage)
 		return nil
 	case "-version", "--version":
-		fmt.Fprintln(stdout, cli.Version("sudoku"))
+		fmt.Fprintln(stdout, cli.Version("sudoku", solver.Engine()))
 		return nil
 	case "solve":
 		return runSolve(ctx, args[1:], lookupEnv, stdin, stdout)

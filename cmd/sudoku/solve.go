@@ -50,6 +50,7 @@ type solveConfig struct {
 
 func runSolve(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdin io.Reader, stdout io.Writer) error {
 	fs := cli.NewFlagSet("sudoku solve", solveSummary, stdout)
+	fs.Engine = solver.Engine()
 	flagsUsage := fs.Usage
 	fs.Usage = func() {
 		flagsUsage()

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"sudoku-fcgi/cmd/cli"
+	"sudoku-fcgi/solver"
 )
 
 func main() { cli.Main("herd", run) }
@@ -70,6 +71,7 @@ type options struct {
 
 func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout io.Writer) error {
 	fs := cli.NewFlagSet("herd", "Simulates B balancers in front of S servers under four policies and prints p50/p99\nlatency and the busiest server's queue against utilisation.", stdout)
+	fs.Engine = solver.Engine()
 	var (
 		o                                      options
 		costsFile, utils, shapes, stale, sweep string
