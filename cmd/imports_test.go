@@ -6,9 +6,13 @@ import (
 	"testing"
 )
 
+// contractPkg is the one package below cmd/ that is no command: what the
+// worker and the edge agree on, imported by both sides' packages.
+const contractPkg = "sudoku-fcgi/cmd/contract"
+
 // TestProductImportsNoCommand: the import arrows point down. No package
 // outside cmd/ and tests/ (the product: solver, fcgi, nginx) imports a
-// package below cmd/, in its code or its tests.
+// package below cmd/, in its code or its tests, but the contract.
 func TestProductImportsNoCommand(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "../...").Output()
 	if err != nil {
@@ -22,6 +26,9 @@ func TestProductImportsNoCommand(t *testing.T) {
 		}
 		checked++
 		for _, imp := range f[1:] {
+			if imp == contractPkg {
+				continue
+			}
 			if imp == "sudoku-fcgi/cmd" || strings.HasPrefix(imp, "sudoku-fcgi/cmd/") {
 				t.Errorf("%s imports %s: a product package must not depend on a command", f[0], imp)
 			}
@@ -29,5 +36,33 @@ func TestProductImportsNoCommand(t *testing.T) {
 	}
 	if checked < 5 {
 		t.Fatalf("go list named %d product packages, want the solver, fcgi and nginx ones:\n%s", checked, out)
+	}
+}
+
+// TestContractImportsStandardLibraryOnly: the contract links nothing into
+// either binary but itself, so that the edge no longer pulls in the
+// worker's handler and solver to learn its defaults.
+func TestContractImportsStandardLibraryOnly(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{if not .Standard}}{{.ImportPath}}{{end}}`, "./contract").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	if got := strings.Fields(string(out)); len(got) != 1 || got[0] != contractPkg {
+		t.Errorf("go list -deps ./contract names %v beyond the standard library, want only %s", got, contractPkg)
+	}
+}
+
+// TestEdgeLinksNoWorker: sudoku-edge learns the worker's limits from the
+// contract, so its binary links neither the worker's service nor the
+// solver, and its image builds without their sources.
+func TestEdgeLinksNoWorker(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./sudoku-edge").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "sudoku-fcgi/solver" || pkg == "sudoku-fcgi/fcgi" || strings.HasPrefix(pkg, "sudoku-fcgi/solver/") || strings.HasPrefix(pkg, "sudoku-fcgi/fcgi/") {
+			t.Errorf("sudoku-edge links %s", pkg)
+		}
 	}
 }

@@ -48,11 +48,9 @@ RUN go mod download \
 # nginx.conf and the sudoku-*.conf files among them.
 COPY nginx/*.go nginx/*.conf nginx/
 COPY nginx/templates/ nginx/templates/
-# cmd/cli names the solver engine in -version; nginx renders its read
-# timeouts from the worker's defaults (package fcgi).
-COPY solver/ solver/
-COPY fcgi/ fcgi/
+# cmd/contract: the worker's limits that nginx's configuration allows for.
 COPY cmd/cli/ cmd/cli/
+COPY cmd/contract/ cmd/contract/
 COPY cmd/sudoku-edge/ cmd/sudoku-edge/
 # Stamped into -version and sudoku_build_info (make passes them).
 ARG VERSION=dev

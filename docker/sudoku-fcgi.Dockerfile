@@ -32,6 +32,7 @@ RUN go mod download \
 COPY solver/ solver/
 COPY fcgi/ fcgi/
 COPY cmd/cli/ cmd/cli/
+COPY cmd/contract/ cmd/contract/
 COPY cmd/sudoku-fcgi/ cmd/sudoku-fcgi/
 # Stamped into -version and sudoku_build_info (make passes them).
 ARG VERSION=dev

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"sudoku-fcgi/cmd/contract"
 	"sudoku-fcgi/fcgi/fcgiserver"
 	"sudoku-fcgi/solver"
 )
@@ -38,16 +39,17 @@ type Config struct {
 }
 
 // DefaultConfig returns the configuration the worker runs with unless told
-// otherwise; the command's flags take their defaults from it.
+// otherwise; the command's flags take their defaults from it. The times
+// and the body limit that nginx must allow for are the contract's.
 func DefaultConfig() Config {
 	return Config{
 		WorkerID:      "sudoku",
 		QueueSize:     1024,
-		QueueTimeout:  200 * time.Millisecond,
-		SolveTimeout:  time.Second,
+		QueueTimeout:  contract.QueueTimeout,
+		SolveTimeout:  contract.SolveTimeout,
 		MaxBatchLines: 10000,
-		MaxBodyBytes:  1 << 20,
-		BatchTimeout:  30 * time.Second,
+		MaxBodyBytes:  contract.MaxBodyBytes,
+		BatchTimeout:  contract.BatchTimeout,
 		AccessLog:     true,
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
-	"sudoku-fcgi/fcgi"
+	"sudoku-fcgi/cmd/contract"
 )
 
 // ClientLimits are nginx's limits on each client address, and on the batch
@@ -33,12 +33,12 @@ type ClientLimits struct {
 
 // DefaultClientLimits are what sudoku-edge runs with: a client's rate is a
 // small part of the stack's capacity, 2 batches at once are what the web
-// page sends, and MaxBody is the worker's own limit (fcgi.Config), so nginx
-// holds no body the worker would refuse: 64 bodies fit in 64 MiB.
+// page sends, and MaxBody is the worker's own limit (contract.MaxBodyBytes),
+// so nginx holds no body the worker would refuse: 64 bodies fit in 64 MiB.
 var DefaultClientLimits = ClientLimits{
 	Rate: 100, Burst: 200, InFlight: 64,
 	BatchRate: 20, BatchBurst: 40, BatchInFlight: 4, BatchBodies: 64,
-	MaxBody: fcgi.DefaultConfig().MaxBodyBytes,
+	MaxBody: contract.MaxBodyBytes,
 }
 
 // Check reports a limit nginx would refuse or that turns every client

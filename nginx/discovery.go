@@ -15,13 +15,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
-)
 
-// DefaultResolveInterval is how often sudoku-edge resolves and probes the
-// workers unless told otherwise: a worker that refuses (it drains) is out of
-// the upstream within a second, inside the worker's drain linger
-// (fcgiserver.DefaultLinger).
-const DefaultResolveInterval = time.Second
+	"sudoku-fcgi/cmd/contract"
+)
 
 // workerAddr is a worker's address: an IP address and port, or the path of a
 // unix socket. It is comparable, so it keys maps and compares with ==.
@@ -190,22 +186,29 @@ func checkSocketPattern(pattern string) error {
 	if _, err := filepath.Match(pattern, ""); err != nil {
 		return err
 	}
-	if !safeSocketPath(pattern) {
+	if strings.ContainsAny(pattern, nginxUnsafe) {
 		return errors.New("the socket pattern has a character nginx would misread")
 	}
 	return nil
 }
 
+// nginxUnsafe are the characters nginx would misread in a path pasted into
+// its configuration as it is: they end the directive, quote, open a block,
+// start a comment or a variable, or separate arguments.
+const nginxUnsafe = ";{}#\"'\\$ \t\n\r"
+
 // safeSocketPath reports whether path can follow "server unix:" in nginx's
-// configuration as it is: nothing that ends the directive, quotes, opens a
-// block, starts a comment or a variable, and no space.
+// configuration as it is and names a socket a worker makes: a directory
+// without a character of nginxUnsafe, and a file name by the contract's
+// rule (contract.SocketName).
 func safeSocketPath(path string) bool {
-	return !strings.ContainsAny(path, ";{}#\"'\\$ \t\n\r")
+	dir, name := filepath.Split(path)
+	return !strings.ContainsAny(dir, nginxUnsafe) && contract.SocketName(name)
 }
 
 // listSockets returns the unix sockets among the files matching pattern.
-// Other files, and names nginx would misread (see safeSocketPath), are
-// left out; a missing directory matches nothing.
+// Other files, and names the contract's rule refuses (see safeSocketPath),
+// are left out; a missing directory matches nothing.
 func listSockets(pattern string) ([]workerAddr, error) {
 	paths, err := filepath.Glob(pattern)
 	if err != nil {

@@ -265,12 +265,15 @@ func listenUnix(t *testing.T, path string, stale bool) {
 }
 
 // A unix:<glob> target lists the sockets it matches, sorted after the TCP
-// addresses; other files and a missing directory contribute nothing.
+// addresses; other files, sockets whose name no worker makes
+// (contract.SocketName) and a missing directory contribute nothing.
 func TestResolveUnixGlob(t *testing.T) {
 	dir := t.TempDir()
 	listenUnix(t, dir+"/b.sock", false)
 	listenUnix(t, dir+"/a.sock", false)
 	listenUnix(t, dir+"/other", false)
+	listenUnix(t, dir+"/a+b.sock", false)
+	listenUnix(t, dir+"/.hidden.sock", false)
 	if err := os.WriteFile(dir+"/file.sock", nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

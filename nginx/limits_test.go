@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"sudoku-fcgi/fcgi"
+	"sudoku-fcgi/cmd/contract"
 	"sudoku-fcgi/fcgi/fcgiserver"
 )
 
 // TestSharedLimits checks the limits that nginx and the worker share on the
 // configuration sudoku-edge renders by default, against the worker's own
-// defaults, so that changing either side alone fails here:
+// defaults (the contract's, and the FastCGI server's params limit), so that
+// a rendered value that strays from them fails here:
 //   - a GET's fastcgi_read_timeout exceeds the worker's queue timeout plus
 //     its solve budget (past them the worker answers 503 itself), or nginx
 //     would give up on a live worker and retry a slow but healthy GET;
@@ -36,13 +37,13 @@ func TestSharedLimits(t *testing.T) {
 		}
 		return string(b)
 	}
-	w, serve := fcgi.DefaultConfig(), fcgiserver.DefaultOptions()
+	serve := fcgiserver.DefaultOptions()
 
 	timeouts := locationTimeouts(t, read("sudoku-locations.conf"))
 	for loc, floor := range map[string]time.Duration{
-		"/sudoku":        w.QueueTimeout + w.SolveTimeout,
-		"/sudoku/stats":  w.QueueTimeout + w.SolveTimeout,
-		"/_sudoku_batch": w.BatchTimeout,
+		"/sudoku":        contract.QueueTimeout + contract.SolveTimeout,
+		"/sudoku/stats":  contract.QueueTimeout + contract.SolveTimeout,
+		"/_sudoku_batch": contract.BatchTimeout,
 	} {
 		got, ok := timeouts[loc]
 		if !ok {
@@ -80,8 +81,8 @@ func TestSharedLimits(t *testing.T) {
 	if m == nil {
 		t.Fatal("client-limits.conf has no client_max_body_size <bytes>")
 	}
-	if body, _ := strconv.ParseInt(m[1], 10, 64); body > w.MaxBodyBytes {
-		t.Errorf("client_max_body_size %d, over the worker's -max-body %d", body, w.MaxBodyBytes)
+	if body, _ := strconv.ParseInt(m[1], 10, 64); body > contract.MaxBodyBytes {
+		t.Errorf("client_max_body_size %d, over the worker's -max-body %d", body, contract.MaxBodyBytes)
 	}
 }
 

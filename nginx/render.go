@@ -94,7 +94,7 @@ func renderServers(source string, addrs []workerAddr, params func(workerAddr) st
 		return nil, fmt.Errorf("%w: source %q has a line break", errUnsafe, source)
 	}
 	for _, a := range addrs {
-		if !safeSocketPath(a.path) {
+		if a.path != "" && !safeSocketPath(a.path) {
 			return nil, fmt.Errorf("%w: socket path %q", errUnsafe, a.path)
 		}
 	}

@@ -63,7 +63,7 @@ func TestRenderUpstreamRejectsNegativeParams(t *testing.T) {
 }
 
 func TestRenderServersRejectsUnsafeSocketPath(t *testing.T) {
-	for _, p := range []string{"/run/a;b.sock", "/run/a b.sock", "/run/{.sock", "/run/$x.sock"} {
+	for _, p := range []string{"/run/a;b.sock", "/run/a b.sock", "/run/{.sock", "/run/$x.sock", "/run/a+b.sock", "/run/.x.sock", "/r;un/a.sock"} {
 		if _, err := renderServers("s", []workerAddr{unixAddr(p)}, nil); !errors.Is(err, errUnsafe) {
 			t.Errorf("RenderServers(unix:%s) error = %v, want ErrUnsafe", p, err)
 		}

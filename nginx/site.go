@@ -11,7 +11,7 @@ import (
 	"text/template"
 	"time"
 
-	"sudoku-fcgi/fcgi"
+	"sudoku-fcgi/cmd/contract"
 )
 
 // The project's nginx configuration: nginx.conf and the files it includes
@@ -38,23 +38,13 @@ type Site struct {
 
 	// ReadTimeout is fastcgi_read_timeout of GET /sudoku and /sudoku/stats:
 	// a worker silent for longer hangs, and nginx retries the GET on
-	// another. 0 means DefaultReadTimeout.
+	// another. 0 means contract.ReadTimeout, above the worker's queue
+	// wait and solve budget.
 	ReadTimeout time.Duration
 	// BatchReadTimeout is fastcgi_read_timeout of the batch POST. 0 means
-	// DefaultBatchReadTimeout.
+	// contract.BatchReadTimeout, above the worker's batch deadline.
 	BatchReadTimeout time.Duration
 }
-
-// The read timeouts follow the worker's defaults (fcgi.DefaultConfig), so
-// that a live worker always answers within them: a GET within its queue
-// timeout plus its solve budget (503 past them), a batch within its batch
-// deadline (the lines left are answered ServerTooBusy). The margins cover
-// the answer's way back and a worker's GC pause. TestSharedLimits checks
-// the rendered configuration against the worker's defaults.
-var (
-	DefaultReadTimeout      = fcgi.DefaultConfig().QueueTimeout + fcgi.DefaultConfig().SolveTimeout + 300*time.Millisecond
-	DefaultBatchReadTimeout = fcgi.DefaultConfig().BatchTimeout + 5*time.Second
-)
 
 // nginxDuration writes d as an nginx time: whole seconds as "35s", anything
 // else in milliseconds ("1500ms").
@@ -78,10 +68,10 @@ func RenderSite(dir string, site Site) error {
 		}
 	}
 	if site.ReadTimeout == 0 {
-		site.ReadTimeout = DefaultReadTimeout
+		site.ReadTimeout = contract.ReadTimeout
 	}
 	if site.BatchReadTimeout == 0 {
-		site.BatchReadTimeout = DefaultBatchReadTimeout
+		site.BatchReadTimeout = contract.BatchReadTimeout
 	}
 	for _, d := range []time.Duration{site.ReadTimeout, site.BatchReadTimeout} {
 		if d < time.Millisecond || d%time.Millisecond != 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"sudoku-fcgi/cmd/cli"
+	"sudoku-fcgi/cmd/contract"
 	"sudoku-fcgi/nginx"
 )
 
@@ -44,7 +45,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	fs := cli.NewFlagSet(name, summary, stdout)
 	s.Workers, _ = nginx.ParseTargets("sudoku:9000") // a valid constant
 	fs.Var(targetsFlag{&s.Workers}, "workers", "worker `targets`, comma-separated: host:port to resolve, or unix:<glob> to list the unix sockets that match, e.g. unix:/run/sudoku-fcgi/*.sock")
-	s.ResolveInterval, s.BudgetHold = nginx.DefaultResolveInterval, time.Minute
+	s.ResolveInterval, s.BudgetHold = contract.ResolveInterval, time.Minute
 	fs.Var(positiveDuration{&s.ResolveInterval}, "resolve-interval", "`duration` between two lookups of the workers (nginx failing to connect to one brings the next forward)")
 	fs.Var(positiveDuration{&s.BudgetHold}, "budget-hold", "`duration` for which the workers left take a missing worker's share of the requests in flight before it counts as gone (a restart or crash is shorter, a scale-down longer)")
 	s.Upstream = nginx.DefaultUpstream
@@ -71,7 +72,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	fs.StringVar(&c.site.WWWRoot, "www-root", "/usr/share/sudoku-www", "`directory` of the web page's files, for -render-conf")
 	fs.StringVar(&c.site.StatusListen, "status-listen", "8082", "nginx listen `address` of stub_status, for -render-conf")
 	fs.StringVar(&c.site.TempDir, "nginx-temp-dir", "", "`directory` for nginx's temporary files, for -render-conf (empty: nginx's built-in paths)")
-	c.site.ReadTimeout, c.site.BatchReadTimeout = nginx.DefaultReadTimeout, nginx.DefaultBatchReadTimeout
+	c.site.ReadTimeout, c.site.BatchReadTimeout = contract.ReadTimeout, contract.BatchReadTimeout
 	fs.Var(positiveDuration{&c.site.ReadTimeout}, "read-timeout", "nginx's fastcgi_read_timeout of a GET, for -render-conf: the `duration` after which a silent worker counts as hung and the GET goes to another; above the worker's -queue-timeout + -solve-timeout")
 	fs.Var(positiveDuration{&c.site.BatchReadTimeout}, "batch-read-timeout", "nginx's fastcgi_read_timeout of a batch POST, for -render-conf: a `duration` above the worker's -batch-timeout")
 	fs.StringVar(&s.RunDir, "run-dir", "/run/sudoku-edge", "`directory` for servers.conf, admission.conf, access-log.conf, tls.conf, trusted-clients.conf and exported certificates")

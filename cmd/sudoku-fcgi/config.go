@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"sudoku-fcgi/cmd/cli"
+	"sudoku-fcgi/cmd/contract"
 	"sudoku-fcgi/fcgi"
 	"sudoku-fcgi/fcgi/fcgiserver"
 	"sudoku-fcgi/solver"
@@ -57,7 +58,7 @@ func defaultConfig() config {
 		logFlush:       100 * time.Millisecond,
 	}
 	c.svc.WorkerID = host
-	c.serve.Linger = fcgiserver.DefaultLinger
+	c.serve.Linger = contract.DrainLinger
 	return c
 }
 
@@ -136,7 +137,7 @@ func (c *config) check() error {
 		c.socketGID = gid
 	}
 	if dir, ok := strings.CutSuffix(c.listen, "/"); ok {
-		if !socketName(c.svc.WorkerID) {
+		if !contract.SocketName(c.svc.WorkerID + ".sock") {
 			return fmt.Errorf("-listen %q names a directory: the socket is named after -id, and %q is no file name (letters, digits, '.', '_', '-')", c.listen, c.svc.WorkerID)
 		}
 		c.listen = dir + "/" + c.svc.WorkerID + ".sock"
@@ -146,20 +147,6 @@ func (c *config) check() error {
 		return fmt.Errorf("-log-level: %w", err)
 	}
 	return nil
-}
-
-// socketName reports whether id can name a socket file that sudoku-edge
-// lists and pastes into nginx's configuration as it is.
-func socketName(id string) bool {
-	if id == "" || id[0] == '.' {
-		return false
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // byteSize is a flag.Value for a size in bytes as GOMEMLIMIT writes it: a

@@ -42,7 +42,8 @@ type Options struct {
 	// connections are refused at once, and a load balancer that watches
 	// for that (sudoku-edge) takes the server out before its address
 	// vanishes with its process (connects to a vanished address hang
-	// until nginx's connect timeout).
+	// until nginx's connect timeout). DefaultOptions leaves it 0: Serve
+	// returns as soon as it has drained.
 	Linger time.Duration
 	// MaxPendingPerConn is the most requests on one connection whose
 	// input (params and stdin) is not complete yet. nginx sends one at a
@@ -77,13 +78,6 @@ type Options struct {
 // KiB + 86 KiB + the fixed params stay below 128 KiB. nginx's
 // TestSharedLimits checks it against the rendered nginx.conf.
 const defaultParamsBytes = 128 << 10
-
-// DefaultLinger is the Linger the worker binary runs with (sudoku-fcgi
-// -drain-linger): two of sudoku-edge's resolve intervals
-// (nginx.DefaultResolveInterval), so that the edge drops a draining worker
-// while its address still refuses. DefaultOptions leaves Linger 0, so that a
-// Serve embedded elsewhere (tests) returns as soon as it has drained.
-const DefaultLinger = 2 * time.Second
 
 // DefaultOptions returns the options Serve is meant to run with.
 func DefaultOptions() Options {

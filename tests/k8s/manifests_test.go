@@ -32,8 +32,8 @@ import (
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"sudoku-fcgi/cmd/contract"
 	"sudoku-fcgi/fcgi/fcgiserver"
-	"sudoku-fcgi/nginx"
 )
 
 const (
@@ -407,7 +407,7 @@ func TestWorkerProbesAndDrain(t *testing.T) {
 	// preStop outlasts the edge's discovery interval; the grace period
 	// outlasts preStop, the linger and the drain together.
 	edge := o.deployment(t, edgeApp).Spec.Template.Spec.Containers[0]
-	resolve := duration(t, edge, "SUDOKU_EDGE_RESOLVE_INTERVAL", nginx.DefaultResolveInterval)
+	resolve := duration(t, edge, "SUDOKU_EDGE_RESOLVE_INTERVAL", contract.ResolveInterval)
 	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil {
 		t.Fatalf("worker has no preStop sleep: %+v", c.Lifecycle)
 	}
@@ -415,7 +415,7 @@ func TestWorkerProbesAndDrain(t *testing.T) {
 	if preStop <= 2*resolve {
 		t.Errorf("worker preStop sleeps %v, want more than two edge resolve intervals (%v)", preStop, 2*resolve)
 	}
-	need := preStop + duration(t, c, "SUDOKU_FCGI_DRAIN_LINGER", fcgiserver.DefaultLinger) +
+	need := preStop + duration(t, c, "SUDOKU_FCGI_DRAIN_LINGER", contract.DrainLinger) +
 		duration(t, c, "SUDOKU_FCGI_DRAIN_TIMEOUT", fcgiserver.DefaultOptions().DrainTimeout)
 	if pod.TerminationGracePeriodSeconds == nil || time.Duration(*pod.TerminationGracePeriodSeconds)*time.Second <= need {
 		t.Errorf("worker terminationGracePeriodSeconds %v, want above preStop + linger + drain = %v", pod.TerminationGracePeriodSeconds, need)

@@ -325,7 +325,7 @@ judge() {
 	[[ -z ${3:-} ]] || ((back >= 0 && back <= 30)) || fail "$1: the answer rate was not back within 30 s ($back)"
 	[[ $2 == retry || $2 == failover ]] || ((max <= HANG_MS)) || fail "$1: a request took ${max} ms, longer than $HANG_MS ms"
 }
-# nginx's read timeout of a GET (nginx.DefaultReadTimeout) and a retry's
+# nginx's read timeout of a GET (contract.ReadTimeout) and a retry's
 # connect timeout (nginx/sudoku-fastcgi.conf), with room for the load
 # client's own scheduling on a busy machine.
 HANG_MS=3000

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"sudoku-fcgi/nginx"
+	"sudoku-fcgi/cmd/contract"
 )
 
 // nginxConf holds the nginx settings some criteria are stated in.
@@ -45,8 +45,8 @@ func readNginxConf(dir string) (nginxConf, error) {
 	}
 	c := parseNginxConf(all.String())
 	// The templates render fastcgi_read_timeout from the edge's setting,
-	// whose default follows the worker's (nginx.DefaultReadTimeout).
-	c.readTimeout = nginx.DefaultReadTimeout
+	// whose default is the contract's, above the worker's answer time.
+	c.readTimeout = contract.ReadTimeout
 	c.source = dir + "/*.conf"
 	return c, nil
 }
