@@ -140,17 +140,26 @@ func ServedCert(addr, name string, roots *x509.CertPool) (*x509.Certificate, err
 }
 
 // WaitUntil polls f every 100ms until it returns nil, and fails the test
-// if it has not within timeout.
+// if it has not within timeout. A long wait says what it waits for every
+// 10 s, and how long it took once it is over.
 func WaitUntil(t testing.TB, timeout time.Duration, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	next := start.Add(10 * time.Second)
 	for {
 		err := f()
 		if err == nil {
+			if d := time.Since(start); d > time.Second {
+				t.Logf("%s after %v", what, d.Round(100*time.Millisecond))
+			}
 			return
 		}
-		if time.Now().After(deadline) {
+		if time.Since(start) > timeout {
 			t.Fatalf("%s: not within %v: %v", what, timeout, err)
+		}
+		if time.Now().After(next) {
+			t.Logf("still waiting for: %s (%v)", what, err)
+			next = next.Add(10 * time.Second)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

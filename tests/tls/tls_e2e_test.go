@@ -82,27 +82,6 @@ func serial(addr string, roots *x509.CertPool) (string, error) {
 	return conn.ConnectionState().PeerCertificates[0].SerialNumber.Text(16), nil
 }
 
-func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	start := time.Now()
-	next := start.Add(10 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			t.Logf("%s after %v", what, time.Since(start).Round(100*time.Millisecond))
-			return
-		}
-		if time.Since(start) > timeout {
-			t.Fatalf("%s: not within %v: %v", what, timeout, err)
-		}
-		if time.Now().After(next) {
-			t.Logf("still waiting for: %s (%v)", what, err)
-			next = next.Add(10 * time.Second)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
 // trustsSystemStoreOnly fails the test unless the edge in container is left
 // to the system store for the ACME server's TLS: no -tls-ca-root (flag or
 // SUDOKU_EDGE_TLS_CA_ROOT) and no SSL_CERT_FILE or SSL_CERT_DIR moving Go's
@@ -151,7 +130,7 @@ func TestCertificateAndRenewal(t *testing.T) {
 
 	var first string
 	// certmagic retries a failed first attempt after a minute.
-	poll(t, 150*time.Second, "nginx serves a certificate Pebble issued", func() (err error) {
+	nginxtest.WaitUntil(t, 150*time.Second, "nginx serves a certificate Pebble issued", func() (err error) {
 		first, err = serial(addr, roots)
 		return err
 	})
@@ -195,7 +174,7 @@ func TestCertificateAndRenewal(t *testing.T) {
 		t.Fatalf("docker kill -s USR1: %v: %s", err, out)
 	}
 	var second string
-	poll(t, 60*time.Second, "nginx serves the renewed certificate", func() (err error) {
+	nginxtest.WaitUntil(t, 60*time.Second, "nginx serves the renewed certificate", func() (err error) {
 		second, err = serial(addr, roots)
 		if err == nil && second == first {
 			err = errors.New("still serial " + second)
