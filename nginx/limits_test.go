@@ -107,3 +107,27 @@ func locationTimeouts(t *testing.T, conf string) map[string]time.Duration {
 	}
 	return out
 }
+
+// The batch POST's 413 names the limit that client_max_body_size enforces
+// (-max-body), not a figure written beside it.
+func TestBodyLimitMessage(t *testing.T) {
+	for _, tt := range []struct {
+		max  int64
+		want string
+	}{
+		{1 << 20, "limit 1 MiB"},
+		{3 << 20, "limit 3 MiB"},
+		{64 << 10, "limit 64 KiB"},
+		{1500, "limit 1500 bytes"},
+	} {
+		l := DefaultClientLimits
+		l.MaxBody = tt.max
+		files, err := renderClientLimits(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `default "request body too large (` + tt.want + `)";`; !strings.Contains(string(files[0]), want) {
+			t.Errorf("renderClientLimits(MaxBody %d): client-limits.conf lacks %s:\n%s", tt.max, want, files[0])
+		}
+	}
+}

@@ -16,7 +16,7 @@ import (
 var templateFS embed.FS
 
 var templates = template.Must(template.New("").
-	Funcs(template.FuncMap{"join": strings.Join}).
+	Funcs(template.FuncMap{"join": strings.Join, "size": byteSize}).
 	ParseFS(templateFS, "templates/*.tmpl"))
 
 // errUnsafe reports a value that would change the meaning of the nginx
@@ -201,6 +201,18 @@ func parsePrefix(f string) (netip.Prefix, error) {
 		return netip.Prefix{}, fmt.Errorf("%q: want an IP address or a CIDR prefix", f)
 	}
 	return p.Masked(), nil
+}
+
+// byteSize writes n bytes for people: in MiB or KiB when it is a whole
+// number of them, else in bytes.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // parseList parses each item of a comma-separated list with parse, white
