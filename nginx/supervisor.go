@@ -120,7 +120,9 @@ type Supervisor struct {
 	applier    *configApplier
 	disc       *workerDiscovery
 	tls        *edgeTLS
-	addrs      []workerAddr // the workers in servers.conf
+	addrs      []workerAddr  // the workers in servers.conf
+	limits     ProcessLimits // Limits, zero fields resolved (resolveDefaults)
+	clients    ClientLimits  // Clients, the zero value resolved
 	budget     workerBudget
 	wake       chan struct{} // a round now: nginx could not connect to a worker
 }
@@ -487,9 +489,11 @@ func (s *Supervisor) stop() error {
 	return nil
 }
 
-// writeStartFiles writes the upstream, trusted-clients and access log files before
-// nginx starts: it refuses to start while an include is missing.
+// writeStartFiles resolves the defaults and writes the upstream,
+// trusted-clients and access log files before nginx starts: it refuses to
+// start while an include is missing.
 func (s *Supervisor) writeStartFiles(ctx context.Context) error {
+	s.resolveDefaults()
 	addrs, err := s.disc.Resolve(ctx)
 	s.Metrics.round(err)
 	if err != nil {
@@ -544,13 +548,27 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 	return nil
 }
 
-// writeClientLimits writes client-limits.conf, route-limits.conf and
-// batch-limits.conf from Clients.
-func (s *Supervisor) writeClientLimits() error {
-	l := s.Clients
-	if l == (ClientLimits{}) {
-		l = DefaultClientLimits
+// resolveDefaults resolves, once, the settings whose zero value means
+// their default: Limits field by field (DefaultProcessLimits) and Clients
+// as a whole (DefaultClientLimits). Everything after reads the results.
+func (s *Supervisor) resolveDefaults() {
+	s.limits = s.Limits
+	if s.limits.Connections == 0 {
+		s.limits.Connections = DefaultProcessLimits.Connections
 	}
+	if s.limits.Keepalive == 0 {
+		s.limits.Keepalive = DefaultProcessLimits.Keepalive
+	}
+	s.clients = s.Clients
+	if s.clients == (ClientLimits{}) {
+		s.clients = DefaultClientLimits
+	}
+}
+
+// writeClientLimits writes client-limits.conf, route-limits.conf and
+// batch-limits.conf from the client limits.
+func (s *Supervisor) writeClientLimits() error {
+	l := s.clients
 	files, err := renderClientLimits(l)
 	if err != nil {
 		return err
@@ -565,15 +583,9 @@ func (s *Supervisor) writeClientLimits() error {
 }
 
 // writeProcessLimits writes events.conf and keepalive.conf: each worker
-// process's share of Limits.
+// process's share of the connection limits.
 func (s *Supervisor) writeProcessLimits() error {
-	l := s.Limits
-	if l.Connections == 0 {
-		l.Connections = DefaultProcessLimits.Connections
-	}
-	if l.Keepalive == 0 {
-		l.Keepalive = DefaultProcessLimits.Keepalive
-	}
+	l := s.limits
 	events, keepalive, err := renderProcessLimits(l, s.WorkerProcesses)
 	if err != nil {
 		return err
@@ -659,11 +671,7 @@ func applyCounted(ctx context.Context, a *configApplier, m *Metrics, changes ...
 // upstreamFiles renders servers.conf and admission.conf for addrs and the
 // budget of workers (renderUpstream). They always change together.
 func (s *Supervisor) upstreamFiles(addrs []workerAddr, budget int) ([]configChange, error) {
-	pool := s.Limits.Keepalive
-	if pool == 0 {
-		pool = DefaultProcessLimits.Keepalive
-	}
-	servers, admission, err := renderUpstream(joinTargets(s.Workers), addrs, budget, pool, s.Upstream)
+	servers, admission, err := renderUpstream(joinTargets(s.Workers), addrs, budget, s.limits.Keepalive, s.Upstream)
 	if err != nil {
 		return nil, err
 	}
