@@ -27,10 +27,9 @@
 //     and hands each new pair out as a change; edgetls.go renders tls.conf
 //     from the [TLSOptions] and applies the pairs with it.
 //
-// The files this package writes are included by nginx.conf:
-// servers.conf inside `upstream sudoku_workers { ... }` and tls.conf at http
-// level, admission.conf (the concurrency cap) inside the /sudoku location,
-// access-log.conf at http level and trusted-clients.conf in a geo block. The package never reads environment variables or flags;
-// cmd/sudoku-edge parses them ([ParseTargets], [ParsePrefixes],
-// [CheckParams], [CheckDomain]) and wires a Supervisor.
+// The files it writes into the run directory are rendered from templates/,
+// one file per template, and included by nginx.conf where each applies
+// (see [Supervisor.RunDir]). The package never reads environment variables
+// or flags; cmd/sudoku-edge parses them ([ParseTargets], [ParsePrefixes],
+// [ParseListen], [CheckDomain]) and wires a Supervisor.
 package nginx

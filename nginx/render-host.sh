@@ -8,10 +8,9 @@
 # (nginx.conf leaves worker_processes to sudoku-edge's -worker-processes)
 # or let sudoku-edge do it with -run-dir DIR/run -nginx-conf DIR/nginx.conf
 # -http-listen 127.0.0.1:HTTP_PORT (it rewrites listen.conf at start).
-# DIR/run holds the files nginx.conf includes: servers.conf for
-# SUDOKU_WORKERS (default 127.0.0.1:9000; sudoku-edge, when it runs nginx,
-# rewrites it), admission.conf, access-log.conf (no socket), tls.conf (TLS off),
-# trusted-clients.conf, real-ip.conf, listen.conf (127.0.0.1:HTTP_PORT).
+# DIR/run holds the files nginx.conf includes (sudoku-edge -help, -run-dir),
+# with servers.conf listing SUDOKU_WORKERS (default 127.0.0.1:9000) as
+# given: sudoku-edge, when it runs nginx, rewrites it.
 # $SUDOKU_EDGE names a built binary; without it, go run
 # builds one.
 set -euo pipefail

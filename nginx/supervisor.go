@@ -41,10 +41,8 @@ type Supervisor struct {
 	// (client-limits.conf, route-limits.conf, batch-limits.conf); the zero
 	// value takes DefaultClientLimits.
 	Clients ClientLimits
-	// RunDir receives the files nginx.conf includes: servers.conf,
-	// admission.conf, access-log.conf, tls.conf, trusted-clients.conf,
-	// real-ip.conf, listen.conf, events.conf, keepalive.conf,
-	// client-limits.conf, route-limits.conf, batch-limits.conf, and certs/
+	// RunDir receives the files nginx.conf includes, one per template in
+	// templates/ (X.conf.tmpl renders X.conf; TestRunDirFiles), and certs/
 	// with TLS.
 	RunDir string
 
@@ -419,10 +417,8 @@ func (m *masters) set(p *nginxProcess) {
 func (m *masters) Check(ctx context.Context) error { return m.get().Check(ctx) }
 func (m *masters) Reload() error                   { return m.get().Reload() }
 
-// Render writes the files nginx.conf includes into RunDir, as Run does
-// before it starts nginx (servers.conf, admission.conf, access-log.conf, tls.conf and the
-// placeholder certificates, trusted-clients.conf, real-ip.conf,
-// events.conf, keepalive.conf), and
+// Render writes the files nginx.conf includes into RunDir (and with TLS
+// the placeholder certificates), as Run does before it starts nginx, and
 // returns: the host stack (nginx/render-host.sh) starts nginx on them
 // itself. The workers are listed as the targets name them, without
 // probing, since they may not run yet.

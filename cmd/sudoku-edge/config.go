@@ -67,7 +67,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	fs.BoolVar(&s.ProxyProtocol, "proxy-protocol", false, "nginx's public listens take the PROXY protocol (v1 or v2) and the client's address comes from its header when the peer is one of -real-ip-from, which must name the balancers that send it (every connection must start with the header); off, X-Forwarded-For from -real-ip-from names the client")
 	fs.StringVar(&listen, "listen", "8080,8082", "nginx listen `addresses` (as nginx.conf's listen directives name them) that sudoku-edge opens and hands to nginx, so that a restarted nginx refuses no connection; the -tls-listen address is added with TLS on")
 	fs.StringVar(&trusted, "trusted-clients", "", "comma-separated client `addresses or prefixes` exempt from the per-client limits (a load balancer in front, a load-test host)")
-	fs.StringVar(&c.renderOnly, "render-only", "", "write the files nginx.conf includes into `directory` (servers.conf from the -workers targets as given, admission.conf, access-log.conf, tls.conf, trusted-clients.conf, real-ip.conf, listen.conf, events.conf, keepalive.conf, client-limits.conf, route-limits.conf, batch-limits.conf), as at start, and exit without starting nginx: the host stack (nginx/render-host.sh)")
+	fs.StringVar(&c.renderOnly, "render-only", "", "write the files nginx.conf includes into `directory` (those of -run-dir; servers.conf from the -workers targets as given), as at start, and exit without starting nginx: the host stack (nginx/render-host.sh)")
 	fs.StringVar(&c.renderConf, "render-conf", "", "write nginx.conf, sudoku-locations.conf, sudoku-fastcgi.conf, sudoku-www.conf and sudoku-guard.conf into `directory`, naming -run-dir, -www-root, -status-listen, -challenge-listen and -nginx-temp-dir, and exit (after -render-only, when both are given): the image's /etc/nginx and the host stack")
 	fs.StringVar(&c.site.WWWRoot, "www-root", "/usr/share/sudoku-www", "`directory` of the web page's files, for -render-conf")
 	fs.StringVar(&c.site.StatusListen, "status-listen", "8082", "nginx listen `address` of stub_status, for -render-conf")
@@ -75,7 +75,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	c.site.ReadTimeout, c.site.BatchReadTimeout = contract.ReadTimeout, contract.BatchReadTimeout
 	fs.Var(positiveDuration{&c.site.ReadTimeout}, "read-timeout", "nginx's fastcgi_read_timeout of a GET, for -render-conf: the `duration` after which a silent worker counts as hung and the GET goes to another; above the worker's -queue-timeout + -solve-timeout")
 	fs.Var(positiveDuration{&c.site.BatchReadTimeout}, "batch-read-timeout", "nginx's fastcgi_read_timeout of a batch POST, for -render-conf: a `duration` above the worker's -batch-timeout")
-	fs.StringVar(&s.RunDir, "run-dir", "/run/sudoku-edge", "`directory` for servers.conf, admission.conf, access-log.conf, tls.conf, trusted-clients.conf and exported certificates")
+	fs.StringVar(&s.RunDir, "run-dir", "/run/sudoku-edge", "`directory` for the files nginx.conf includes (one per template in nginx/templates) and exported certificates")
 	fs.StringVar(&s.Bin, "nginx", "nginx", "nginx `binary`")
 	fs.StringVar(&s.Conf, "nginx-conf", "/etc/nginx/nginx.conf", "nginx configuration `file` (-c)")
 	fs.IntVar(&s.WorkerProcesses, "worker-processes", runtime.GOMAXPROCS(0), "nginx worker_processes `count`: the default is the CPUs this process may use (its cgroup CPU quota and affinity, as GOMAXPROCS); 0 leaves it to nginx.conf")
