@@ -804,7 +804,7 @@ case_worker_stopped() {
 	local loop=$!
 	sleep 1
 	docker stop -t 15 "$victim" >/dev/null
-	sleep 4 # past sudoku-edge's next resolve (2 s): traffic after the reload too
+	sleep 4 # past sudoku-edge's next resolve rounds (-resolve-interval): traffic after the reload too
 	touch "$work/stopped"
 	wait "$loop"
 	echo "     $(wc -l <"$work/during") requests during and after the stop: $(sort "$work/during" | uniq -c | tr '\n' ' ')"

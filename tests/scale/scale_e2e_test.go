@@ -137,7 +137,8 @@ func TestScale(t *testing.T) {
 	time.Sleep(time.Second)
 	scale(t, compose, 2)
 	down := time.Now()
-	// The edge re-resolves every 2 s; give it time, then keep going.
+	// Several of the edge's resolve rounds (-resolve-interval,
+	// contract.ResolveInterval): the set changes, then load goes on.
 	time.Sleep(6 * time.Second)
 	res = stop()
 	t.Logf("scale down: %v", res)
