@@ -162,11 +162,11 @@ func renderAdmission(workers, maxConns int) ([]byte, error) {
 // flight. The raise stops where the servers together would take more than
 // pool, the idle connections nginx keeps (0: no bound): past it, every
 // burst opens connections that nginx then closes, and each new one costs a
-// worker 64 KiB (net/http/fcgi's record buffer) under its memory limit.
-// Two workers left of three, raised to 384 each, churned into 40
-// collections a second and half their goodput (tests/reliability/HISTORY.md);
-// the one left of two still takes 512. maxConns 0 (no cap), or no fewer
-// workers than budget, give maxConns back.
+// worker 64 KiB (net/http/fcgi's record buffer) under its memory limit,
+// enough churn to collapse its goodput into garbage collection
+// (tests/reliability/HISTORY.md, the budget's entry); a single worker left
+// still takes the whole pool. maxConns 0 (no cap), or no fewer workers
+// than budget, give maxConns back.
 func shareMaxConns(maxConns, workers, budget, pool int) int {
 	if maxConns == 0 || workers <= 0 || workers >= budget {
 		return maxConns
