@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -141,6 +142,10 @@ func (c *config) check() error {
 			return fmt.Errorf("-listen %q names a directory: the socket is named after -id, and %q is no file name (letters, digits, '.', '_', '-')", c.listen, c.svc.WorkerID)
 		}
 		c.listen = dir + "/" + c.svc.WorkerID + ".sock"
+	} else if strings.Contains(c.listen, "/") && !contract.SocketName(filepath.Base(c.listen)) {
+		// sudoku-edge lists and renders only such names: refuse here what
+		// it would leave out of nginx's upstream without a word.
+		return fmt.Errorf("-listen %q: %q is no socket file name sudoku-edge takes (letters, digits, '.', '_', '-', no leading '.')", c.listen, filepath.Base(c.listen))
 	}
 	var err error
 	if c.level, err = zerolog.ParseLevel(c.logLevel); err != nil {

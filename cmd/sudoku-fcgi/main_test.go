@@ -182,6 +182,8 @@ func TestParseFlags(t *testing.T) {
 		{"id unfit for a socket name", []string{"-listen", "/run/s/", "-id", "a/b"}, env(), "no file name"},
 		{"hidden socket name", []string{"-listen", "/run/s/", "-id", ".x"}, env(), "no file name"},
 		{"id unfit for nginx", []string{"-listen", "/run/s/", "-id", "a;b"}, env(), "no file name"},
+		{"socket path unfit for the edge", []string{"-listen", "/run/s/a+b.sock"}, env(), "no socket file name"},
+		{"hidden socket path", []string{"-listen", "/run/s/.w.sock"}, env(), "no socket file name"},
 		{"bad log level", []string{"-log-level", "loud"}, env(), "-log-level"},
 		{"extra args", []string{"x"}, env(), "unexpected"},
 	} {
