@@ -133,10 +133,11 @@ func (t Target) String() string {
 	return net.JoinHostPort(t.host, strconv.Itoa(int(t.port)))
 }
 
-// ParseTargets splits a comma-separated list of targets, host:port or
-// unix:<glob> (an absolute filepath.Match pattern), and checks each one.
-func ParseTargets(s string) ([]Target, error) {
-	out, err := parseList(s, parseTarget)
+// ParseTargets parses and checks worker targets, the items of a
+// comma-separated list: host:port or unix:<glob> (an absolute
+// filepath.Match pattern). None is an error.
+func ParseTargets(items []string) ([]Target, error) {
+	out, err := parseList(items, parseTarget)
 	if err != nil {
 		return nil, err
 	}

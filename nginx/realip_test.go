@@ -20,7 +20,7 @@ import (
 func TestRealIPFromTrustedProxyOnly(t *testing.T) {
 	bin, dir, runDir, port, chPort := supervisorSetup(t)
 	back := backend(t, "a")
-	trusted, err := ParsePrefixes("127.0.0.1")
+	trusted, err := ParsePrefixes([]string{"127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}

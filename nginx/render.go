@@ -178,11 +178,12 @@ func shareMaxConns(maxConns, workers, budget, pool int) int {
 	return raised
 }
 
-// ParsePrefixes parses a comma-separated list of client addresses
-// and prefixes ("203.0.113.7, 10.0.0.0/8, fd00::/8"); a bare address is a
-// prefix of its full length. An empty list is valid and trusts nobody.
-func ParsePrefixes(list string) ([]netip.Prefix, error) {
-	return parseList(list, parsePrefix)
+// ParsePrefixes parses client addresses and prefixes, the items of a
+// list such as "203.0.113.7, 10.0.0.0/8, fd00::/8" (the commands split it,
+// with cli.SplitList); a bare address is a prefix of its full length. An
+// empty list is valid and trusts nobody.
+func ParsePrefixes(items []string) ([]netip.Prefix, error) {
+	return parseList(items, parsePrefix)
 }
 
 // parsePrefix parses one item of ParsePrefixes's list.
@@ -215,16 +216,10 @@ func byteSize(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// parseList parses each item of a comma-separated list with parse, white
-// space around items trimmed and empty items skipped, and stops at the
-// first error.
-func parseList[T any](list string, parse func(string) (T, error)) ([]T, error) {
+// parseList parses each of items with parse and stops at the first error.
+func parseList[T any](items []string, parse func(string) (T, error)) ([]T, error) {
 	var out []T
-	for _, f := range strings.Split(list, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
+	for _, f := range items {
 		v, err := parse(f)
 		if err != nil {
 			return nil, err

@@ -148,7 +148,7 @@ func TestCheckDomain(t *testing.T) {
 }
 
 func TestRenderRealIP(t *testing.T) {
-	for name, list := range map[string]string{"realip_none.conf": "", "realip_some.conf": "10.0.0.0/8, 172.18.0.1,fd00::/8"} {
+	for name, list := range map[string][]string{"realip_none.conf": nil, "realip_some.conf": {"10.0.0.0/8", "172.18.0.1", "fd00::/8"}} {
 		t.Run(name, func(t *testing.T) {
 			ps, err := ParsePrefixes(list)
 			if err != nil {
@@ -164,9 +164,12 @@ func TestRenderRealIP(t *testing.T) {
 }
 
 func TestRenderTrustedClients(t *testing.T) {
-	tests := []struct{ name, list string }{
-		{"trusted_none.conf", ""},
-		{"trusted_some.conf", " 172.18.0.1, 10.1.2.3/8,,fd00::/8 ,2001:db8::7"},
+	tests := []struct {
+		name string
+		list []string
+	}{
+		{"trusted_none.conf", nil},
+		{"trusted_some.conf", []string{"172.18.0.1", "10.1.2.3/8", "fd00::/8", "2001:db8::7"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,9 +187,9 @@ func TestRenderTrustedClients(t *testing.T) {
 }
 
 func TestParseTrustedClientsRejects(t *testing.T) {
-	for _, list := range []string{"10.0.0.0/33", "example.com", "10.0.0.1 1; 0.0.0.0/0", "1.2.3.4/8;", "*"} {
-		if ps, err := ParsePrefixes(list); err == nil {
-			t.Errorf("ParseTrustedClients(%q) = %v, want an error", list, ps)
+	for _, item := range []string{"10.0.0.0/33", "example.com", "10.0.0.1 1; 0.0.0.0/0", "1.2.3.4/8;", "*"} {
+		if ps, err := ParsePrefixes([]string{item}); err == nil {
+			t.Errorf("ParsePrefixes(%q) = %v, want an error", item, ps)
 		}
 	}
 }

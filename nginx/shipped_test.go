@@ -220,7 +220,7 @@ func nonLoopback(t *testing.T) string {
 func TestShippedLoopbackExemptOnlyFromLoopbackPeer(t *testing.T) {
 	peer := nonLoopback(t)
 	s := startShipped(t, "%d", solver(nil, nil), func(sup *Supervisor) {
-		sup.RealIPFrom, _ = ParsePrefixes(peer + ", 127.0.0.1")
+		sup.RealIPFrom, _ = ParsePrefixes([]string{peer, "127.0.0.1"})
 	})
 	for _, tc := range []struct {
 		what, from, xff, client, limit string
@@ -255,7 +255,7 @@ func TestShippedLoopbackExemptOnlyFromLoopbackPeer(t *testing.T) {
 func TestShippedClientLimitIs429(t *testing.T) {
 	release, held := make(chan struct{}), make(chan struct{}, 64)
 	s := startShipped(t, "127.0.0.1:%d", solver(release, held), func(sup *Supervisor) {
-		sup.RealIPFrom, _ = ParsePrefixes("127.0.0.1")
+		sup.RealIPFrom, _ = ParsePrefixes([]string{"127.0.0.1"})
 	})
 	get := func(client, query string) (*http.Response, string) {
 		req, _ := http.NewRequest("GET", s.url("127.0.0.1", "/sudoku?"+query), nil)
@@ -426,7 +426,7 @@ func TestShippedIndexAndMethods(t *testing.T) {
 // without the header gets no answer.
 func TestShippedProxyProtocol(t *testing.T) {
 	s := startShipped(t, "127.0.0.1:%d", solver(nil, nil), func(sup *Supervisor) {
-		sup.RealIPFrom, _ = ParsePrefixes("127.0.0.1")
+		sup.RealIPFrom, _ = ParsePrefixes([]string{"127.0.0.1"})
 		sup.ProxyProtocol = true
 	})
 	// raw sends one request over a new connection from the source address
@@ -481,7 +481,7 @@ func TestShippedProxyProtocol(t *testing.T) {
 // and a body over MaxBody gets 413.
 func TestShippedClientLimitsAreSettings(t *testing.T) {
 	s := startShipped(t, "127.0.0.1:%d", solver(nil, nil), func(sup *Supervisor) {
-		sup.RealIPFrom, _ = ParsePrefixes("127.0.0.1")
+		sup.RealIPFrom, _ = ParsePrefixes([]string{"127.0.0.1"})
 		sup.Clients = ClientLimits{Rate: 1, Burst: 1, InFlight: 8, BatchRate: 1, BatchBurst: 0, BatchInFlight: 1, BatchBodies: 2, MaxBody: 1024}
 	})
 	send := func(client, method, body string) *http.Response {

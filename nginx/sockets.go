@@ -10,13 +10,13 @@ import (
 	"syscall"
 )
 
-// ParseListen parses a comma-separated list of nginx listen addresses
-// ("8080", "*:8080", "127.0.0.1:28080", "[::]:8080") into the socket
-// addresses they bind: a bare port or "*" is every IPv4 address, as in
-// nginx. Host names are refused: nginx would resolve them, sudoku-edge
-// does not.
-func ParseListen(list string) ([]netip.AddrPort, error) {
-	return parseList(list, parseListen)
+// ParseListen parses nginx listen addresses ("8080", "*:8080",
+// "127.0.0.1:28080", "[::]:8080"), the items of a comma-separated list, into
+// the socket addresses they bind: a bare port or "*" is every IPv4 address,
+// as in nginx. Host names are refused: nginx would resolve them,
+// sudoku-edge does not.
+func ParseListen(items []string) ([]netip.AddrPort, error) {
+	return parseList(items, parseListen)
 }
 
 func parseListen(l string) (netip.AddrPort, error) {

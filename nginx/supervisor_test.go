@@ -81,7 +81,7 @@ func TestSupervisorServesAndStopsGracefully(t *testing.T) {
 		backendAddrs = append(backendAddrs, strings.TrimPrefix(s.URL, "http://"))
 		backends = append(backends, s)
 	}
-	trusted, err := ParsePrefixes("127.0.0.1, 192.0.2.0/24")
+	trusted, err := ParsePrefixes([]string{"127.0.0.1", "192.0.2.0/24"})
 	if err != nil {
 		t.Fatal(err)
 	}

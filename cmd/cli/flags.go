@@ -164,3 +164,17 @@ func (fs *FlagSet) ParseFiles(args []string, lookupEnv func(string) (string, boo
 	}
 	return rest, nil
 }
+
+// SplitList returns the items of a comma-separated flag value, white space
+// around each trimmed and empty ones dropped: " a, b ,," is [a b], and ""
+// or "," is none. Every command splits its list flags with it, and the
+// packages they hand the items to parse each item alone.
+func SplitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -234,3 +234,24 @@ func TestHelpQuotesStringDefaults(t *testing.T) {
 		}
 	}
 }
+
+func TestSplitList(t *testing.T) {
+	for in, want := range map[string][]string{
+		"":      nil,
+		",":     nil,
+		" , ,":  nil,
+		"a":     {"a"},
+		" a b ": {"a b"},
+		// The lists nginx's Parse tests took whole before the commands split them.
+		" 8080, *:8082,127.0.0.1:28080, [::]:8443, [::1]:9 ,": {"8080", "*:8082", "127.0.0.1:28080", "[::]:8443", "[::1]:9"},
+		" 127.0.0.1:1, 127.0.0.1:2 ,":                         {"127.0.0.1:1", "127.0.0.1:2"},
+		"unix:/run/sudoku-fcgi/*.sock, sudoku:9000":           {"unix:/run/sudoku-fcgi/*.sock", "sudoku:9000"},
+		"10.0.0.0/8, 172.18.0.1,fd00::/8":                     {"10.0.0.0/8", "172.18.0.1", "fd00::/8"},
+		" 172.18.0.1, 10.1.2.3/8,,fd00::/8 ,2001:db8::7":      {"172.18.0.1", "10.1.2.3/8", "fd00::/8", "2001:db8::7"},
+		"10.0.0.1 1; 0.0.0.0/0":                               {"10.0.0.1 1; 0.0.0.0/0"},
+	} {
+		if got := SplitList(in); !slices.Equal(got, want) {
+			t.Errorf("SplitList(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

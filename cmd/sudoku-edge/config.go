@@ -43,7 +43,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	c := &config{}
 	s := &c.sup
 	fs := cli.NewFlagSet(name, summary, stdout)
-	s.Workers, _ = nginx.ParseTargets("sudoku:9000") // a valid constant
+	s.Workers, _ = nginx.ParseTargets([]string{"sudoku:9000"}) // a valid constant
 	fs.Var(targetsFlag{&s.Workers}, "workers", "worker `targets`, comma-separated: host:port to resolve, or unix:<glob> to list the unix sockets that match, e.g. unix:/run/sudoku-fcgi/*.sock")
 	s.ResolveInterval, s.BudgetHold = contract.ResolveInterval, time.Minute
 	fs.Var(positiveDuration{&s.ResolveInterval}, "resolve-interval", "`duration` between two lookups of the workers (nginx failing to connect to one brings the next forward)")
@@ -112,9 +112,9 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 		return nil, err
 	}
 	var err error
-	if c.sup.TrustedClients, err = nginx.ParsePrefixes(trusted); err != nil {
+	if c.sup.TrustedClients, err = nginx.ParsePrefixes(cli.SplitList(trusted)); err != nil {
 		err = fmt.Errorf("-trusted-clients: %w", err)
-	} else if c.sup.RealIPFrom, err = nginx.ParsePrefixes(realIP); err != nil {
+	} else if c.sup.RealIPFrom, err = nginx.ParsePrefixes(cli.SplitList(realIP)); err != nil {
 		err = fmt.Errorf("-real-ip-from: %w", err)
 	} else if c.sup.ProxyProtocol && len(c.sup.RealIPFrom) == 0 {
 		err = errors.New("-proxy-protocol needs -real-ip-from: the balancers whose PROXY protocol header names the client")
@@ -187,7 +187,7 @@ func listenAddrs(list string, o *nginx.TLSOptions) ([]netip.AddrPort, error) {
 	if o != nil {
 		list += "," + o.HTTPSListen
 	}
-	addrs, err := nginx.ParseListen(list)
+	addrs, err := nginx.ParseListen(cli.SplitList(list))
 	if err != nil {
 		return nil, fmt.Errorf("-listen: %w", err)
 	}
@@ -210,7 +210,7 @@ func (f targetsFlag) String() string {
 }
 
 func (f targetsFlag) Set(s string) error {
-	t, err := nginx.ParseTargets(s)
+	t, err := nginx.ParseTargets(cli.SplitList(s))
 	if err != nil {
 		return err
 	}
@@ -238,15 +238,4 @@ func (p positiveDuration) Set(s string) error {
 	}
 	*p.d = d
 	return nil
-}
-
-// splitList splits a comma-separated list and drops empty items.
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }

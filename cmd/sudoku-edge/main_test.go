@@ -9,9 +9,11 @@ import (
 	"net"
 	"net/http"
 	stdfcgi "net/http/fcgi"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,6 +61,18 @@ func TestParseConfig(t *testing.T) {
 		c, err := parseConfig(nil, env{"SUDOKU_EDGE_WORKERS": "unix:/run/sudoku-fcgi/*.sock,other:9000"}.get, io.Discard)
 		if err != nil || (targetsFlag{&c.sup.Workers}).String() != "unix:/run/sudoku-fcgi/*.sock,other:9000" {
 			t.Errorf("parseConfig(SUDOKU_EDGE_WORKERS=unix:...) = %+v, %v", c, err)
+		}
+	})
+	t.Run("lists take white space and empty items", func(t *testing.T) {
+		c := mustParse(t, []string{"-workers", " w:1, w:2 ,", "-listen", " 8080,,8082 ", "-trusted-clients", " 10.0.0.0/8 , "}, env{})
+		if got := (targetsFlag{&c.sup.Workers}).String(); got != "w:1,w:2" {
+			t.Errorf("-workers ' w:1, w:2 ,' gives %q, want w:1,w:2", got)
+		}
+		if want := []netip.AddrPort{netip.MustParseAddrPort("0.0.0.0:8080"), netip.MustParseAddrPort("0.0.0.0:8082")}; !slices.Equal(c.sup.Listen, want) {
+			t.Errorf("-listen ' 8080,,8082 ' gives %v, want %v", c.sup.Listen, want)
+		}
+		if want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}; !slices.Equal(c.sup.TrustedClients, want) {
+			t.Errorf("-trusted-clients ' 10.0.0.0/8 , ' gives %v, want %v", c.sup.TrustedClients, want)
 		}
 	})
 	t.Run("env twins, flags win", func(t *testing.T) {
@@ -112,6 +126,7 @@ func TestParseConfig(t *testing.T) {
 		{[]string{"-max-conns-per-worker", "many"}, nil, "invalid value"},
 		{[]string{"-workers", "sudoku"}, nil, "missing port"},
 		{[]string{"-workers", "unix:run/*.sock"}, nil, "absolute"},
+		{[]string{"-workers", " , "}, nil, "no worker target given"},
 		{[]string{"-log-level", "loud"}, nil, "log-level"},
 		{[]string{"-worker-processes", "-1"}, nil, "worker-processes"},
 		{[]string{"-keepalive", "0"}, nil, "-keepalive"},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 
+	"sudoku-fcgi/cmd/cli"
 	"sudoku-fcgi/nginx"
 )
 
@@ -23,7 +24,7 @@ type tlsFlags struct {
 	storageShared bool
 }
 
-func (t *tlsFlags) on() bool { return len(splitList(t.domains)) > 0 }
+func (t *tlsFlags) on() bool { return len(cli.SplitList(t.domains)) > 0 }
 
 func (t *tlsFlags) validate() error {
 	if t.replicas < 1 {
@@ -35,7 +36,7 @@ func (t *tlsFlags) validate() error {
 	if t.replicas > 1 && !t.storageShared {
 		return fmt.Errorf("-tls-domains with -replicas %d: each edge would order its own certificates into its own -tls-storage; run one TLS edge, or mount one storage on every edge (a network filesystem) and set -tls-storage-shared", t.replicas)
 	}
-	domains := splitList(t.domains)
+	domains := cli.SplitList(t.domains)
 	for _, d := range domains {
 		if err := nginx.CheckDomain(d); err != nil {
 			return fmt.Errorf("-tls-domains: %w", err)
@@ -64,7 +65,7 @@ func (t *tlsFlags) options() (*nginx.TLSOptions, error) {
 		return nil, nil
 	}
 	o := t.o
-	o.Domains = splitList(t.domains)
+	o.Domains = cli.SplitList(t.domains)
 	if t.caRoot != "" {
 		pem, err := os.ReadFile(t.caRoot)
 		if err != nil {

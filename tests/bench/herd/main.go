@@ -96,7 +96,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return err
 	}
 	if doMeasure {
-		return measure(stdout, splitList(puzzles))
+		return measure(stdout, cli.SplitList(puzzles))
 	}
 	o.seed = uint64(seed)
 	var err error
@@ -317,14 +317,9 @@ func writeSweep(w io.Writer, s sweepResult) {
 	fmt.Fprintf(w, "\nLeast-loaded herds (p99 above random's) from %v of staleness on.\n", herd)
 }
 
-// splitList returns the comma-separated items of s, blanks removed.
-func splitList(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
-}
-
 func parseUtils(s string) ([]float64, error) {
 	var out []float64
-	for _, f := range splitList(s) {
+	for _, f := range cli.SplitList(s) {
 		u, err := strconv.ParseFloat(f, 64)
 		if err != nil || u <= 0 || u >= 1 {
 			return nil, fmt.Errorf("-utilisation: %q is not a number in (0, 1)", f)
@@ -339,7 +334,7 @@ func parseUtils(s string) ([]float64, error) {
 
 func parseShapes(s string) ([]shape, error) {
 	var out []shape
-	for _, f := range splitList(s) {
+	for _, f := range cli.SplitList(s) {
 		b, srv, ok := strings.Cut(f, "x")
 		nb, err1 := strconv.Atoi(b)
 		ns, err2 := strconv.Atoi(srv)
@@ -356,7 +351,7 @@ func parseShapes(s string) ([]shape, error) {
 
 func parseDurations(s string) ([]time.Duration, error) {
 	var out []time.Duration
-	for _, f := range splitList(s) {
+	for _, f := range cli.SplitList(s) {
 		d, err := time.ParseDuration(f)
 		if err != nil || d < 0 {
 			return nil, fmt.Errorf("%q is not a duration >= 0", f)
