@@ -95,7 +95,7 @@ func startShipped(t *testing.T, listen string, worker http.Handler, set func(*Su
 	sup := &Supervisor{
 		Bin: bin, Prefix: dir, Conf: conf, RunDir: site.RunDir, WorkerProcesses: 1,
 		HTTPListen: fmt.Sprintf(listen, port), Workers: targets(t, workerAddr), Upstream: DefaultUpstream,
-		ResolveInterval: time.Second, BudgetHold: time.Minute, ChallengeListen: site.ChallengeListen,
+		ResolveInterval: time.Second, BudgetHold: time.Minute, ChallengeListen: site.ChallengeListen, ServeHTTP: serveHTTP,
 		Stdout: s.log, Stderr: io.Discard, Log: nginxtest.Logger(t), Metrics: s.metrics,
 	}
 	if set != nil {

@@ -98,6 +98,12 @@ type Supervisor struct {
 	MetricsListen  string
 	MetricsHandler http.Handler
 	Metrics        *Metrics // nil counts nothing
+	// ServeHTTP starts the challenge responder and the metrics listener:
+	// it serves h over plain HTTP on addr until the returned server is
+	// closed, and names the listener name in its error and in log.
+	// sudoku-edge passes cli.ServeHTTP, which the worker's listeners use
+	// too (nginx may not import it). Required.
+	ServeHTTP func(log zerolog.Logger, name, addr string, h http.Handler) (*http.Server, error)
 
 	// AccessLog, with a Path, is the socket nginx sends short access log
 	// lines to, counted into Metrics (access-log.conf).
@@ -146,6 +152,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	}
 	if s.ResolveInterval <= 0 {
 		return errors.New("nginx: Supervisor needs a positive ResolveInterval")
+	}
+	if s.ServeHTTP == nil {
+		return errors.New("nginx: Supervisor needs ServeHTTP")
 	}
 	stdout, stderr := s.Stdout, s.Stderr
 	if stdout == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
 
 	"sudoku-fcgi/nginx/nginxtest"
 )
@@ -34,9 +35,24 @@ func supervisorSetup(t *testing.T) (bin, dir, runDir string, port, chPort int) {
 // challenge listener on 127.0.0.1:chPort, nginx's output discarded and the
 // test's logger. It returns what Run returns.
 func startSupervisor(ctx context.Context, t *testing.T, sup *Supervisor, chPort int) <-chan error {
-	sup.ChallengeListen = fmt.Sprintf("127.0.0.1:%d", chPort)
+	sup.ChallengeListen, sup.ServeHTTP = fmt.Sprintf("127.0.0.1:%d", chPort), serveHTTP
 	sup.Stdout, sup.Stderr, sup.Log = io.Discard, io.Discard, nginxtest.Logger(t)
 	return nginxtest.Background(func() error { return sup.Run(ctx) })
+}
+
+// serveHTTP is the tests' Supervisor.ServeHTTP: sudoku-edge passes
+// cli.ServeHTTP, which nginx may not import, not even in its tests. It
+// serves h on addr until the server is closed, through httptest.
+func serveHTTP(_ zerolog.Logger, name, addr string, h http.Handler) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	return srv.Config, nil
 }
 
 // supervisorConf is a host variant of the project's nginx.conf layout:
@@ -202,8 +218,9 @@ func TestSupervisorServesAndStopsGracefully(t *testing.T) {
 func TestSupervisorRejectsBadConfig(t *testing.T) {
 	runDir := filepath.Join(t.TempDir(), "run")
 	for name, sup := range map[string]*Supervisor{
-		"no worker":   {ResolveInterval: time.Second, RunDir: runDir},
-		"no interval": {Workers: targets(t, "sudoku:9000"), RunDir: runDir},
+		"no worker":    {ResolveInterval: time.Second, RunDir: runDir},
+		"no interval":  {Workers: targets(t, "sudoku:9000"), RunDir: runDir},
+		"no ServeHTTP": {Workers: targets(t, "sudoku:9000"), ResolveInterval: time.Second, RunDir: runDir},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := sup.Run(context.Background()); err == nil {

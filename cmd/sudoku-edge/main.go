@@ -65,6 +65,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return err
 	}
 	s.MetricsHandler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	s.ServeHTTP = cli.ServeHTTP
 
 	renew := make(chan os.Signal, 1)
 	signal.Notify(renew, syscall.SIGUSR1)

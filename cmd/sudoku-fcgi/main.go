@@ -62,14 +62,14 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err != nil {
 		return err
 	}
-	internal, err := serveHTTP(log, "internal listener", c.internalListen, svc.InternalHandler(reg))
+	internal, err := cli.ServeHTTP(log, "internal listener", c.internalListen, svc.InternalHandler(reg))
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	defer shutdown(internal)
 	if c.pprofListen != "" {
-		pp, err := serveHTTP(log, "pprof listener", c.pprofListen, pprofHandler())
+		pp, err := cli.ServeHTTP(log, "pprof listener", c.pprofListen, pprofHandler())
 		if err != nil {
 			ln.Close()
 			return err

@@ -14,27 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
-	"github.com/rs/zerolog"
 
 	"sudoku-fcgi/solver"
 )
-
-// serveHTTP serves h over plain HTTP on addr until the returned server is
-// closed. name names the listener in the error and in log, where a
-// failure after the start goes.
-func serveHTTP(log zerolog.Logger, name, addr string, h http.Handler) (*http.Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error().Err(err).Str("listener", name).Msg("http listener stopped")
-		}
-	}()
-	return srv, nil
-}
 
 // newRegistry registers the service's and the FastCGI server's metrics,
 // the Go and process collectors, and sudoku_build_info with the solver's
