@@ -53,9 +53,13 @@ func TestSupervisorRestartsKilledMaster(t *testing.T) {
 	})
 
 	// worker_processes comes from the supervisor (-g); nginx.conf has none.
-	if n := children(t, sup.masters.get().Pid()); n != 3 {
-		t.Errorf("nginx master has %d worker processes, want WorkerProcesses=3", n)
-	}
+	// The master forks its workers one after another: wait for the third.
+	nginxtest.WaitUntil(t, 10*time.Second, "three worker processes", func() error {
+		if n := children(t, sup.masters.get().Pid()); n != 3 {
+			return fmt.Errorf("nginx master has %d worker processes, want WorkerProcesses=3", n)
+		}
+		return nil
+	})
 
 	// The steady client: one request at a time, a new connection each.
 	type tally struct {

@@ -113,13 +113,20 @@ func startShipped(t *testing.T, listen string, worker http.Handler, set func(*Su
 			t.Error("Run did not return within 20s of the cancel")
 		}
 	})
-	nginxtest.WaitUntil(t, 10*time.Second, "nginx accepts", func() error {
+	// The HTTP port is the supervisor's socket and takes connections before
+	// nginx runs; the status port is nginx's own, so an answer there says
+	// nginx is up.
+	nginxtest.WaitUntil(t, 10*time.Second, "nginx answers", func() error {
 		nginxtest.Running(t, s.done, "Run")
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			c.Close()
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/stub_status", statusPort))
+		if err != nil {
+			return err
 		}
-		return err
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("stub_status: %s", resp.Status)
+		}
+		return nil
 	})
 	return s
 }
@@ -328,28 +335,54 @@ func TestShippedClientLimitIs429(t *testing.T) {
 	close(release)
 	wg.Wait()
 
-	// Rate: 100 r/s with a burst of 200; 300 at once are over it.
-	var limited *http.Response
-	var limitedBody string
-	for i := range 300 {
-		if resp, body := get("203.0.113.3", fmt.Sprint("i=", i)); resp.StatusCode == 429 {
-			limited, limitedBody = resp, body
-			break
+	// Rate: 100 r/s with a burst of 200. flood sends up to n requests from
+	// one client, 32 at a time (under its 64 in flight), and returns the
+	// 429s: 32 in flight outrun the rate on any machine that answers a GET
+	// within 300 ms, however slow its requests are one after another.
+	flood := func(n int, enough func(refused []*http.Response, bodies []string) bool) ([]*http.Response, []string) {
+		var mu sync.Mutex
+		var refused []*http.Response
+		var bodies []string
+		sem := make(chan struct{}, 32)
+		var wg sync.WaitGroup
+		for i := range n {
+			mu.Lock()
+			done := enough(refused, bodies)
+			mu.Unlock()
+			if done {
+				break
+			}
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				if resp, body := get("203.0.113.3", fmt.Sprint("i=", i)); resp.StatusCode == 429 {
+					mu.Lock()
+					refused, bodies = append(refused, resp), append(bodies, body)
+					mu.Unlock()
+				}
+			}()
 		}
+		wg.Wait()
+		return refused, bodies
 	}
-	if limited == nil {
-		t.Fatal("300 requests from one client without a 429")
+	refused, bodies := flood(2000, func(r []*http.Response, _ []string) bool { return len(r) > 0 })
+	if len(refused) == 0 {
+		t.Fatal("2,000 requests from one client, 32 at a time, without a 429")
 	}
-	check429("over the rate", limited, limitedBody, "REJECTED", "")
+	check429("over the rate", refused[0], bodies[0], "REJECTED", "")
 
-	// Retry-After differs between requests (ids are random): the next 40
-	// refused requests show more than one value.
-	seen := map[string]int{}
-	for i := 0; i < 1000 && len(seen) < 2; i++ {
-		if resp, _ := get("203.0.113.3", fmt.Sprint("again=", i)); resp.StatusCode == 429 {
+	// Retry-After differs between requests (ids are random): refused
+	// requests show more than one value.
+	retryAfters := func(r []*http.Response) map[string]int {
+		seen := map[string]int{}
+		for _, resp := range r {
 			seen[resp.Header.Get("Retry-After")]++
 		}
+		return seen
 	}
+	refused, _ = flood(2000, func(r []*http.Response, _ []string) bool { return len(retryAfters(r)) >= 2 })
+	seen := retryAfters(refused)
 	if len(seen) < 2 {
 		t.Errorf("Retry-After of refused requests: %v, want it spread over 1-3", seen)
 	}
