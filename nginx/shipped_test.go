@@ -118,15 +118,7 @@ func startShipped(t *testing.T, listen string, worker http.Handler, set func(*Su
 	// nginx is up.
 	nginxtest.WaitUntil(t, 10*time.Second, "nginx answers", func() error {
 		nginxtest.Running(t, s.done, "Run")
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/stub_status", statusPort))
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("stub_status: %s", resp.Status)
-		}
-		return nil
+		return nginxtest.Answers200(fmt.Sprintf("http://127.0.0.1:%d/stub_status", statusPort))
 	})
 	return s
 }

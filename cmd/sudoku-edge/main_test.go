@@ -411,15 +411,7 @@ func TestBareEdgeCapsTheWorkers(t *testing.T) {
 			public := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
 			nginxtest.WaitUntil(t, 10*time.Second, "nginx reaches the worker", func() error {
 				nginxtest.Running(t, done, "run")
-				resp, err := http.Get(public + "/sudoku/stats")
-				if err != nil {
-					return err
-				}
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					return fmt.Errorf("GET /sudoku/stats = %d", resp.StatusCode)
-				}
-				return nil
+				return nginxtest.Answers200(public + "/sudoku/stats")
 			})
 			for name, want := range map[string]string{
 				"servers.conf":   fmt.Sprintf("\nserver %s max_fails=1 fail_timeout=1s max_conns=%d;\n", worker, tc.limit),

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,6 +164,20 @@ func WaitUntil(t testing.TB, timeout time.Duration, what string, f func() error)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// Answers200 GETs url and returns nil for a 200, else what came instead:
+// a condition for WaitUntil.
+func Answers200(url string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("GET %s = %s", url, resp.Status)
+	}
+	return nil
 }
 
 // RequireEnv returns the environment variable name, which the end-to-end
