@@ -17,8 +17,11 @@
 # worker's busy 503 (workers us/GET: every GET the workers answered).
 # On compose every run also prints what dockerd and containerd-shim spent;
 # a rejection's cost there is make bench-overload's (tests/reliability).
-# The last line is the summary of the best c32 run of the first transport:
+# Transport "anchor" runs the proxy_pass alternative instead (start_anchor).
+# The summary is the best c32 run of the first transport, and then its
+# ratios to the anchor's best:
 #   path: c32 N req/s p99 X ms, c480 M req/s, nginx A us, workers B us per answer
+#   against the anchor: c32 R, c480 S of its answers/s; nginx + workers C us per answer against D (E)
 #
 # COMPOSE=1 measures the compose stack instead (project sudoku-path, built
 # from this checkout, brought up afresh for each transport: unix sockets as
@@ -29,7 +32,7 @@
 # (SUDOKU_TRUSTED_CLIENTS) so the per-client limits do not apply.
 #
 # Env: PUZZLES (tests/reliability/testdata/test1000), N (60000 GETs per run),
-# TRANSPORTS ("unix tcp"), ROUNDS (3), DEPTHS ("32 480"), OUT (a temp dir;
+# TRANSPORTS ("unix tcp anchor"), ROUNDS (3), DEPTHS ("32 480"), OUT (a temp dir;
 # raw JSON per run), COMPOSE (0), WORKER_ENV (more SUDOKU_FCGI_*=value words
 # for the workers, e.g. SUDOKU_FCGI_GC_PERCENT=100), NGINX_SED (a sed script
 # run on the host stack's rendered nginx.conf, sudoku-locations.conf and
@@ -43,7 +46,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 puzzles=${PUZZLES:-$root/tests/reliability/testdata/test1000}
 n=${N:-60000} rounds=${ROUNDS:-3}
-read -r -a transports <<<"${TRANSPORTS:-unix tcp}"
+read -r -a transports <<<"${TRANSPORTS:-unix tcp anchor}"
 read -r -a depths <<<"${DEPTHS:-32 480}"
 work=$(mktemp -d)
 chmod 755 "$work" # nginx's worker processes (another user when run as root) reach the sockets
@@ -55,7 +58,7 @@ source "$root/tests/lib.sh" # wait_for, say, stop_pids, oncpu
 trap 'stop_pids "${pids[@]}"; rm -rf "$work"' EXIT
 
 say "building into $work/bin"
-go build -trimpath -o "$work/bin/" ./cmd/sudoku-fcgi ./cmd/sudoku-load
+go build -trimpath -o "$work/bin/" ./cmd/sudoku-fcgi ./cmd/sudoku-load ./tests/bench/anchor
 load=$work/bin/sudoku-load
 big=$work/puzzles.txt
 grep -E '^[0-9.]{81}$' "$puzzles" | awk -v n="$n" '{p[c++] = $0} END {for (i = 0; i < n; i++) print p[i % c]}' >"$big"
@@ -69,8 +72,48 @@ if ((EUID == 0)); then
 	nginx_user="user nobody $socket_group;"
 fi
 
+# The anchor (transport "anchor"): what an engineer would write instead of
+# FastCGI. Two tests/bench/anchor servers (the same fcgi.Service over
+# net/http, with the worker's GC defaults) behind a minimal nginx: no log,
+# no limits, proxy_pass with HTTP/1.1 keep-alive to the upstream.
+start_anchor() {
+	local i port servers=""
+	worker_pids=() internal=()
+	for i in 1 2; do
+		port=$((31600 + 10 * i))
+		env GOGC=400 GOMEMLIMIT=48MiB "$work/bin/anchor" -listen 127.0.0.1:$port -id a$i 2>>"$out/anchor$i.log" &
+		worker_pids+=($!)
+		pids+=($!)
+		servers+="server 127.0.0.1:$port; "
+		wait_for "http://127.0.0.1:$port/sudoku/stats"
+	done
+	rm -rf "$work/nginx"
+	mkdir -p "$work/nginx/logs"
+	cat >"$work/nginx/nginx.conf" <<-CONF
+		events { worker_connections 4096; }
+		http {
+		    access_log off;
+		    upstream anchor { $servers keepalive 64; }
+		    server {
+		        listen 127.0.0.1:31680 backlog=4096;
+		        location / {
+		            proxy_pass http://anchor;
+		            proxy_http_version 1.1;
+		            proxy_set_header Connection "";
+		        }
+		    }
+		}
+	CONF
+	nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g "daemon off; worker_processes 2; $nginx_user" >/dev/null 2>"$out/nginx-anchor.err" &
+	nginx_master=$!
+	pids+=($!)
+	wait_for "http://127.0.0.1:31680/sudoku/stats"
+	mapfile -t nginx_pids < <(echo "$nginx_master"; pgrep -P "$nginx_master")
+}
+
 start_stack() { # transport: 2 workers (with $worker_env) and nginx; sets nginx_pids, worker_pids, internal, nginx_master
 	local tr=$1 i addr servers="" port
+	[[ $tr != anchor ]] || { start_anchor; return; }
 	worker_pids=() internal=()
 	for i in 1 2; do
 		port=$((31600 + 10 * i))
@@ -147,7 +190,7 @@ measure() { # label url depth prefix: one batch run, one table row; prefix names
 	line=$(awk -v l="$label" -v c="$c" -v tp="$tp" -v p99="$p99" -v ok="$ok" -v e="$errs" \
 		-v dn=$((n1 - n0)) -v dw=$((w1 - w0)) -v da=$((a1 - a0)) -v dx=$((x1 - x0)) -v dg=$((g1 - g0)) -v dgc=$((gc1 - gc0)) -v heap="$h1" 'BEGIN {
 		a = ok > 0 ? ok : 1; all = ok + e > 0 ? ok + e : 1; g = dg > 0 ? dg : 1
-		printf "| %s | %d | %.0f | %.2f | %d | %.1f | %.1f | %.1f | %d | %.1f | %.1f | %.1f | %.1f | %d |", l, c, tp, p99, e, dn / a / 1000, dw / a / 1000, dn / all / 1000, dg, dw / g / 1000, da * 10000 / a, dx * 10000 / a, dgc * 10000 / g, heap }')
+		printf "| %s | %d | %.0f | %.2f | %d | %.1f | %.1f | %.1f | %d | %.1f | %.1f | %.1f | %.1f | %d |", l, c, tp, p99, e, dn / a / 1000, dw / a / 1000, dn / all / 1000, dg, (dg > 0 ? dw / g / 1000 : 0), da * 10000 / a, dx * 10000 / a, dgc * 10000 / g, heap }')
 	echo "$line"
 	echo "$line" >>"$out/table.md"
 	# What the container runtime spends beside the containers (the access
@@ -185,7 +228,7 @@ if [[ ${COMPOSE:-0} != 1 ]]; then
 			say "round $round/$rounds, $tr: starting 2 workers and nginx"
 			start_stack "$tr"
 			depth_runs "$tr" http://127.0.0.1:31680 host
-			if ((round == 1)) && [[ ${REJECT:-1} == 1 ]]; then
+			if ((round == 1)) && [[ ${REJECT:-1} == 1 && $tr != anchor ]]; then
 				say "rejection: concurrency cap 1, 32 in flight"
 				echo "limit_conn sudoku_admission 1;" >"$work/nginx/run/admission.conf"
 				nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -s reload
@@ -243,6 +286,7 @@ else
 	compose_cpu_daemons() { oncpu $(pgrep -x 'dockerd|containerd-shim'); } # comm is cut to 15 bytes: containerd-shim-runc-v2 too
 	for round in $(seq "$rounds"); do
 		for tr in "${transports[@]}"; do
+			[[ $tr != anchor ]] || continue # the anchor is a host row
 			up "$tr"
 			depth_runs "compose $tr, published port" http://127.0.0.1:31780 compose
 			depth_runs "compose $tr, direct" "$direct" compose
@@ -260,3 +304,18 @@ awk -F'|' -v tr="$summary_of" -v hi="${depths[-1]}" '
 		b = 1; for (i = 1; i <= r; i++) if (c32[i] + 0 > c32[b] + 0) b = i
 		printf "path: c32 %s req/s p99 %s ms, c%s %s req/s, nginx %s us, workers %s us per answer (%s)\n", c32[b], p99[b], hi, deep[b], ng[b], wk[b], tr
 	}' "$out/table.md"
+# The shipped path against the anchor: each one's round with the highest c32
+# rate, and the ratios (the target is >= 1 for the rates, <= 1 for the CPU).
+if [[ " ${transports[*]} " == *" anchor "* && ${transports[0]} != anchor ]]; then
+	awk -F'|' -v tr="${transports[0]}" -v hi="${depths[-1]}" '
+		{ for (i = 2; i <= NF; i++) gsub(/^ +| +$/, "", $i) }
+		($2 == tr || $2 == "anchor") && $3 == 32 { k = $2; r[k]++; c32[k, r[k]] = $4; cpu[k, r[k]] = $7 + $8 }
+		($2 == tr || $2 == "anchor") && $3 == hi { deep[$2, r[$2]] = $4 }
+		function best(k,   b, i) { b = 1; for (i = 1; i <= r[k]; i++) if (c32[k, i] + 0 > c32[k, b] + 0) b = i; return b }
+		END {
+			s = best(tr); a = best("anchor")
+			printf "against the anchor: c32 %.2f, c%s %.2f of its answers/s; nginx + workers %.1f us per answer against %.1f (%.2f)\n",
+				c32[tr, s] / c32["anchor", a], hi, (deep["anchor", a] > 0 ? deep[tr, s] / deep["anchor", a] : 0),
+				cpu[tr, s], cpu["anchor", a], cpu[tr, s] / cpu["anchor", a]
+		}' "$out/table.md"
+fi
