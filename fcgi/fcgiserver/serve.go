@@ -70,9 +70,10 @@ type Options struct {
 
 // defaultParamsBytes is DefaultOptions' MaxParamsBytes: what nginx with
 // large_client_header_buffers 4 8k (nginx/nginx.conf) can send. Its
-// request URI (at most 8 KiB) appears up to three times (REQUEST_URI,
-// then SCRIPT_NAME and DOCUMENT_URI for a long path, or QUERY_STRING for a
-// long query), and its header lines (at most 32 KiB together) grow when
+// request URI (at most 8 KiB) appears once with the shipped
+// sudoku-fastcgi.conf (REQUEST_URI), up to three times with Debian's
+// fastcgi_params (SCRIPT_NAME and DOCUMENT_URI for a long path, or
+// QUERY_STRING for a long query), and its header lines (at most 32 KiB together) grow when
 // they become params: a 3-byte line "a:\n" becomes the 8 bytes of the pair
 // HTTP_A="" (two length bytes, the HTTP_ prefix), 8/3 of its size. So 24
 // KiB + 86 KiB + the fixed params stay below 128 KiB. nginx's

@@ -52,9 +52,10 @@ func paramsRecords(id uint16, params []byte) []byte {
 	return append(b, fcgitest.Record(fcgitest.TypeParams, id, nil)...)
 }
 
-// nginxParams encodes the params nginx (nginx/sudoku-fastcgi.conf) sends
-// for a request with the given path and query and nHeaders header lines
-// "a:" (nginx 1.22 passes each, duplicates too, as HTTP_A).
+// nginxParams encodes the params nginx sends with Debian's fastcgi_params
+// and the shipped overrides (a superset of nginx/sudoku-fastcgi.conf's) for
+// a request with the given path and query and nHeaders header lines "a:"
+// (nginx 1.22 passes each, duplicates too, as HTTP_A).
 func nginxParams(path, query string, nHeaders int) []byte {
 	uri := path
 	if query != "" {
@@ -81,9 +82,9 @@ func nginxParams(path, query string, nHeaders int) []byte {
 
 // Issue 31: nginx/nginx.conf's large_client_header_buffers 4 8k admit a
 // request line up to 8 KiB and up to 32 KiB of header lines. As params the
-// URI appears up to three times (REQUEST_URI, SCRIPT_NAME, DOCUMENT_URI;
-// or QUERY_STRING) and a 3-byte header line "a:\n" grows to the 8 bytes of
-// HTTP_A="". With the old 32 KiB cap Serve closed the connection on such a
+// URI appears up to three times with Debian's fastcgi_params (REQUEST_URI,
+// SCRIPT_NAME, DOCUMENT_URI; or QUERY_STRING) and a 3-byte header line
+// "a:\n" grows to the 8 bytes of HTTP_A="". With the old 32 KiB cap Serve closed the connection on such a
 // request, and nginx answered 503 after a retry; it gets its answer now.
 func TestLargestNginxRequest(t *testing.T) {
 	const lineMax = 8 << 10                           // one large header buffer: the request line
