@@ -432,7 +432,12 @@ func (s *state) minilines(asm bool) (changed uint32, ok bool) {
 
 // search is one solve: the limit, what was found, and the budget.
 type search struct {
-	done    <-chan struct{} // the budget's end; nil when it never ends
+	// ctx is the budget. The search asks ctx.Err, an atomic load, rather
+	// than selecting on ctx.Done, whose channel a cancelable context makes
+	// on first use: an allocation per solve, and deep enough in the
+	// runtime to grow the stack of the goroutine that solves. nil never
+	// ends.
+	ctx     context.Context
 	limit   int
 	count   int
 	guesses int
@@ -445,10 +450,8 @@ func (sr *search) finished() bool { return sr.count >= sr.limit || sr.stopped }
 
 // budgetOver reports whether the budget has ended, and records it.
 func (sr *search) budgetOver() bool {
-	select {
-	case <-sr.done:
+	if sr.ctx.Err() != nil {
 		sr.stopped = true
-	default:
 	}
 	return sr.stopped
 }
@@ -464,7 +467,7 @@ func (sr *search) run(s *state, changed uint32) {
 			return
 		}
 		sr.guesses++
-		if sr.done != nil && sr.guesses%checkEvery == 0 && sr.budgetOver() {
+		if sr.ctx != nil && sr.guesses%checkEvery == 0 && sr.budgetOver() {
 			return
 		}
 		var d, i int
@@ -717,7 +720,7 @@ func solve(ctx context.Context, g Grid, limit int) (Result, error) {
 // solveWith is solve on the assembly engine when asm is true (only where it
 // is built and the CPU runs it), else on the scalar one; the tests run both.
 func solveWith(ctx context.Context, g Grid, limit int, asm bool) (Result, error) {
-	sr := search{done: ctx.Done(), limit: max(limit, 1), asm: asm}
+	sr := search{ctx: ctx, limit: max(limit, 1), asm: asm}
 	sr.start(g)
 	res := Result{Count: sr.count}
 	if sr.count > 0 {
