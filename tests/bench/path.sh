@@ -37,7 +37,8 @@
 # for the workers, e.g. SUDOKU_FCGI_GC_PERCENT=100), NGINX_SED (a sed script
 # run on the host stack's rendered nginx.conf, sudoku-locations.conf and
 # sudoku-fastcgi.conf, to measure a change of the config: 's/^ *access_log .*/access_log off;/'),
-# REJECT (1; 0 skips the rejection runs), CLIENT (sudoku-load, which checks
+# PROCS (1: GOMAXPROCS of each worker and anchor server), REJECT (1; 0
+# skips the rejection runs), CLIENT (sudoku-load, which checks
 # every answer; wrk: `wrk -t1 -c<depth> -d$WRK_DURATION` (10s) rotating the
 # puzzles with a Lua script, lighter on the shared cores but it checks only the
 # status). Ports 31600-31799 on 127.0.0.1.
@@ -81,7 +82,7 @@ start_anchor() {
 	worker_pids=() internal=()
 	for i in 1 2; do
 		port=$((31600 + 10 * i))
-		env GOGC=400 GOMEMLIMIT=48MiB "$work/bin/anchor" -listen 127.0.0.1:$port -id a$i 2>>"$out/anchor$i.log" &
+		env GOMAXPROCS="$procs" GOGC=400 GOMEMLIMIT=48MiB "$work/bin/anchor" -listen 127.0.0.1:$port -id a$i 2>>"$out/anchor$i.log" &
 		worker_pids+=($!)
 		pids+=($!)
 		servers+="server 127.0.0.1:$port; "
@@ -120,7 +121,7 @@ start_stack() { # transport: 2 workers (with $worker_env) and nginx; sets nginx_
 		if [[ $tr == unix ]]; then addr=$work/w$i.sock; servers+="unix:$addr "; else addr=127.0.0.1:$port; servers+="$addr "; fi
 		rm -f "$work/w$i.sock"
 		# shellcheck disable=SC2086 # WORKER_ENV is a list of VAR=value words
-		env SUDOKU_FCGI_LISTEN="$addr" SUDOKU_FCGI_INTERNAL_LISTEN=127.0.0.1:$((port + 1)) SUDOKU_FCGI_ID=w$i SUDOKU_FCGI_SOCKET_GROUP="$socket_group" $worker_env \
+		env GOMAXPROCS="$procs" SUDOKU_FCGI_LISTEN="$addr" SUDOKU_FCGI_INTERNAL_LISTEN=127.0.0.1:$((port + 1)) SUDOKU_FCGI_ID=w$i SUDOKU_FCGI_SOCKET_GROUP="$socket_group" $worker_env \
 			"$work/bin/sudoku-fcgi" 2>>"$out/worker$i-$tr.log" &
 		worker_pids+=($!)
 		pids+=($!)
@@ -211,6 +212,10 @@ depth_runs() { # label url hook
 	done
 }
 worker_env=${WORKER_ENV:-}
+# Each worker (and each anchor server) runs on PROCS cores, one by default
+# as compose runs them (cpus: 1.0 per worker: the Go runtime sets
+# GOMAXPROCS from the container's quota).
+procs=${PROCS:-1}
 client=${CLIENT:-sudoku-load} wrk_duration=${WRK_DURATION:-10s}
 lua=$root/tests/bench/rotate.lua
 export SUDOKU_PUZZLES=$puzzles
