@@ -2,6 +2,7 @@ package cmd_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -64,5 +65,42 @@ func TestEdgeLinksNoWorker(t *testing.T) {
 		if pkg == "sudoku-fcgi/solver" || pkg == "sudoku-fcgi/fcgi" || strings.HasPrefix(pkg, "sudoku-fcgi/solver/") || strings.HasPrefix(pkg, "sudoku-fcgi/fcgi/") {
 			t.Errorf("sudoku-edge links %s", pkg)
 		}
+	}
+}
+
+// TestEdgeRoomsImportOneWay: the edge's rooms under nginx/ import one
+// way, the root package (the Supervisor's wiring) at the top: the leaves
+// know nothing of the Supervisor, nor of each other but as listed.
+func TestEdgeRoomsImportOneWay(t *testing.T) {
+	allowed := map[string][]string{
+		"sudoku-fcgi/nginx/discover": nil,
+		"sudoku-fcgi/nginx/logs":     nil,
+		"sudoku-fcgi/nginx/proc":     nil,
+		"sudoku-fcgi/nginx/conf":     {"sudoku-fcgi/nginx/discover", "sudoku-fcgi/nginx/logs"},
+		"sudoku-fcgi/nginx/edgetls":  {"sudoku-fcgi/nginx/conf", "sudoku-fcgi/nginx/proc"},
+	}
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "../nginx/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	seen := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		may, room := allowed[f[0]]
+		if !room {
+			continue
+		}
+		seen++
+		for _, imp := range f[1:] {
+			if (imp == "sudoku-fcgi/nginx" || strings.HasPrefix(imp, "sudoku-fcgi/nginx/")) && !slices.Contains(may, imp) {
+				t.Errorf("%s imports %s: a room may import only %v of the edge", f[0], imp, may)
+			}
+		}
+	}
+	if seen != len(allowed) {
+		t.Errorf("go list named %d of the %d rooms:\n%s", seen, len(allowed), out)
 	}
 }

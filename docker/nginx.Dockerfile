@@ -44,10 +44,14 @@ RUN go mod download \
 	golang.org/x/sys \
 	golang.org/x/text \
 	google.golang.org/protobuf
-# Only what the Go build reads: the package and its embedded templates,
+# Only what the Go build reads: the packages and their embedded templates,
 # nginx.conf and the sudoku-*.conf files among them.
 COPY nginx/*.go nginx/*.conf nginx/
-COPY nginx/templates/ nginx/templates/
+COPY nginx/conf/ nginx/conf/
+COPY nginx/discover/ nginx/discover/
+COPY nginx/edgetls/ nginx/edgetls/
+COPY nginx/logs/ nginx/logs/
+COPY nginx/proc/ nginx/proc/
 # cmd/contract: the worker's limits that nginx's configuration allows for.
 COPY cmd/cli/ cmd/cli/
 COPY cmd/contract/ cmd/contract/

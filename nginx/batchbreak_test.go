@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"sudoku-fcgi/nginx/nginxtest"
 )
 
@@ -113,7 +111,7 @@ func TestShippedBrokenBatchIsTruncated(t *testing.T) {
 		t.Errorf("a batch whose worker died: %d, then %q, %v; want 200, the lines sent, then an unexpected EOF", resp.StatusCode, rest, err)
 	}
 	nginxtest.WaitUntil(t, 5*time.Second, "the truncated answer counted", func() error {
-		if n := testutil.ToFloat64(s.metrics.truncated); n != 1 {
+		if n := metricValue(t, s.metrics, "nginx_truncated_answers_total"); n != 1 {
 			return fmt.Errorf("sudoku_edge_nginx_truncated_answers_total %v, want 1", n)
 		}
 		return nil

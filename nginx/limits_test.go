@@ -11,6 +11,7 @@ import (
 
 	"sudoku-fcgi/cmd/contract"
 	"sudoku-fcgi/fcgi/fcgiserver"
+	"sudoku-fcgi/nginx/conf"
 )
 
 // TestSharedLimits checks the limits that nginx and the worker share on the
@@ -73,7 +74,7 @@ func TestSharedLimits(t *testing.T) {
 	// nginx holds a batch body in memory until the worker has it: it takes
 	// none larger than the worker does, or it would hold bodies that the
 	// worker then refuses.
-	files, err := renderClientLimits(DefaultClientLimits)
+	files, err := conf.RenderClientLimits(conf.DefaultClientLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,14 +121,14 @@ func TestBodyLimitMessage(t *testing.T) {
 		{64 << 10, "limit 64 KiB"},
 		{1500, "limit 1500 bytes"},
 	} {
-		l := DefaultClientLimits
+		l := conf.DefaultClientLimits
 		l.MaxBody = tt.max
-		files, err := renderClientLimits(l)
+		files, err := conf.RenderClientLimits(l)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := `default "request body too large (` + tt.want + `)";`; !strings.Contains(string(files[0]), want) {
-			t.Errorf("renderClientLimits(MaxBody %d): client-limits.conf lacks %s:\n%s", tt.max, want, files[0])
+			t.Errorf("conf.RenderClientLimits(MaxBody %d): client-limits.conf lacks %s:\n%s", tt.max, want, files[0])
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"sudoku-fcgi/nginx/conf"
 	"sudoku-fcgi/nginx/nginxtest"
 )
 
@@ -20,11 +21,11 @@ import (
 func TestRealIPFromTrustedProxyOnly(t *testing.T) {
 	bin, dir, runDir, port, chPort := supervisorSetup(t)
 	back := backend(t, "a")
-	trusted, err := ParsePrefixes([]string{"127.0.0.1"})
+	trusted, err := conf.ParsePrefixes([]string{"127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf := testNginxWorkers(t, 1, dir, runDir, port, fmt.Sprintf(`
+	cf := testNginxWorkers(t, 1, dir, runDir, port, fmt.Sprintf(`
     include %[1]s/tls.conf;
     include %[1]s/real-ip.conf;
     limit_req_zone $binary_remote_addr zone=per_client:1m rate=1r/m;
@@ -32,7 +33,7 @@ func TestRealIPFromTrustedProxyOnly(t *testing.T) {
         limit_req zone=per_client;
         add_header X-Client $remote_addr always;`)
 	sup := &Supervisor{
-		Bin: bin, Prefix: dir, Conf: conf, RunDir: runDir, RealIPFrom: trusted,
+		Bin: bin, Prefix: dir, Conf: cf, RunDir: runDir, RealIPFrom: trusted,
 		Workers:         targets(t, back.String()),
 		ResolveInterval: time.Second, BudgetHold: time.Minute,
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"sudoku-fcgi/nginx/conf"
 	"sudoku-fcgi/nginx/nginxtest"
 )
 
@@ -254,7 +255,7 @@ func TestGracefulStopRefusesNewConnections(t *testing.T) {
 	sup := &Supervisor{
 		Bin: bin, Prefix: dir, Conf: testNginxWorkers(t, 0, dir, runDir, port, "\n    include "+runDir+"/tls.conf;", ""), RunDir: runDir,
 		Listen:  []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))},
-		Workers: targets(t, held), Upstream: Upstream{}, WorkerProcesses: 1,
+		Workers: targets(t, held), Upstream: conf.Upstream{}, WorkerProcesses: 1,
 		ResolveInterval: time.Second, BudgetHold: time.Minute,
 	}
 	ctx, cancel := context.WithCancel(context.Background())

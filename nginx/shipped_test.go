@@ -17,8 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
+	"sudoku-fcgi/nginx/conf"
 	"sudoku-fcgi/nginx/nginxtest"
 )
 
@@ -74,7 +73,7 @@ func startShipped(t *testing.T, listen string, worker http.Handler, set func(*Su
 		wln.Close() // refused: nginx finds no worker that takes the request
 	}
 	_, file, _, _ := runtime.Caller(0)
-	site := Site{
+	site := conf.Site{
 		RunDir: filepath.Join(dir, "run"), WWWRoot: filepath.Join(filepath.Dir(file), "www"),
 		StatusListen:    fmt.Sprintf("127.0.0.1:%d", statusPort),
 		ChallengeListen: fmt.Sprintf("127.0.0.1:%d", chPort), TempDir: filepath.Join(dir, "tmp"),
@@ -87,15 +86,15 @@ func startShipped(t *testing.T, listen string, worker http.Handler, set func(*Su
 	}
 	// nginx runs as root here: its workers read the test's private
 	// directories. The rest is the shipped nginx.conf as it is.
-	conf := filepath.Join(dir, "test.conf")
-	if err := os.WriteFile(conf, []byte("user root;\ninclude nginx.conf;\n"), 0o644); err != nil {
+	cf := filepath.Join(dir, "test.conf")
+	if err := os.WriteFile(cf, []byte("user root;\ninclude nginx.conf;\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s := &shippedNginx{port: port, log: &lockedBuffer{}, metrics: NewMetrics()}
 	sup := &Supervisor{
-		Bin: bin, Prefix: dir, Conf: conf, RunDir: site.RunDir, WorkerProcesses: 1,
-		HTTPListen: fmt.Sprintf(listen, port), Workers: targets(t, workerAddr), Upstream: DefaultUpstream,
-		ResolveInterval: time.Second, BudgetHold: time.Minute, ChallengeListen: site.ChallengeListen, ServeHTTP: serveHTTP,
+		Bin: bin, Prefix: dir, Conf: cf, RunDir: site.RunDir, WorkerProcesses: 1,
+		HTTPListen: fmt.Sprintf(listen, port), Workers: targets(t, workerAddr), Upstream: conf.DefaultUpstream,
+		ResolveInterval: time.Second, BudgetHold: time.Minute, ChallengeListen: site.ChallengeListen, ServeHTTP: nginxtest.ServeHTTP,
 		Stdout: s.log, Stderr: io.Discard, Log: nginxtest.Logger(t), Metrics: s.metrics,
 	}
 	if set != nil {
@@ -219,7 +218,7 @@ func nonLoopback(t *testing.T) string {
 func TestShippedLoopbackExemptOnlyFromLoopbackPeer(t *testing.T) {
 	peer := nonLoopback(t)
 	s := startShipped(t, "%d", solver(nil, nil), func(sup *Supervisor) {
-		sup.RealIPFrom, _ = ParsePrefixes([]string{peer, "127.0.0.1"})
+		sup.RealIPFrom, _ = conf.ParsePrefixes([]string{peer, "127.0.0.1"})
 	})
 	for _, tc := range []struct {
 		what, from, xff, client, limit string
@@ -254,7 +253,7 @@ func TestShippedLoopbackExemptOnlyFromLoopbackPeer(t *testing.T) {
 func TestShippedClientLimitIs429(t *testing.T) {
 	release, held := make(chan struct{}), make(chan struct{}, 64)
 	s := startShipped(t, "127.0.0.1:%d", solver(release, held), func(sup *Supervisor) {
-		sup.RealIPFrom, _ = ParsePrefixes([]string{"127.0.0.1"})
+		sup.RealIPFrom, _ = conf.ParsePrefixes([]string{"127.0.0.1"})
 	})
 	get := func(client, query string) (*http.Response, string) {
 		req, _ := http.NewRequest("GET", s.url("127.0.0.1", "/sudoku?"+query), nil)
@@ -282,7 +281,7 @@ func TestShippedClientLimitIs429(t *testing.T) {
 			zone = "sudoku_client_conn"
 		}
 		nginxtest.WaitUntil(t, 5*time.Second, what+" counted by zone", func() error {
-			if n := testutil.ToFloat64(s.metrics.limited.WithLabelValues(zone)); n < 1 {
+			if n := metricValue(t, s.metrics, "nginx_limited_total", "zone", zone); n < 1 {
 				return fmt.Errorf("sudoku_edge_nginx_limited_total{zone=%q} = %v", zone, n)
 			}
 			return nil
@@ -316,7 +315,7 @@ func TestShippedClientLimitIs429(t *testing.T) {
 		t.Errorf("65th request in flight: %d %q; want 503 service full", resp.StatusCode, body)
 	}
 	nginxtest.WaitUntil(t, 5*time.Second, "the 65th counted by zone", func() error {
-		if n := testutil.ToFloat64(s.metrics.limited.WithLabelValues("sudoku_client_conn")); n < 1 {
+		if n := metricValue(t, s.metrics, "nginx_limited_total", "zone", "sudoku_client_conn"); n < 1 {
 			return fmt.Errorf("sudoku_edge_nginx_limited_total{zone=sudoku_client_conn} = %v", n)
 		}
 		return nil
@@ -451,7 +450,7 @@ func TestShippedIndexAndMethods(t *testing.T) {
 // without the header gets no answer.
 func TestShippedProxyProtocol(t *testing.T) {
 	s := startShipped(t, "127.0.0.1:%d", solver(nil, nil), func(sup *Supervisor) {
-		sup.RealIPFrom, _ = ParsePrefixes([]string{"127.0.0.1"})
+		sup.RealIPFrom, _ = conf.ParsePrefixes([]string{"127.0.0.1"})
 		sup.ProxyProtocol = true
 	})
 	// raw sends one request over a new connection from the source address
@@ -506,8 +505,8 @@ func TestShippedProxyProtocol(t *testing.T) {
 // and a body over MaxBody gets 413.
 func TestShippedClientLimitsAreSettings(t *testing.T) {
 	s := startShipped(t, "127.0.0.1:%d", solver(nil, nil), func(sup *Supervisor) {
-		sup.RealIPFrom, _ = ParsePrefixes([]string{"127.0.0.1"})
-		sup.Clients = ClientLimits{Rate: 1, Burst: 1, InFlight: 8, BatchRate: 1, BatchBurst: 0, BatchInFlight: 1, BatchBodies: 2, MaxBody: 1024}
+		sup.RealIPFrom, _ = conf.ParsePrefixes([]string{"127.0.0.1"})
+		sup.Clients = conf.ClientLimits{Rate: 1, Burst: 1, InFlight: 8, BatchRate: 1, BatchBurst: 0, BatchInFlight: 1, BatchBodies: 2, MaxBody: 1024}
 	})
 	send := func(client, method, body string) *http.Response {
 		req, _ := http.NewRequest(method, s.url("127.0.0.1", "/sudoku?puzzle=x"), strings.NewReader(body))

@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"sudoku-fcgi/nginx/conf"
 )
 
 // hostSite is a host stack's Site: every value differs from the image's.
-func hostSite(dir string) Site {
-	return Site{
+func hostSite(dir string) conf.Site {
+	return conf.Site{
 		RunDir: filepath.Join(dir, "run"), WWWRoot: "/src/nginx/www",
 		StatusListen: "127.0.0.1:28082", ChallengeListen: "127.0.0.1:28081", TempDir: filepath.Join(dir, "tmp"),
 	}
@@ -75,19 +77,19 @@ func TestRenderSiteNoTempDir(t *testing.T) {
 // A value that would end a directive, or an empty one, is refused before a
 // file is written; so is a listen address nginx would not take.
 func TestRenderSiteRefuses(t *testing.T) {
-	for name, set := range map[string]func(*Site){
-		"run dir with ;":      func(s *Site) { s.RunDir = "/run; include /etc/passwd" },
-		"www root with {":     func(s *Site) { s.WWWRoot = "/www {" },
-		"challenge with $":    func(s *Site) { s.ChallengeListen = "$host:1" },
-		"temp dir with space": func(s *Site) { s.TempDir = "/tmp x" },
-		"empty status listen": func(s *Site) { s.StatusListen = "" },
-		"empty www root":      func(s *Site) { s.WWWRoot = "" },
+	for name, set := range map[string]func(*conf.Site){
+		"run dir with ;":      func(s *conf.Site) { s.RunDir = "/run; include /etc/passwd" },
+		"www root with {":     func(s *conf.Site) { s.WWWRoot = "/www {" },
+		"challenge with $":    func(s *conf.Site) { s.ChallengeListen = "$host:1" },
+		"temp dir with space": func(s *conf.Site) { s.TempDir = "/tmp x" },
+		"empty status listen": func(s *conf.Site) { s.StatusListen = "" },
+		"empty www root":      func(s *conf.Site) { s.WWWRoot = "" },
 	} {
 		dir := t.TempDir()
 		site := hostSite(dir)
 		set(&site)
-		if err := RenderSite(dir, site); !errors.Is(err, errUnsafe) {
-			t.Errorf("%s: RenderSite = %v, want errUnsafe", name, err)
+		if err := RenderSite(dir, site); !errors.Is(err, conf.ErrUnsafe) {
+			t.Errorf("%s: RenderSite = %v, want ErrUnsafe", name, err)
 		}
 		if _, err := os.Stat(filepath.Join(dir, "nginx.conf")); err == nil {
 			t.Errorf("%s: nginx.conf written", name)

@@ -17,6 +17,12 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"sudoku-fcgi/nginx/conf"
+	"sudoku-fcgi/nginx/discover"
+	"sudoku-fcgi/nginx/edgetls"
+	"sudoku-fcgi/nginx/logs"
+	"sudoku-fcgi/nginx/proc"
 )
 
 // Supervisor runs nginx in the foreground and keeps what it reads in step
@@ -35,12 +41,12 @@ type Supervisor struct {
 	WorkerProcesses int
 	// Limits are nginx's connection limits for all its worker processes
 	// together, rendered per process (events.conf, keepalive.conf); zero
-	// fields take DefaultProcessLimits'.
-	Limits ProcessLimits
+	// fields take conf.DefaultProcessLimits'.
+	Limits conf.ProcessLimits
 	// Clients are the per-client limits and the batch bodies' count
 	// (client-limits.conf, route-limits.conf, batch-limits.conf); the zero
-	// value takes DefaultClientLimits.
-	Clients ClientLimits
+	// value takes conf.DefaultClientLimits.
+	Clients conf.ClientLimits
 	// RunDir receives the files nginx.conf includes, one per template in
 	// templates/ (X.conf.tmpl renders X.conf; TestRunDirFiles), and certs/
 	// with TLS.
@@ -56,17 +62,17 @@ type Supervisor struct {
 	// master runs.
 	Listen []netip.AddrPort
 
-	Workers         []Target      // at least one (ParseTargets)
-	resolver        resolver      // nil means net.DefaultResolver
-	ResolveInterval time.Duration // how often the workers are resolved again; > 0
-	BudgetHold      time.Duration // how long the workers left take a missing one's share before it counts as gone
-	Upstream        Upstream      // each worker's server parameters; the zero value sets no max_conns (DefaultUpstream)
+	Workers         []discover.Target // at least one (ParseTargets)
+	resolver        discover.Resolver // nil means net.DefaultResolver
+	ResolveInterval time.Duration     // how often the workers are resolved again; > 0
+	BudgetHold      time.Duration     // how long the workers left take a missing one's share before it counts as gone
+	Upstream        conf.Upstream     // each worker's server parameters; the zero value sets no max_conns (DefaultUpstream)
 	TrustedClients  []netip.Prefix
 	// RealIPFrom lists the load balancers in front of nginx whose
 	// X-Forwarded-For names the client (real-ip.conf); empty believes no
 	// header.
 	RealIPFrom []netip.Prefix
-	// HTTPListen is the plain HTTP server's listen (ParseListen's form),
+	// HTTPListen is the plain HTTP server's listen (conf.ParseListen's form),
 	// written to listen.conf, which the shipped nginx.conf includes in that
 	// server; empty writes comments only (an nginx.conf of its own).
 	HTTPListen string
@@ -81,7 +87,7 @@ type Supervisor struct {
 	// nginx proxies /.well-known/acme-challenge/ to. It runs with TLS off
 	// too, and then answers 404.
 	ChallengeListen string
-	TLS             *TLSOptions // nil turns TLS off
+	TLS             *edgetls.Options // nil turns TLS off
 	// Renew forces the renewal of every certificate on each value (the
 	// command sends SIGUSR1 here).
 	Renew <-chan os.Signal
@@ -107,7 +113,7 @@ type Supervisor struct {
 
 	// AccessLog, with a Path, is the socket nginx sends short access log
 	// lines to, counted into Metrics (access-log.conf).
-	AccessLog AccessLog
+	AccessLog logs.AccessLog
 
 	// Stdout and Stderr take nginx's access log (its stdout) and relayed
 	// error log, drained from pipes as nginx writes them; nil means
@@ -118,16 +124,16 @@ type Supervisor struct {
 	Log    zerolog.Logger
 
 	masters    *masters
-	newProcess func() *nginxProcess
+	newProcess func() *proc.Process
 	listeners  []*os.File  // the Listen sockets, handed to every master
 	started    atomic.Bool // a master runs: changes are checked and reloaded
-	applier    *configApplier
-	disc       *workerDiscovery
-	tls        *edgeTLS
-	addrs      []workerAddr  // the workers in servers.conf
-	limits     ProcessLimits // Limits, zero fields resolved (resolveDefaults)
-	clients    ClientLimits  // Clients, the zero value resolved
-	budget     workerBudget
+	applier    *proc.Applier
+	disc       *discover.Discovery
+	tls        *edgetls.Manager
+	addrs      []discover.Addr    // the workers in servers.conf
+	limits     conf.ProcessLimits // Limits, zero fields resolved (resolveDefaults)
+	clients    conf.ClientLimits  // Clients, the zero value resolved
+	budget     discover.Budget
 	wake       chan struct{} // a round now: nginx could not connect to a worker
 }
 
@@ -137,7 +143,7 @@ type ExitError struct{ Err error }
 
 func (e *ExitError) Error() string { return "nginx exited: " + e.Err.Error() }
 func (e *ExitError) Unwrap() error { return e.Err }
-func (e *ExitError) ExitCode() int { return exitCode(e.Err) }
+func (e *ExitError) ExitCode() int { return proc.ExitCode(e.Err) }
 
 func (s *Supervisor) path(name string) string { return filepath.Join(s.RunDir, name) }
 
@@ -166,7 +172,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if err := os.MkdirAll(s.RunDir, 0o755); err != nil {
 		return fmt.Errorf("creating run directory: %w", err)
 	}
-	s.disc = &workerDiscovery{Targets: s.Workers, Resolver: s.resolver, Timeout: s.ResolveInterval, DropRefusing: true}
+	s.disc = &discover.Discovery{Targets: s.Workers, Resolver: s.resolver, Timeout: s.ResolveInterval, DropRefusing: true}
 	s.wake = make(chan struct{}, 1)
 	// nginx's error log (its stderr) goes through a relay that holds back
 	// floods; its access log (stdout) is buffered by nginx itself.
@@ -187,7 +193,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return fmt.Errorf("access log pipe: %w", err)
 	}
 	copied := make(chan struct{})
-	go func() { defer close(copied); copyLines(stdout, outR) }()
+	go func() { defer close(copied); logs.CopyLines(stdout, outR) }()
 	defer func() {
 		outFile.Close()
 		select { // EOF once every nginx process is gone
@@ -197,9 +203,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		outR.Close()
 	}()
 	s.masters = &masters{}
-	s.applier = &configApplier{Checker: s.masters, Reloader: s.masters, Log: s.Log}
-	s.newProcess = func() *nginxProcess {
-		return &nginxProcess{Bin: s.Bin, Prefix: s.Prefix, Conf: s.Conf, WorkerProcesses: s.WorkerProcesses, Stdout: outFile, Stderr: errW, Listeners: s.listeners}
+	s.applier = &proc.Applier{Checker: s.masters, Reloader: s.masters, Log: s.Log, Count: s.Metrics.applied}
+	s.newProcess = func() *proc.Process {
+		return &proc.Process{Bin: s.Bin, Prefix: s.Prefix, Conf: s.Conf, WorkerProcesses: s.WorkerProcesses, Stdout: outFile, Stderr: errW, Listeners: s.listeners}
 	}
 	s.masters.set(s.newProcess())
 
@@ -209,21 +215,20 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if s.TLS != nil {
 		s.TLS.ProxyProtocol = s.ProxyProtocol
 	}
-	if s.tls, err = newEdgeTLS(s.TLS, s.RunDir, s.ChallengeListen, s.applier, s.Metrics, s.Log); err != nil {
+	if s.tls, err = edgetls.New(s.TLS, s.RunDir, s.ChallengeListen, s.applier, s.Metrics.tlsMetrics(), s.Log); err != nil {
 		return err
 	}
-	defer s.tls.stop() // stops certmagic's goroutines on every way out; safe twice
-	if err := s.tls.prepare(ctx); err != nil {
+	defer s.tls.Stop() // stops certmagic's goroutines on every way out; safe twice
+	if err := s.tls.Prepare(ctx); err != nil {
 		return err
 	}
 	if a := &s.AccessLog; a.Path != "" {
-		a.metrics = s.Metrics
-		if err := a.listen(); err != nil {
+		if err := a.Listen(s.Metrics.logMetrics()); err != nil {
 			return fmt.Errorf("access log socket: %w", err)
 		}
-		defer a.close()
+		defer a.Close()
 		go func() {
-			if err := a.serve(); err != nil {
+			if err := a.Serve(); err != nil {
 				s.Log.Error().Err(err).Msg("reading nginx's access log socket")
 			}
 		}()
@@ -238,10 +243,10 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return err
 	}
 	defer stopListeners()
-	if s.listeners, err = openListeners(s.Listen); err != nil {
+	if s.listeners, err = proc.OpenListeners(s.Listen); err != nil {
 		return err
 	}
-	defer func() { closeAll(s.listeners) }() // stop closes them first
+	defer func() { proc.CloseAll(s.listeners) }() // stop closes them first
 	s.masters.set(s.newProcess())
 
 	if err := s.masters.get().Start(); err != nil {
@@ -251,7 +256,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	relayed := make(chan struct{})
 	go func() {
 		defer close(relayed)
-		errLog := &errorLogRelay{Out: stderr, Log: s.Log, Truncated: s.Metrics.truncatedAnswer, Limited: s.Metrics.limitedAt, Unreachable: s.wakeRound}
+		errLog := &logs.ErrorLogRelay{Out: stderr, Log: s.Log, Metrics: s.Metrics.logMetrics(), Unreachable: s.wakeRound}
 		if err := errLog.Relay(errR); err != nil {
 			// Keep reading: a full pipe would stall nginx.
 			s.Log.Error().Err(err).Msg("relaying nginx's error log; dropping it from now on")
@@ -273,13 +278,13 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	bg, cancelBg := context.WithCancel(context.Background())
 	defer cancelBg()
 	go every(bg, s.ResolveInterval, s.wake, func() { s.round(bg) })
-	go s.tls.run(bg, s.Renew)
+	go s.tls.Run(bg, s.Renew)
 
 	if !s.keepRunning(ctx) {
 		return nil // ctx ended while no master ran
 	}
 	cancelBg()
-	s.tls.stop()
+	s.tls.Stop()
 	return s.stop()
 }
 
@@ -310,12 +315,12 @@ func (s *Supervisor) keepRunning(ctx context.Context) bool {
 		case <-p.Done():
 		}
 		err := p.Wait()
-		s.Log.Error().Err(err).Int("exit_code", exitCode(err)).Int("pid", p.Pid()).Msg("nginx master exited on its own; restarting it")
+		s.Log.Error().Err(err).Int("exit_code", proc.ExitCode(err)).Int("pid", p.Pid()).Msg("nginx master exited on its own; restarting it")
 		quitOrphans(p.Pid(), s.Log)
 		if time.Since(lastStart) > restartReset {
 			backoff = 0
 		}
-		cannotRun := failedToRun(err)
+		cannotRun := proc.FailedToRun(err)
 		for {
 			if cannotRun {
 				s.refuse()
@@ -355,7 +360,7 @@ func (s *Supervisor) refuse() {
 	if s.listeners == nil {
 		return
 	}
-	if err := closeAll(s.listeners); err != nil {
+	if err := proc.CloseAll(s.listeners); err != nil {
 		s.Log.Warn().Err(err).Msg("closing the listening sockets")
 	}
 	s.listeners = nil
@@ -368,7 +373,7 @@ func (s *Supervisor) listenAgain() error {
 	if s.listeners != nil || len(s.Listen) == 0 {
 		return nil
 	}
-	ls, err := openListeners(s.Listen)
+	ls, err := proc.OpenListeners(s.Listen)
 	if err != nil {
 		return err
 	}
@@ -399,25 +404,25 @@ func quitOrphans(pid int, log zerolog.Logger) {
 	}()
 }
 
-// masters holds the nginx master running now; the configApplier checks and
+// masters holds the nginx master running now; the proc.Applier checks and
 // reloads through it.
 type masters struct {
 	mu sync.Mutex
-	p  *nginxProcess
+	p  *proc.Process
 }
 
 var (
-	_ configChecker = (*masters)(nil)
-	_ reloader      = (*masters)(nil)
+	_ proc.Checker  = (*masters)(nil)
+	_ proc.Reloader = (*masters)(nil)
 )
 
-func (m *masters) get() *nginxProcess {
+func (m *masters) get() *proc.Process {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.p
 }
 
-func (m *masters) set(p *nginxProcess) {
+func (m *masters) set(p *proc.Process) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.p = p
@@ -438,28 +443,28 @@ func (s *Supervisor) Render(ctx context.Context) error {
 	if err := os.MkdirAll(s.RunDir, 0o755); err != nil {
 		return fmt.Errorf("creating run directory: %w", err)
 	}
-	s.disc = &workerDiscovery{Targets: s.Workers, Resolver: s.resolver, Timeout: s.ResolveInterval}
-	s.masters = &masters{p: &nginxProcess{}}
+	s.disc = &discover.Discovery{Targets: s.Workers, Resolver: s.resolver, Timeout: s.ResolveInterval}
+	s.masters = &masters{p: &proc.Process{}}
 	if err := s.writeStartFiles(ctx); err != nil {
 		return err
 	}
 	if s.TLS != nil {
 		s.TLS.ProxyProtocol = s.ProxyProtocol
 	}
-	tls, err := newEdgeTLS(s.TLS, s.RunDir, s.ChallengeListen, nil, s.Metrics, s.Log)
+	tls, err := edgetls.New(s.TLS, s.RunDir, s.ChallengeListen, nil, s.Metrics.tlsMetrics(), s.Log)
 	if err != nil {
 		return err
 	}
-	defer tls.stop()
-	return tls.prepare(ctx)
+	defer tls.Stop()
+	return tls.Prepare(ctx)
 }
 
 // stop stops nginx gracefully, or fast on one of the FastStop signals, and
 // waits for it.
 func (s *Supervisor) stop() error {
 	s.Log.Info().Msg("stopping nginx gracefully")
-	proc := s.masters.get()
-	if err := proc.Quit(); err != nil {
+	p := s.masters.get()
+	if err := p.Quit(); err != nil {
 		s.Log.Warn().Err(err).Msg("sending SIGQUIT to nginx")
 	}
 	// nginx closes its listening sockets when it quits; the supervisor's own
@@ -467,7 +472,7 @@ func (s *Supervisor) stop() error {
 	// worker_shutdown_timeout), the kernel accepting new connections into
 	// the backlog that no one serves. Closed now, a new connection is
 	// refused at once and its client retries elsewhere.
-	if err := closeAll(s.listeners); err != nil {
+	if err := proc.CloseAll(s.listeners); err != nil {
 		s.Log.Warn().Err(err).Msg("closing the listening sockets")
 	}
 	s.listeners = nil
@@ -481,13 +486,13 @@ func (s *Supervisor) stop() error {
 		select {
 		case <-again:
 			s.Log.Warn().Msg("second stop signal: fast nginx stop")
-			_ = proc.Terminate()
-		case <-proc.Done():
+			_ = p.Terminate()
+		case <-p.Done():
 			done = true
 		}
 	}
-	err := proc.Wait()
-	s.Log.Info().Err(err).Int("exit_code", exitCode(err)).Msg("nginx stopped")
+	err := p.Wait()
+	s.Log.Info().Err(err).Int("exit_code", proc.ExitCode(err)).Msg("nginx stopped")
 	if err != nil {
 		return &ExitError{err}
 	}
@@ -505,9 +510,9 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 		s.Log.Warn().Err(err).Msg("first worker lookup failed; starting with no upstream server")
 	}
 	// The budget is the most workers seen: while fewer answer, those take
-	// the missing ones' share of the requests in flight (renderUpstream),
+	// the missing ones' share of the requests in flight (conf.RenderUpstream),
 	// for BudgetHold at most.
-	s.budget = workerBudget{Hold: s.BudgetHold}
+	s.budget = discover.Budget{Hold: s.BudgetHold}
 	n := s.budget.Update(len(addrs), time.Now())
 	upstream, err := s.upstreamFiles(addrs, n)
 	if err != nil {
@@ -520,8 +525,8 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 	}
 	s.addrs = addrs
 	s.Metrics.workersNow(len(addrs), n)
-	s.Log.Info().Strs("workers", addrStrings(addrs)).Str("file", s.path("servers.conf")).Msg("upstream servers written")
-	if err := s.writePrefixes("trusted-clients.conf", "trusted clients", s.TrustedClients, renderTrustedClients); err != nil {
+	s.Log.Info().Strs("workers", discover.Strings(addrs)).Str("file", s.path("servers.conf")).Msg("upstream servers written")
+	if err := s.writePrefixes("trusted-clients.conf", "trusted clients", s.TrustedClients, conf.RenderTrustedClients); err != nil {
 		return err
 	}
 	if err := s.writeProcessLimits(); err != nil {
@@ -530,23 +535,23 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 	if err := s.writeClientLimits(); err != nil {
 		return err
 	}
-	accessLog, err := renderAccessLog(&s.AccessLog)
+	accessLog, err := conf.RenderAccessLog(&s.AccessLog)
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(s.path("access-log.conf"), accessLog, 0o644); err != nil {
+	if err := proc.WriteFileAtomic(s.path("access-log.conf"), accessLog, 0o644); err != nil {
 		return fmt.Errorf("writing access-log.conf: %w", err)
 	}
 	if err := s.writePrefixes("real-ip.conf", "trusted balancers", s.RealIPFrom, func(p []netip.Prefix) ([]byte, error) {
-		return renderRealIP(p, s.ProxyProtocol)
+		return conf.RenderRealIP(p, s.ProxyProtocol)
 	}); err != nil {
 		return err
 	}
-	listen, err := renderListen(s.HTTPListen, s.ProxyProtocol)
+	listen, err := conf.RenderListen(s.HTTPListen, s.ProxyProtocol)
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(s.path("listen.conf"), listen, 0o644); err != nil {
+	if err := proc.WriteFileAtomic(s.path("listen.conf"), listen, 0o644); err != nil {
 		return fmt.Errorf("writing listen.conf: %w", err)
 	}
 	s.Log.Info().Str("listen", s.HTTPListen).Bool("proxy_protocol", s.ProxyProtocol).Msg("HTTP listen written")
@@ -554,19 +559,19 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 }
 
 // resolveDefaults resolves, once, the settings whose zero value means
-// their default: Limits field by field (DefaultProcessLimits) and Clients
-// as a whole (DefaultClientLimits). Everything after reads the results.
+// their default: Limits field by field (conf.DefaultProcessLimits) and Clients
+// as a whole (conf.DefaultClientLimits). Everything after reads the results.
 func (s *Supervisor) resolveDefaults() {
 	s.limits = s.Limits
 	if s.limits.Connections == 0 {
-		s.limits.Connections = DefaultProcessLimits.Connections
+		s.limits.Connections = conf.DefaultProcessLimits.Connections
 	}
 	if s.limits.Keepalive == 0 {
-		s.limits.Keepalive = DefaultProcessLimits.Keepalive
+		s.limits.Keepalive = conf.DefaultProcessLimits.Keepalive
 	}
 	s.clients = s.Clients
-	if s.clients == (ClientLimits{}) {
-		s.clients = DefaultClientLimits
+	if s.clients == (conf.ClientLimits{}) {
+		s.clients = conf.DefaultClientLimits
 	}
 }
 
@@ -574,12 +579,12 @@ func (s *Supervisor) resolveDefaults() {
 // batch-limits.conf from the client limits.
 func (s *Supervisor) writeClientLimits() error {
 	l := s.clients
-	files, err := renderClientLimits(l)
+	files, err := conf.RenderClientLimits(l)
 	if err != nil {
 		return err
 	}
 	for i, name := range []string{"client-limits.conf", "route-limits.conf", "batch-limits.conf"} {
-		if err := writeFileAtomic(s.path(name), files[i], 0o644); err != nil {
+		if err := proc.WriteFileAtomic(s.path(name), files[i], 0o644); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
@@ -591,12 +596,12 @@ func (s *Supervisor) writeClientLimits() error {
 // process's share of the connection limits.
 func (s *Supervisor) writeProcessLimits() error {
 	l := s.limits
-	events, keepalive, err := renderProcessLimits(l, s.WorkerProcesses)
+	events, keepalive, err := conf.RenderProcessLimits(l, s.WorkerProcesses)
 	if err != nil {
 		return err
 	}
 	for name, b := range map[string][]byte{"events.conf": events, "keepalive.conf": keepalive} {
-		if err := writeFileAtomic(s.path(name), b, 0o644); err != nil {
+		if err := proc.WriteFileAtomic(s.path(name), b, 0o644); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
@@ -612,7 +617,7 @@ func (s *Supervisor) writePrefixes(name, what string, prefixes []netip.Prefix, r
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(s.path(name), b, 0o644); err != nil {
+	if err := proc.WriteFileAtomic(s.path(name), b, 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	s.Log.Info().Int("prefixes", len(prefixes)).Str("file", s.path(name)).Msg(what + " written")
@@ -645,8 +650,8 @@ func (s *Supervisor) round(ctx context.Context) {
 
 // applyWorkers renders and loads the upstream files for next, which a
 // lookup found in resolved.
-func (s *Supervisor) applyWorkers(ctx context.Context, next []workerAddr, resolved time.Duration, msg string) {
-	added, removed := diffAddrs(s.addrs, next)
+func (s *Supervisor) applyWorkers(ctx context.Context, next []discover.Addr, resolved time.Duration, msg string) {
+	added, removed := discover.Diff(s.addrs, next)
 	start := time.Now()
 	n := s.budget.Update(len(next), start)
 	upstream, err := s.upstreamFiles(next, n)
@@ -654,35 +659,28 @@ func (s *Supervisor) applyWorkers(ctx context.Context, next []workerAddr, resolv
 		s.Log.Error().Err(err).Msg("rendering the upstream files")
 		return
 	}
-	outcome, err := applyCounted(ctx, s.applier, s.Metrics, upstream...)
+	outcome, err := s.applier.Apply(ctx, upstream...)
 	ev := s.Log.Info()
 	if err != nil {
 		ev = s.Log.Error().Err(err)
 	}
-	ev.Strs("added", addrStrings(added)).Strs("removed", addrStrings(removed)).
-		Strs("workers", addrStrings(next)).Int("budget", n).Stringer("outcome", outcome).
+	ev.Strs("added", discover.Strings(added)).Strs("removed", discover.Strings(removed)).
+		Strs("workers", discover.Strings(next)).Int("budget", n).Stringer("outcome", outcome).
 		Dur("resolved_ms", resolved).Dur("applied_ms", time.Since(start)).Msg(msg)
 	s.addrs = next
 	s.Metrics.workersNow(len(next), n)
 }
 
-// applyCounted is a's Apply, counted in m.
-func applyCounted(ctx context.Context, a *configApplier, m *Metrics, changes ...configChange) (applyOutcome, error) {
-	outcome, err := a.Apply(ctx, changes...)
-	m.applied(outcome)
-	return outcome, err
-}
-
 // upstreamFiles renders servers.conf and admission.conf for addrs and the
-// budget of workers (renderUpstream). They always change together.
-func (s *Supervisor) upstreamFiles(addrs []workerAddr, budget int) ([]configChange, error) {
-	servers, admission, err := renderUpstream(joinTargets(s.Workers), addrs, budget, s.limits.Keepalive, s.Upstream)
+// budget of workers (conf.RenderUpstream). They always change together.
+func (s *Supervisor) upstreamFiles(addrs []discover.Addr, budget int) ([]proc.Change, error) {
+	servers, admission, err := conf.RenderUpstream(discover.JoinTargets(s.Workers), addrs, budget, s.limits.Keepalive, s.Upstream)
 	if err != nil {
 		return nil, err
 	}
-	return []configChange{
-		fileChange{Path: s.path("servers.conf"), Data: servers},
-		fileChange{Path: s.path("admission.conf"), Data: admission},
+	return []proc.Change{
+		proc.FileChange{Path: s.path("servers.conf"), Data: servers},
+		proc.FileChange{Path: s.path("admission.conf"), Data: admission},
 	}, nil
 }
 
@@ -729,12 +727,4 @@ func every(ctx context.Context, interval time.Duration, wake <-chan struct{}, f 
 		last = time.Now()
 		f()
 	}
-}
-
-func addrStrings(addrs []workerAddr) []string {
-	out := make([]string, len(addrs))
-	for i, a := range addrs {
-		out[i] = a.String()
-	}
-	return out
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/rs/zerolog"
 
+	"sudoku-fcgi/nginx/conf"
 	"sudoku-fcgi/nginx/nginxtest"
 )
 
@@ -35,24 +35,9 @@ func supervisorSetup(t *testing.T) (bin, dir, runDir string, port, chPort int) {
 // challenge listener on 127.0.0.1:chPort, nginx's output discarded and the
 // test's logger. It returns what Run returns.
 func startSupervisor(ctx context.Context, t *testing.T, sup *Supervisor, chPort int) <-chan error {
-	sup.ChallengeListen, sup.ServeHTTP = fmt.Sprintf("127.0.0.1:%d", chPort), serveHTTP
+	sup.ChallengeListen, sup.ServeHTTP = fmt.Sprintf("127.0.0.1:%d", chPort), nginxtest.ServeHTTP
 	sup.Stdout, sup.Stderr, sup.Log = io.Discard, io.Discard, nginxtest.Logger(t)
 	return nginxtest.Background(func() error { return sup.Run(ctx) })
-}
-
-// serveHTTP is the tests' Supervisor.ServeHTTP: sudoku-edge passes
-// cli.ServeHTTP, which nginx may not import, not even in its tests. It
-// serves h on addr until the server is closed, through httptest.
-func serveHTTP(_ zerolog.Logger, name, addr string, h http.Handler) (*http.Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	srv := httptest.NewUnstartedServer(h)
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	return srv.Config, nil
 }
 
 // supervisorConf is a host variant of the project's nginx.conf layout:
@@ -97,18 +82,18 @@ func TestSupervisorServesAndStopsGracefully(t *testing.T) {
 		backendAddrs = append(backendAddrs, strings.TrimPrefix(s.URL, "http://"))
 		backends = append(backends, s)
 	}
-	trusted, err := ParsePrefixes([]string{"127.0.0.1", "192.0.2.0/24"})
+	trusted, err := conf.ParsePrefixes([]string{"127.0.0.1", "192.0.2.0/24"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	metrics := NewMetrics()
 	reg := prometheus.NewRegistry()
-	if err := metrics.Register(reg); err != nil {
+	if err := reg.Register(metrics); err != nil {
 		t.Fatal(err)
 	}
 	sup := &Supervisor{
 		Bin: bin, Prefix: dir, Conf: supervisorConf(t, dir, runDir, port, chPort), RunDir: runDir,
-		Workers: targets(t, backendAddrs...), Upstream: Upstream{MaxConns: 64},
+		Workers: targets(t, backendAddrs...), Upstream: conf.Upstream{MaxConns: 64},
 		ResolveInterval: 100 * time.Millisecond, BudgetHold: time.Second, TrustedClients: trusted,
 		MetricsListen: fmt.Sprintf("127.0.0.1:%d", metricsPort), Metrics: metrics,
 		MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
@@ -258,7 +243,7 @@ func TestSupervisorUnixWorkers(t *testing.T) {
 	lnB, pathB := serve("b")
 	sup := &Supervisor{
 		Bin: bin, Prefix: dir, Conf: supervisorConf(t, dir, runDir, port, chPort), RunDir: runDir,
-		Workers: targets(t, "unix:"+sockDir+"/*.sock"), Upstream: Upstream{MaxConns: 64},
+		Workers: targets(t, "unix:"+sockDir+"/*.sock"), Upstream: conf.Upstream{MaxConns: 64},
 		ResolveInterval: 100 * time.Millisecond, BudgetHold: time.Minute,
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -38,7 +38,7 @@ func TestAgreements(t *testing.T) {
 }
 
 // TestSocketName covers the names the worker's check (socketName in
-// cmd/sudoku-fcgi) and the edge's (safeSocketPath in nginx) took before
+// cmd/sudoku-fcgi) and the edge's (discover.SafeSocketPath) took before
 // they became this one rule.
 func TestSocketName(t *testing.T) {
 	for _, tt := range []struct {

@@ -20,6 +20,10 @@ import (
 	"sudoku-fcgi/cmd/cli"
 	"sudoku-fcgi/cmd/contract"
 	"sudoku-fcgi/nginx"
+	"sudoku-fcgi/nginx/conf"
+	"sudoku-fcgi/nginx/discover"
+	"sudoku-fcgi/nginx/edgetls"
+	"sudoku-fcgi/nginx/logs"
 )
 
 const summary = `Runs nginx in the foreground, keeps its upstream in step with the worker
@@ -32,27 +36,27 @@ type config struct {
 	sup        nginx.Supervisor
 	renderOnly string // a directory: write the includes there and exit
 	renderConf string // a directory: write nginx.conf and the files beside it there and exit
-	site       nginx.Site
+	site       conf.Site
 	logLevel   string
 	level      zerolog.Level // parsed from logLevel by check
 	tls        tlsFlags
-	accessLog  nginx.AccessLog // its Path relative to the run directory until parseConfig ends
+	accessLog  logs.AccessLog // its Path relative to the run directory until parseConfig ends
 }
 
 func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io.Writer) (*config, error) {
 	c := &config{}
 	s := &c.sup
 	fs := cli.NewFlagSet(name, summary, stdout)
-	s.Workers, _ = nginx.ParseTargets([]string{"sudoku:9000"}) // a valid constant
+	s.Workers, _ = discover.ParseTargets([]string{"sudoku:9000"}) // a valid constant
 	fs.Var(targetsFlag{&s.Workers}, "workers", "worker `targets`, comma-separated: host:port to resolve, or unix:<glob> to list the unix sockets that match, e.g. unix:/run/sudoku-fcgi/*.sock")
 	s.ResolveInterval, s.BudgetHold = contract.ResolveInterval, time.Minute
 	fs.Var(positiveDuration{&s.ResolveInterval}, "resolve-interval", "`duration` between two lookups of the workers (nginx failing to connect to one brings the next forward)")
 	fs.Var(positiveDuration{&s.BudgetHold}, "budget-hold", "`duration` for which the workers left take a missing worker's share of the requests in flight before it counts as gone (a restart or crash is shorter, a scale-down longer)")
-	s.Upstream = nginx.DefaultUpstream
+	s.Upstream = conf.DefaultUpstream
 	fs.IntVar(&s.Upstream.MaxConns, "max-conns-per-worker", s.Upstream.MaxConns, "requests nginx sends one worker at once (the upstream's max_conns); past `count` x the workers /sudoku gets 503 at once, and while a worker is missing the others take its share; 0 sets no cap")
 	fs.IntVar(&s.Upstream.MaxFails, "max-fails", s.Upstream.MaxFails, "nginx's max_fails of each worker reached over TCP: failed `tries` within -fail-timeout that take it out of every nginx process for -fail-timeout, so a host that dies or is cut off costs no request its two tries; 0 turns it off; workers on unix sockets always get 0 (nginx/README.md, \"The max_fails trap\")")
 	fs.Var(positiveDuration{&s.Upstream.FailTimeout}, "fail-timeout", "nginx's fail_timeout of each worker reached over TCP, whole seconds: how long -max-fails failed tries (a busy worker's 503s among them) take it out")
-	s.Clients = nginx.DefaultClientLimits
+	s.Clients = conf.DefaultClientLimits
 	cl := &s.Clients
 	fs.IntVar(&cl.Rate, "client-rate", cl.Rate, "requests a `second` nginx takes from one client address, GET and POST together; past it and -client-burst, 429 at once")
 	fs.IntVar(&cl.Burst, "client-burst", cl.Burst, "requests above -client-rate that one client may send at once, never delayed (`count`)")
@@ -75,11 +79,11 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	c.site.ReadTimeout, c.site.BatchReadTimeout = contract.ReadTimeout, contract.BatchReadTimeout
 	fs.Var(positiveDuration{&c.site.ReadTimeout}, "read-timeout", "nginx's fastcgi_read_timeout of a GET, for -render-conf: the `duration` after which a silent worker counts as hung and the GET goes to another; above the worker's -queue-timeout + -solve-timeout")
 	fs.Var(positiveDuration{&c.site.BatchReadTimeout}, "batch-read-timeout", "nginx's fastcgi_read_timeout of a batch POST, for -render-conf: a `duration` above the worker's -batch-timeout")
-	fs.StringVar(&s.RunDir, "run-dir", "/run/sudoku-edge", "`directory` for the files nginx.conf includes (one per template in nginx/templates) and exported certificates")
+	fs.StringVar(&s.RunDir, "run-dir", "/run/sudoku-edge", "`directory` for the files nginx.conf includes (one per template in nginx/conf/templates) and exported certificates")
 	fs.StringVar(&s.Bin, "nginx", "nginx", "nginx `binary`")
 	fs.StringVar(&s.Conf, "nginx-conf", "/etc/nginx/nginx.conf", "nginx configuration `file` (-c)")
 	fs.IntVar(&s.WorkerProcesses, "worker-processes", runtime.GOMAXPROCS(0), "nginx worker_processes `count`: the default is the CPUs this process may use (its cgroup CPU quota and affinity, as GOMAXPROCS); 0 leaves it to nginx.conf")
-	s.Limits = nginx.DefaultProcessLimits
+	s.Limits = conf.DefaultProcessLimits
 	fs.IntVar(&s.Limits.Connections, "worker-connections", s.Limits.Connections, "nginx connections open at once (clients and workers) for all worker processes together: each gets its share as worker_connections")
 	fs.IntVar(&s.Limits.Keepalive, "keepalive", s.Limits.Keepalive, "idle connections to the workers that nginx keeps for reuse, for all worker processes together: each gets its share as the upstream's keepalive")
 	fs.StringVar(&s.Prefix, "nginx-prefix", "", "nginx prefix `directory` (-p); empty keeps nginx's default")
@@ -102,7 +106,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	fs.IntVar(&o.RedirectPort, "tls-redirect-port", 443, "public HTTPS `port` used in redirects")
 	fs.BoolVar(&o.HSTS, "tls-hsts", false, "send Strict-Transport-Security over HTTPS")
 	fs.IntVar(&o.HSTSMaxAge, "tls-hsts-max-age", 63072000, "HSTS max-age in `seconds`")
-	fs.StringVar(&c.accessLog.Path, "access-log-socket", "access-log.sock", "unix datagram `socket` nginx sends short access log lines to (one request in "+strconv.Itoa(nginx.SampleEvery)+", and each answer of status 400 and up but 429 and 503), which sudoku-edge counts by status and source (sudoku_edge_nginx_responses_total), relative to -run-dir; empty turns it off")
+	fs.StringVar(&c.accessLog.Path, "access-log-socket", "access-log.sock", "unix datagram `socket` nginx sends short access log lines to (one request in "+strconv.Itoa(logs.SampleEvery)+", and each answer of status 400 and up but 429 and 503), which sudoku-edge counts by status and source (sudoku_edge_nginx_responses_total), relative to -run-dir; empty turns it off")
 	fs.BoolVar(&c.accessLog.All, "access-log-all", false, "send a line for every answer to -access-log-socket: exact counts, at sudoku-edge CPU for each answer")
 	if err := fs.Parse(args, lookupEnv); err != nil {
 		return nil, err
@@ -112,9 +116,9 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 		return nil, err
 	}
 	var err error
-	if c.sup.TrustedClients, err = nginx.ParsePrefixes(cli.SplitList(trusted)); err != nil {
+	if c.sup.TrustedClients, err = conf.ParsePrefixes(cli.SplitList(trusted)); err != nil {
 		err = fmt.Errorf("-trusted-clients: %w", err)
-	} else if c.sup.RealIPFrom, err = nginx.ParsePrefixes(cli.SplitList(realIP)); err != nil {
+	} else if c.sup.RealIPFrom, err = conf.ParsePrefixes(cli.SplitList(realIP)); err != nil {
 		err = fmt.Errorf("-real-ip-from: %w", err)
 	} else if c.sup.ProxyProtocol && len(c.sup.RealIPFrom) == 0 {
 		err = errors.New("-proxy-protocol needs -real-ip-from: the balancers whose PROXY protocol header names the client")
@@ -183,11 +187,11 @@ func (c *config) check() error {
 }
 
 // listenAddrs parses -listen and adds the HTTPS listen address with TLS on.
-func listenAddrs(list string, o *nginx.TLSOptions) ([]netip.AddrPort, error) {
+func listenAddrs(list string, o *edgetls.Options) ([]netip.AddrPort, error) {
 	if o != nil {
 		list += "," + o.HTTPSListen
 	}
-	addrs, err := nginx.ParseListen(cli.SplitList(list))
+	addrs, err := conf.ParseListen(cli.SplitList(list))
 	if err != nil {
 		return nil, fmt.Errorf("-listen: %w", err)
 	}
@@ -196,7 +200,7 @@ func listenAddrs(list string, o *nginx.TLSOptions) ([]netip.AddrPort, error) {
 
 // targetsFlag is a flag.Value that parses worker targets once, at the
 // command line.
-type targetsFlag struct{ t *[]nginx.Target }
+type targetsFlag struct{ t *[]discover.Target }
 
 func (f targetsFlag) String() string {
 	if f.t == nil {
@@ -210,7 +214,7 @@ func (f targetsFlag) String() string {
 }
 
 func (f targetsFlag) Set(s string) error {
-	t, err := nginx.ParseTargets(cli.SplitList(s))
+	t, err := discover.ParseTargets(cli.SplitList(s))
 	if err != nil {
 		return err
 	}

@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(version.NewCollector("sudoku")) // a fresh registry cannot refuse it
 	s.Metrics = nginx.NewMetrics()
-	if err := s.Metrics.Register(reg); err != nil {
+	if err := reg.Register(s.Metrics); err != nil {
 		return err
 	}
 	s.MetricsHandler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})

@@ -21,6 +21,8 @@ import (
 
 	"sudoku-fcgi/cmd/cli"
 	"sudoku-fcgi/nginx"
+	"sudoku-fcgi/nginx/conf"
+	"sudoku-fcgi/nginx/logs"
 	"sudoku-fcgi/nginx/nginxtest"
 )
 
@@ -46,7 +48,7 @@ func TestParseConfig(t *testing.T) {
 		if s.WorkerProcesses != runtime.GOMAXPROCS(0) {
 			t.Errorf("default -worker-processes = %d, want GOMAXPROCS %d (the CPUs the container may use)", s.WorkerProcesses, runtime.GOMAXPROCS(0))
 		}
-		if (targetsFlag{&s.Workers}).String() != "sudoku:9000" || s.ResolveInterval != time.Second || s.Upstream != (nginx.Upstream{MaxConns: 256, MaxFails: 1, FailTimeout: time.Second}) || s.BudgetHold != time.Minute || s.RunDir != "/run/sudoku-edge" ||
+		if (targetsFlag{&s.Workers}).String() != "sudoku:9000" || s.ResolveInterval != time.Second || s.Upstream != (conf.Upstream{MaxConns: 256, MaxFails: 1, FailTimeout: time.Second}) || s.BudgetHold != time.Minute || s.RunDir != "/run/sudoku-edge" ||
 			s.Bin != "nginx" || s.Conf != "/etc/nginx/nginx.conf" || s.ChallengeListen != "127.0.0.1:8081" || s.MetricsListen != ":9145" ||
 			s.ProxyProtocol || s.HTTPListen != "8080" {
 			t.Errorf("parseConfig(nil) = %+v, want the documented defaults", s)
@@ -90,18 +92,18 @@ func TestParseConfig(t *testing.T) {
 			"SUDOKU_EDGE_HTTP_LISTEN":          "127.0.0.1:18080",
 		})
 		s := &c.sup
-		if (targetsFlag{&s.Workers}).String() != "w:1" || s.ResolveInterval != 500*time.Millisecond || s.Upstream != (nginx.Upstream{MaxConns: 64, MaxFails: 2, FailTimeout: time.Second}) || s.BudgetHold != 5*time.Minute ||
-			s.MetricsListen != "127.0.0.1:19145" || s.WorkerProcesses != 3 || s.Limits != (nginx.ProcessLimits{Connections: 8192, Keepalive: 90}) ||
+		if (targetsFlag{&s.Workers}).String() != "w:1" || s.ResolveInterval != 500*time.Millisecond || s.Upstream != (conf.Upstream{MaxConns: 64, MaxFails: 2, FailTimeout: time.Second}) || s.BudgetHold != 5*time.Minute ||
+			s.MetricsListen != "127.0.0.1:19145" || s.WorkerProcesses != 3 || s.Limits != (conf.ProcessLimits{Connections: 8192, Keepalive: 90}) ||
 			!s.ProxyProtocol || len(s.RealIPFrom) != 1 || s.HTTPListen != "127.0.0.1:18080" {
 			t.Errorf("parseConfig = %+v", s)
 		}
 	})
 	t.Run("access log socket", func(t *testing.T) {
-		if c := mustParse(t, nil, env{}); c.accessLog != (nginx.AccessLog{Path: "/run/sudoku-edge/access-log.sock"}) {
+		if c := mustParse(t, nil, env{}); c.accessLog != (logs.AccessLog{Path: "/run/sudoku-edge/access-log.sock"}) {
 			t.Errorf("default access log = %+v, want access-log.sock in the run directory, sampled", c.accessLog)
 		}
 		c := mustParse(t, []string{"-access-log-all", "-run-dir", "/r"}, env{"SUDOKU_EDGE_ACCESS_LOG_SOCKET": "/log.sock"})
-		if c.accessLog != (nginx.AccessLog{Path: "/log.sock", All: true}) {
+		if c.accessLog != (logs.AccessLog{Path: "/log.sock", All: true}) {
 			t.Errorf("access log = %+v, want /log.sock, every answer", c.accessLog)
 		}
 		if c := mustParse(t, []string{"-access-log-socket", "x.sock", "-run-dir", "/r"}, env{}); c.accessLog.Path != "/r/x.sock" {

@@ -8,18 +8,19 @@ import (
 	"slices"
 
 	"sudoku-fcgi/cmd/cli"
-	"sudoku-fcgi/nginx"
+	"sudoku-fcgi/nginx/conf"
+	"sudoku-fcgi/nginx/edgetls"
 )
 
 // tlsFlags holds the TLS flags (registered with the others in
 // parseConfig). With no domains TLS is off and nothing reaches out to any CA.
 type tlsFlags struct {
 	domains, caRoot string
-	o               nginx.TLSOptions
+	o               edgetls.Options
 	// replicas is how many edges serve the site; above one, each would
 	// order its own certificates unless storageShared says that they all
 	// mount one -tls-storage (certmagic's locks there let one order and
-	// the others load what it stored: nginx's TestSharedStorageOrdersOnce).
+	// the others load what it stored: edgetls's TestSharedStorageOrdersOnce).
 	replicas      int
 	storageShared bool
 }
@@ -38,7 +39,7 @@ func (t *tlsFlags) validate() error {
 	}
 	domains := cli.SplitList(t.domains)
 	for _, d := range domains {
-		if err := nginx.CheckDomain(d); err != nil {
+		if err := conf.CheckDomain(d); err != nil {
 			return fmt.Errorf("-tls-domains: %w", err)
 		}
 	}
@@ -60,7 +61,7 @@ func (t *tlsFlags) validate() error {
 
 // options returns the supervisor's TLS options, nil when TLS is off, with
 // the -tls-ca-root file read.
-func (t *tlsFlags) options() (*nginx.TLSOptions, error) {
+func (t *tlsFlags) options() (*edgetls.Options, error) {
 	if !t.on() {
 		return nil, nil
 	}

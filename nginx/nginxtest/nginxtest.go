@@ -2,7 +2,8 @@
 // cmd/sudoku-edge and tests/*: finding the host's nginx, picking free
 // loopback ports, writing host nginx.conf files, reading the certificate
 // nginx serves, running a command in the background, logging to the test
-// and requiring the environment an end-to-end run sets.
+// and requiring the environment an end-to-end run sets, plus stand-ins for
+// a worker (Backend) and for sudoku-edge's HTTP listeners (ServeHTTP).
 //
 // It is for tests only; no production code may import it.
 package nginxtest
@@ -14,9 +15,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -232,4 +236,30 @@ func Returned(t testing.TB, done <-chan error, timeout time.Duration, what strin
 		t.Fatalf("%s did not return within %v", what, timeout)
 		return nil
 	}
+}
+
+// Backend starts an HTTP server that answers body to every request until
+// the test ends, and returns its address.
+func Backend(t testing.TB, body string) netip.AddrPort {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(body))
+	}))
+	t.Cleanup(s.Close)
+	return netip.MustParseAddrPort(strings.TrimPrefix(s.URL, "http://"))
+}
+
+// ServeHTTP stands in for cli.ServeHTTP, which nothing under nginx/ may
+// import, not even its tests: it serves h on addr until the server is
+// closed, through httptest, and names the listener name in its error.
+func ServeHTTP(_ zerolog.Logger, name, addr string, h http.Handler) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	return srv.Config, nil
 }

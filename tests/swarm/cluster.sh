@@ -300,7 +300,7 @@ under_load() {
 # judge NAME MAXWINDOW [RECOVERS]: fails unless NAME's failures, first to
 # last, span at most MAXWINDOW ms (0: unless none failed; "retry": none
 # failed after the load's retry, see LOADS), no request took longer than
-# the FastCGI read timeout and a retry's connect (nginx/site.go), and,
+# the FastCGI read timeout and a retry's connect (nginx/conf/site.go), and,
 # with RECOVERS, its rate was back within 30 s (a rolling update's new
 # tasks slow the answers on 2 cores without failing any, so it is judged
 # on failures only). A request sent again may take two such times and

@@ -1,4 +1,4 @@
-package nginx
+package conf
 
 import (
 	"bytes"
@@ -46,17 +46,17 @@ var DefaultClientLimits = ClientLimits{
 // least 0.
 func (l ClientLimits) Check() error {
 	if l.Rate < 1 || l.InFlight < 1 || l.BatchRate < 1 || l.BatchInFlight < 1 || l.BatchBodies < 1 || l.MaxBody < 1 {
-		return fmt.Errorf("%w: client limits %+v: rates, counts and the body size must be at least 1", errUnsafe, l)
+		return fmt.Errorf("%w: client limits %+v: rates, counts and the body size must be at least 1", ErrUnsafe, l)
 	}
 	if l.Burst < 0 || l.BatchBurst < 0 {
-		return fmt.Errorf("%w: client limits %+v: bursts must be at least 0", errUnsafe, l)
+		return fmt.Errorf("%w: client limits %+v: bursts must be at least 0", ErrUnsafe, l)
 	}
 	return nil
 }
 
-// renderClientLimits renders client-limits.conf, route-limits.conf and
+// RenderClientLimits renders client-limits.conf, route-limits.conf and
 // batch-limits.conf, in that order.
-func renderClientLimits(l ClientLimits) ([3][]byte, error) {
+func RenderClientLimits(l ClientLimits) ([3][]byte, error) {
 	var files [3][]byte
 	if err := l.Check(); err != nil {
 		return files, err

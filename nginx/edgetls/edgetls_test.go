@@ -1,4 +1,4 @@
-package nginx
+package edgetls
 
 import "testing"
 

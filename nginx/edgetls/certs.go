@@ -1,4 +1,4 @@
-package nginx
+package edgetls
 
 import (
 	"bytes"
@@ -26,6 +26,8 @@ import (
 	"github.com/caddyserver/certmagic"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+
+	"sudoku-fcgi/nginx/proc"
 )
 
 // certOptions configures a certManager.
@@ -52,7 +54,7 @@ type certOptions struct {
 }
 
 // certManager keeps one certificate per domain with certmagic (ACME,
-// HTTP-01 only) and hands every new pair out as a configChange for nginx; it
+// HTTP-01 only) and hands every new pair out as a proc.Change for nginx; it
 // never checks or reloads nginx itself. Due tells when to ask for one.
 type certManager struct {
 	opts   certOptions
@@ -147,7 +149,7 @@ func (m *certManager) Prepare(ctx context.Context) (*pairsChange, error) {
 	return ch, nil
 }
 
-// Pairs returns the pairs from storage as a configChange that exports them for
+// Pairs returns the pairs from storage as a proc.Change that exports them for
 // nginx when they differ from the exported ones. A pair missing from
 // storage keeps what is exported (the placeholder at first). Call Exported
 // once nginx has accepted it.
@@ -316,7 +318,7 @@ func selfSignedBy(name, org string) (*pair, error) {
 	return newPair(name, cert, keyPEM, source)
 }
 
-// pairsChange is a configChange that writes all pairs into a new version
+// pairsChange is a proc.Change that writes all pairs into a new version
 // directory and swaps the live symlink to it, so nginx never sees a
 // certificate with the wrong key.
 type pairsChange struct {
@@ -361,10 +363,10 @@ func (c *pairsChange) Stage() (func() error, bool, error) {
 		return nil, false, err
 	}
 	for _, p := range c.pairs {
-		if err := writeFileAtomic(filepath.Join(vdir, p.name+".crt"), p.cert, 0o644); err != nil {
+		if err := proc.WriteFileAtomic(filepath.Join(vdir, p.name+".crt"), p.cert, 0o644); err != nil {
 			return nil, false, err
 		}
-		if err := writeFileAtomic(filepath.Join(vdir, p.name+".key"), p.key, 0o600); err != nil {
+		if err := proc.WriteFileAtomic(filepath.Join(vdir, p.name+".key"), p.key, 0o600); err != nil {
 			return nil, false, err
 		}
 	}

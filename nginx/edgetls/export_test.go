@@ -1,4 +1,4 @@
-package nginx
+package edgetls
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/caddyserver/certmagic"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
+
+	"sudoku-fcgi/nginx/proc"
 )
 
 // TestExportRevertsRejectedPair: a new pair that nginx -t rejects must not
@@ -25,8 +27,8 @@ func TestExportRevertsRejectedPair(t *testing.T) {
 		return testutil.ToFloat64(metrics.certPlaceholder.WithLabelValues("a.example.com"))
 	}
 	fake := &fakeNginx{}
-	applier := &configApplier{Checker: fake, Reloader: fake, Log: zerolog.Nop()}
-	et, err := newEdgeTLS(&TLSOptions{
+	applier := &proc.Applier{Checker: fake, Reloader: fake, Log: zerolog.Nop()}
+	et, err := New(&Options{
 		Domains: []string{"a.example.com"}, CA: "https://127.0.0.1:1/dir", // never contacted: run is not called
 		StoragePath: filepath.Join(dir, "acme"), HTTPSListen: "8443", Locations: "/etc/nginx/sudoku-locations.conf",
 	}, dir, "127.0.0.1:1", applier, metrics, zerolog.Nop())
@@ -36,7 +38,7 @@ func TestExportRevertsRejectedPair(t *testing.T) {
 	m := et.certs
 	defer m.Stop()
 	ctx := context.Background()
-	if err := et.prepare(ctx); err != nil {
+	if err := et.Prepare(ctx); err != nil {
 		t.Fatal(err)
 	}
 	live := filepath.Join(dir, "certs", "live")
@@ -51,7 +53,7 @@ func TestExportRevertsRejectedPair(t *testing.T) {
 	}
 
 	// Nothing new in storage: nothing to do, no check.
-	if got, err := et.export(ctx); got != unchanged || err != nil || fake.checks != 0 {
+	if got, err := et.export(ctx); got != proc.Unchanged || err != nil || fake.checks != 0 {
 		t.Fatalf("Export with nothing new = %v, %v (%d checks); want unchanged, no check", got, err, fake.checks)
 	}
 
@@ -73,7 +75,7 @@ func TestExportRevertsRejectedPair(t *testing.T) {
 	store()
 	applier.Checker = rejecter{}
 	got, err := et.export(ctx)
-	if got != rejected || !errors.Is(err, errRejected) {
+	if got != proc.Rejected || !errors.Is(err, proc.ErrRejected) {
 		t.Fatalf("Export with a pair nginx rejects = %v, %v; want rejected", got, err)
 	}
 	if now, _ := os.Readlink(live); now != first {
@@ -96,7 +98,7 @@ func TestExportRevertsRejectedPair(t *testing.T) {
 	var last *pair
 	for range 3 {
 		last = store()
-		if got, err := et.export(ctx); got != reloaded || err != nil {
+		if got, err := et.export(ctx); got != proc.Reloaded || err != nil {
 			t.Fatalf("Export with an accepted pair = %v, %v; want reloaded", got, err)
 		}
 	}
@@ -115,6 +117,13 @@ func TestExportRevertsRejectedPair(t *testing.T) {
 	}
 }
 
+// fakeNginx stands in for nginx: it passes every check and counts the
+// checks and reloads.
+type fakeNginx struct{ checks, reloads int }
+
+func (f *fakeNginx) Check(context.Context) error { f.checks++; return nil }
+func (f *fakeNginx) Reload() error               { f.reloads++; return nil }
+
 // rejecter is an nginx whose check always fails.
 type rejecter struct{}
 
@@ -127,14 +136,14 @@ func (rejecter) Check(context.Context) error {
 func TestCertFailuresCounted(t *testing.T) {
 	dir := t.TempDir()
 	metrics := NewMetrics()
-	et, err := newEdgeTLS(&TLSOptions{
+	et, err := New(&Options{
 		Domains: []string{"a.example.com"}, CA: "https://127.0.0.1:1/dir",
 		StoragePath: filepath.Join(dir, "acme"), HTTPSListen: "8443", Locations: "/etc/nginx/sudoku-locations.conf",
 	}, dir, "127.0.0.1:1", nil, metrics, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer et.stop()
+	defer et.Stop()
 	ctx := context.Background()
 	for range 2 {
 		if err := et.certs.onEvent(ctx, "cert_failed", map[string]any{"identifier": "a.example.com", "error": "urn:ietf:params:acme:error:connection"}); err != nil {

@@ -1,22 +1,30 @@
-package nginx
+package conf
 
 import (
-	"context"
 	"errors"
 	"flag"
-	"io/fs"
-	"maps"
+	"net/netip"
 	"os"
-	"path"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
+	"sudoku-fcgi/nginx/discover"
 )
+
+// aps parses worker addresses: ip:port, or unix:<path>.
+func aps(ss ...string) []discover.Addr {
+	var out []discover.Addr
+	for _, s := range ss {
+		if path, ok := strings.CutPrefix(s, "unix:"); ok {
+			out = append(out, discover.UnixAddr(path))
+		} else {
+			out = append(out, discover.TCPAddr(netip.MustParseAddrPort(s)))
+		}
+	}
+	return out
+}
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
@@ -39,21 +47,21 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestRenderServers(t *testing.T) {
-	ap := func(s string) workerAddr { return aps(s)[0] }
+	ap := func(s string) discover.Addr { return aps(s)[0] }
 	tests := []struct {
 		name  string
-		addrs []workerAddr
+		addrs []discover.Addr
 		u     Upstream
 	}{
 		{"servers_none.conf", nil, Upstream{}},
-		{"servers_two.conf", []workerAddr{ap("172.18.0.3:9000"), ap("172.18.0.4:9000")}, Upstream{}},
-		{"servers_params.conf", []workerAddr{ap("10.0.0.1:9000"), ap("[fd00::1]:9000")}, Upstream{MaxConns: 10, MaxFails: 3, FailTimeout: 2 * time.Second}},
-		{"servers_tcp.conf", []workerAddr{ap("10.0.0.1:9000")}, DefaultUpstream},
+		{"servers_two.conf", []discover.Addr{ap("172.18.0.3:9000"), ap("172.18.0.4:9000")}, Upstream{}},
+		{"servers_params.conf", []discover.Addr{ap("10.0.0.1:9000"), ap("[fd00::1]:9000")}, Upstream{MaxConns: 10, MaxFails: 3, FailTimeout: 2 * time.Second}},
+		{"servers_tcp.conf", []discover.Addr{ap("10.0.0.1:9000")}, DefaultUpstream},
 		{"servers_unix.conf", aps("unix:/run/sudoku-fcgi/3f2a.sock", "unix:/run/sudoku-fcgi/9c1b.sock"), DefaultUpstream},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := renderServers("sudoku:9000", tt.addrs, func(a workerAddr) string { return tt.u.params(a, tt.u.MaxConns) })
+			got, err := renderServers("sudoku:9000", tt.addrs, func(a discover.Addr) string { return tt.u.params(a, tt.u.MaxConns) })
 			if err != nil {
 				t.Fatalf("RenderServers(%v, %+v) error: %v", tt.addrs, tt.u, err)
 			}
@@ -64,23 +72,23 @@ func TestRenderServers(t *testing.T) {
 
 func TestRenderUpstreamRejectsNegativeParams(t *testing.T) {
 	for _, u := range []Upstream{{MaxConns: -1}, {MaxFails: -1}, {MaxFails: 1}, {MaxFails: 1, FailTimeout: 1500 * time.Millisecond}} {
-		if _, _, err := renderUpstream("s", aps("10.0.0.1:9000"), 1, 512, u); !errors.Is(err, errUnsafe) {
-			t.Errorf("renderUpstream(%+v) error = %v, want ErrUnsafe", u, err)
+		if _, _, err := RenderUpstream("s", aps("10.0.0.1:9000"), 1, 512, u); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("RenderUpstream(%+v) error = %v, want ErrUnsafe", u, err)
 		}
 	}
 }
 
 func TestRenderServersRejectsUnsafeSocketPath(t *testing.T) {
 	for _, p := range []string{"/run/a;b.sock", "/run/a b.sock", "/run/{.sock", "/run/$x.sock", "/run/a+b.sock", "/run/.x.sock", "/r;un/a.sock"} {
-		if _, err := renderServers("s", []workerAddr{unixAddr(p)}, nil); !errors.Is(err, errUnsafe) {
+		if _, err := renderServers("s", []discover.Addr{discover.UnixAddr(p)}, nil); !errors.Is(err, ErrUnsafe) {
 			t.Errorf("RenderServers(unix:%s) error = %v, want ErrUnsafe", p, err)
 		}
 	}
 }
 
 func TestRenderTLS(t *testing.T) {
-	base := tlsServer{
-		Sites: []tlsSite{
+	base := TLSServer{
+		Sites: []TLSSite{
 			{"sudoku.example.com", "/run/sudoku-edge/certs/live/sudoku.example.com.crt", "/run/sudoku-edge/certs/live/sudoku.example.com.key"},
 			{"www.sudoku.example.com", "/run/sudoku-edge/certs/live/www.sudoku.example.com.crt", "/run/sudoku-edge/certs/live/www.sudoku.example.com.key"},
 		},
@@ -98,16 +106,16 @@ func TestRenderTLS(t *testing.T) {
 	port.RedirectPort = 48443
 	tests := []struct {
 		name string
-		in   tlsServer
+		in   TLSServer
 	}{
-		{"tls_off.conf", tlsServer{}},
+		{"tls_off.conf", TLSServer{}},
 		{"tls_plain.conf", base},
 		{"tls_redirect_hsts.conf", full},
 		{"tls_redirect_port.conf", port},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := renderTLS(tt.in)
+			got, err := RenderTLS(tt.in)
 			if err != nil {
 				t.Fatalf("RenderTLS(%+v) error: %v", tt.in, err)
 			}
@@ -117,15 +125,15 @@ func TestRenderTLS(t *testing.T) {
 }
 
 func TestRenderTLSRejectsUnsafe(t *testing.T) {
-	tests := map[string]tlsServer{
-		"domain with space":  {Sites: []tlsSite{{Name: "a.example.com b"}}},
-		"domain with brace":  {Sites: []tlsSite{{Name: "a.example.com}"}}},
-		"cert path with ;":   {Sites: []tlsSite{{Name: "a.example.com", CertFile: "/x;y"}}},
-		"locations with \\n": {Sites: []tlsSite{{Name: "a.example.com"}}, Locations: "/x\ninclude /etc/passwd"},
+	tests := map[string]TLSServer{
+		"domain with space":  {Sites: []TLSSite{{Name: "a.example.com b"}}},
+		"domain with brace":  {Sites: []TLSSite{{Name: "a.example.com}"}}},
+		"cert path with ;":   {Sites: []TLSSite{{Name: "a.example.com", CertFile: "/x;y"}}},
+		"locations with \\n": {Sites: []TLSSite{{Name: "a.example.com"}}, Locations: "/x\ninclude /etc/passwd"},
 	}
 	for name, in := range tests {
 		t.Run(name, func(t *testing.T) {
-			if _, err := renderTLS(in); !errors.Is(err, errUnsafe) {
+			if _, err := RenderTLS(in); !errors.Is(err, ErrUnsafe) {
 				t.Errorf("RenderTLS(%+v) error = %v, want ErrUnsafe", in, err)
 			}
 		})
@@ -133,7 +141,7 @@ func TestRenderTLSRejectsUnsafe(t *testing.T) {
 }
 
 // TestCheckDomain: the names the command accepts for -tls-domains (the
-// one check; renderTLS only refuses what would break the configuration).
+// one check; RenderTLS only refuses what would break the configuration).
 func TestCheckDomain(t *testing.T) {
 	for _, d := range []string{"a.example.com", "sudoku.test", "x-1.example.org"} {
 		if err := CheckDomain(d); err != nil {
@@ -141,7 +149,7 @@ func TestCheckDomain(t *testing.T) {
 		}
 	}
 	for _, d := range []string{"", "*.example.com", "a..example.com", "-a.example.com", "a.example.com b", "a_b.example.com"} {
-		if err := CheckDomain(d); !errors.Is(err, errUnsafe) {
+		if err := CheckDomain(d); !errors.Is(err, ErrUnsafe) {
 			t.Errorf("CheckDomain(%q) = %v, want ErrUnsafe", d, err)
 		}
 	}
@@ -154,7 +162,7 @@ func TestRenderRealIP(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParsePrefixes(%q) error: %v", list, err)
 			}
-			got, err := renderRealIP(ps, false)
+			got, err := RenderRealIP(ps, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -177,7 +185,7 @@ func TestRenderTrustedClients(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParsePrefixes(%q) error: %v", tt.list, err)
 			}
-			got, err := renderTrustedClients(ps)
+			got, err := RenderTrustedClients(ps)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,12 +252,12 @@ func TestShareMaxConns(t *testing.T) {
 	}
 }
 
-// renderUpstream: the worker left of a budget of two takes both shares,
+// RenderUpstream: the worker left of a budget of two takes both shares,
 // and the admission limit stays; two left of three stay within the pool of
 // idle connections; with no worker there is no limit.
 func TestRenderUpstream(t *testing.T) {
 	one := aps("10.0.0.2:9000")
-	servers, admission, err := renderUpstream("sudoku:9000", one, 2, 512, DefaultUpstream)
+	servers, admission, err := RenderUpstream("sudoku:9000", one, 2, 512, DefaultUpstream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +268,7 @@ func TestRenderUpstream(t *testing.T) {
 		t.Errorf("admission.conf for a budget of two:\n%s", admission)
 	}
 	two := aps("10.0.0.2:9000", "10.0.0.3:9000")
-	servers, admission, err = renderUpstream("sudoku:9000", two, 3, 512, DefaultUpstream)
+	servers, admission, err = RenderUpstream("sudoku:9000", two, 3, 512, DefaultUpstream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +276,7 @@ func TestRenderUpstream(t *testing.T) {
 		!strings.Contains(string(admission), "limit_conn sudoku_admission 512;") {
 		t.Errorf("two of three workers with a pool of 512 take 256 each, 512 in all:\n%s\n%s", servers, admission)
 	}
-	_, admission, err = renderUpstream("sudoku:9000", nil, 2, 512, DefaultUpstream)
+	_, admission, err = RenderUpstream("sudoku:9000", nil, 2, 512, DefaultUpstream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +299,7 @@ func TestProcessLimitsFollowTheProcesses(t *testing.T) {
 		{0, "worker_connections 8192;", "keepalive 512;"}, // nginx.conf's own count: the totals each
 		{1024, "worker_connections 8;", "keepalive 1;"},
 	} {
-		events, keepalive, err := renderProcessLimits(DefaultProcessLimits, tc.processes)
+		events, keepalive, err := RenderProcessLimits(DefaultProcessLimits, tc.processes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -299,56 +307,7 @@ func TestProcessLimitsFollowTheProcesses(t *testing.T) {
 			t.Errorf("%d processes: events.conf\n%s\nkeepalive.conf\n%s\nwant %q and %q", tc.processes, events, keepalive, tc.connections, tc.keepalive)
 		}
 	}
-	if _, _, err := renderProcessLimits(ProcessLimits{Connections: 8192}, 2); err == nil {
+	if _, _, err := RenderProcessLimits(ProcessLimits{Connections: 8192}, 2); err == nil {
 		t.Error("keepalive 0: nil error")
-	}
-}
-
-// TestRunDirFiles: the run directory holds one file per template
-// (X.conf.tmpl renders X.conf), nothing else, and the shipped
-// configuration includes each of them from it and no other. This is the
-// list of those files: the documents point here instead of restating it.
-func TestRunDirFiles(t *testing.T) {
-	tmpls, err := fs.Glob(templateFS, "templates/*.tmpl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []string
-	for _, p := range tmpls {
-		want = append(want, strings.TrimSuffix(path.Base(p), ".tmpl"))
-	}
-	dir := t.TempDir()
-	s := &Supervisor{RunDir: dir, Workers: targets(t, "127.0.0.1:9000"), ResolveInterval: time.Second, Log: zerolog.Nop()}
-	if err := s.Render(context.Background()); err != nil {
-		t.Fatalf("Render: %v", err)
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range entries {
-		got = append(got, e.Name())
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("Render wrote %v into the run directory, want one file per template: %v", got, want)
-	}
-
-	confs, err := filepath.Glob("*.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	included := map[string]bool{}
-	for _, c := range confs {
-		b, err := os.ReadFile(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range regexp.MustCompile(`\{\{\.RunDir\}\}/([a-z-]+\.conf)`).FindAllStringSubmatch(string(b), -1) {
-			included[m[1]] = true
-		}
-	}
-	if got := slices.Sorted(maps.Keys(included)); !slices.Equal(got, want) {
-		t.Errorf("the shipped configuration includes %v from the run directory, want %v", got, want)
 	}
 }

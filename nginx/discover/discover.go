@@ -1,4 +1,9 @@
-package nginx
+// Package discover finds the workers behind sudoku-edge's -workers targets:
+// it resolves host:port names and lists unix:<glob> sockets, leaves out the
+// addresses that refuse a connection, and keeps the budget of workers whose
+// share of requests nginx admits ([Budget]). It knows nothing of nginx's
+// files or process.
+package discover
 
 import (
 	"context"
@@ -19,21 +24,24 @@ import (
 	"sudoku-fcgi/cmd/contract"
 )
 
-// workerAddr is a worker's address: an IP address and port, or the path of a
+// Addr is a worker's address: an IP address and port, or the path of a
 // unix socket. It is comparable, so it keys maps and compares with ==.
-type workerAddr struct {
+type Addr struct {
 	ip   netip.AddrPort
 	path string // unix socket; empty for TCP
 }
 
-// tcpAddr is the worker address ap.
-func tcpAddr(ap netip.AddrPort) workerAddr { return workerAddr{ip: ap} }
+// TCPAddr is the worker address ap.
+func TCPAddr(ap netip.AddrPort) Addr { return Addr{ip: ap} }
 
-// unixAddr is the worker address of the unix socket at path.
-func unixAddr(path string) workerAddr { return workerAddr{path: path} }
+// UnixAddr is the worker address of the unix socket at path.
+func UnixAddr(path string) Addr { return Addr{path: path} }
+
+// Path is the unix socket's path, or empty for a TCP address.
+func (a Addr) Path() string { return a.path }
 
 // Network is "unix" for a socket path, "tcp" otherwise, as net.Dial takes it.
-func (a workerAddr) Network() string {
+func (a Addr) Network() string {
 	if a.path != "" {
 		return "unix"
 	}
@@ -42,7 +50,7 @@ func (a workerAddr) Network() string {
 
 // String is the address as nginx's server directive takes it:
 // "172.18.0.3:9000", "[fd00::1]:9000" or "unix:/run/sudoku-fcgi/a.sock".
-func (a workerAddr) String() string {
+func (a Addr) String() string {
 	if a.path != "" {
 		return "unix:" + a.path
 	}
@@ -50,7 +58,7 @@ func (a workerAddr) String() string {
 }
 
 // dialAddress is the address as net.Dial takes it with Network.
-func (a workerAddr) dialAddress() string {
+func (a Addr) dialAddress() string {
 	if a.path != "" {
 		return a.path
 	}
@@ -59,7 +67,7 @@ func (a workerAddr) dialAddress() string {
 
 // Compare orders TCP addresses first, as netip.AddrPort.Compare does, then
 // socket paths by name.
-func (a workerAddr) Compare(b workerAddr) int {
+func (a Addr) Compare(b Addr) int {
 	switch {
 	case a.path == "" && b.path == "":
 		return a.ip.Compare(b.ip)
@@ -71,18 +79,18 @@ func (a workerAddr) Compare(b workerAddr) int {
 	return strings.Compare(a.path, b.path)
 }
 
-// resolver looks a host name up, as *net.resolver does. It MUST honour ctx.
-type resolver interface {
+// Resolver looks a host name up, as *net.Resolver does. It MUST honour ctx.
+type Resolver interface {
 	LookupHost(ctx context.Context, host string) ([]string, error)
 }
 
-var _ resolver = (*net.Resolver)(nil)
+var _ Resolver = (*net.Resolver)(nil)
 
-// workerDiscovery finds the addresses behind a list of targets: host:port, whose
+// Discovery finds the addresses behind a list of targets: host:port, whose
 // name is resolved, or unix:<glob>, whose matching socket files are listed.
-type workerDiscovery struct {
+type Discovery struct {
 	Targets  []Target // from ParseTargets
-	Resolver resolver // nil means net.DefaultResolver
+	Resolver Resolver // nil means net.DefaultResolver
 	Timeout  time.Duration
 	// DropRefusing leaves out the addresses that refuse a connection or
 	// stay silent: a worker that drains closes its listener at once, but
@@ -107,8 +115,8 @@ type workerDiscovery struct {
 
 	// dropped holds the addresses left out and not accepted since; probe
 	// replaces the connect in tests.
-	dropped map[workerAddr]bool
-	probe   func(ctx context.Context, a workerAddr) error
+	dropped map[Addr]bool
+	probe   func(ctx context.Context, a Addr) error
 }
 
 // probeTimeout bounds one DropRefusing connect.
@@ -137,9 +145,13 @@ func (t Target) String() string {
 // comma-separated list: host:port or unix:<glob> (an absolute
 // filepath.Match pattern). None is an error.
 func ParseTargets(items []string) ([]Target, error) {
-	out, err := parseList(items, parseTarget)
-	if err != nil {
-		return nil, err
+	var out []Target
+	for _, item := range items {
+		t, err := parseTarget(item)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no worker target given")
@@ -169,8 +181,8 @@ func parseTarget(t string) (Target, error) {
 	return Target{host: host, port: uint16(n)}, nil
 }
 
-// joinTargets writes targets back as the comma-separated list they came from.
-func joinTargets(targets []Target) string {
+// JoinTargets writes targets back as the comma-separated list they came from.
+func JoinTargets(targets []Target) string {
 	s := make([]string, len(targets))
 	for i, t := range targets {
 		s[i] = t.String()
@@ -198,30 +210,30 @@ func checkSocketPattern(pattern string) error {
 // start a comment or a variable, or separate arguments.
 const nginxUnsafe = ";{}#\"'\\$ \t\n\r"
 
-// safeSocketPath reports whether path can follow "server unix:" in nginx's
+// SafeSocketPath reports whether path can follow "server unix:" in nginx's
 // configuration as it is and names a socket a worker makes: a directory
 // without a character of nginxUnsafe, and a file name by the contract's
 // rule (contract.SocketName).
-func safeSocketPath(path string) bool {
+func SafeSocketPath(path string) bool {
 	dir, name := filepath.Split(path)
 	return !strings.ContainsAny(dir, nginxUnsafe) && contract.SocketName(name)
 }
 
 // listSockets returns the unix sockets among the files matching pattern.
-// Other files, and names the contract's rule refuses (see safeSocketPath),
+// Other files, and names the contract's rule refuses (see SafeSocketPath),
 // are left out; a missing directory matches nothing.
-func listSockets(pattern string) ([]workerAddr, error) {
+func listSockets(pattern string) ([]Addr, error) {
 	paths, err := filepath.Glob(pattern)
 	if err != nil {
 		return nil, err
 	}
-	var out []workerAddr
+	var out []Addr
 	for _, p := range paths {
 		fi, err := os.Lstat(p)
-		if err != nil || fi.Mode().Type() != fs.ModeSocket || !safeSocketPath(p) {
+		if err != nil || fi.Mode().Type() != fs.ModeSocket || !SafeSocketPath(p) {
 			continue // gone since the listing, not a socket, or unfit for nginx
 		}
-		out = append(out, unixAddr(p))
+		out = append(out, UnixAddr(p))
 	}
 	return out, nil
 }
@@ -232,7 +244,7 @@ func listSockets(pattern string) ([]workerAddr, error) {
 // empties the upstream: callers keep the previous set. A unix:<glob>
 // target contributes the socket files it matches now. With DropRefusing it
 // then probes each address, and is not safe for concurrent use.
-func (d *workerDiscovery) Resolve(ctx context.Context) ([]workerAddr, error) {
+func (d *Discovery) Resolve(ctx context.Context) ([]Addr, error) {
 	r := d.Resolver
 	if r == nil {
 		r = net.DefaultResolver
@@ -242,7 +254,7 @@ func (d *workerDiscovery) Resolve(ctx context.Context) ([]workerAddr, error) {
 		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
 		defer cancel()
 	}
-	var out []workerAddr
+	var out []Addr
 	for _, t := range d.Targets {
 		if t.pattern != "" {
 			socks, err := listSockets(t.pattern)
@@ -254,7 +266,7 @@ func (d *workerDiscovery) Resolve(ctx context.Context) ([]workerAddr, error) {
 		}
 		host, port := t.host, t.port
 		if ip, err := netip.ParseAddr(host); err == nil {
-			out = append(out, tcpAddr(netip.AddrPortFrom(ip.Unmap(), port)))
+			out = append(out, TCPAddr(netip.AddrPortFrom(ip.Unmap(), port)))
 			continue
 		}
 		hosts, err := r.LookupHost(ctx, host)
@@ -269,10 +281,10 @@ func (d *workerDiscovery) Resolve(ctx context.Context) ([]workerAddr, error) {
 			if err != nil {
 				return nil, fmt.Errorf("resolving %s: bad address %q", host, h)
 			}
-			out = append(out, tcpAddr(netip.AddrPortFrom(ip.Unmap(), port)))
+			out = append(out, TCPAddr(netip.AddrPortFrom(ip.Unmap(), port)))
 		}
 	}
-	slices.SortFunc(out, workerAddr.Compare)
+	slices.SortFunc(out, Addr.Compare)
 	out = slices.Compact(out)
 	if d.DropRefusing {
 		out = d.dropRefusing(ctx, out)
@@ -283,7 +295,7 @@ func (d *workerDiscovery) Resolve(ctx context.Context) ([]workerAddr, error) {
 // dropRefusing connects to every address at once and returns those that
 // accepted, and those that timed out while none accepted, unless they were
 // dropped before. It is not safe for concurrent use.
-func (d *workerDiscovery) dropRefusing(ctx context.Context, addrs []workerAddr) []workerAddr {
+func (d *Discovery) dropRefusing(ctx context.Context, addrs []Addr) []Addr {
 	type outcome int
 	const (
 		accepted outcome = iota
@@ -311,7 +323,7 @@ func (d *workerDiscovery) dropRefusing(ctx context.Context, addrs []workerAddr) 
 	}
 	wg.Wait()
 	anyAccepted := slices.Contains(got, accepted)
-	next := map[workerAddr]bool{}
+	next := map[Addr]bool{}
 	kept := addrs[:0]
 	for i, a := range addrs {
 		switch {
@@ -326,7 +338,7 @@ func (d *workerDiscovery) dropRefusing(ctx context.Context, addrs []workerAddr) 
 }
 
 // connect opens a connection to a and closes it.
-func connect(ctx context.Context, a workerAddr) error {
+func connect(ctx context.Context, a Addr) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var dialer net.Dialer
@@ -337,18 +349,27 @@ func connect(ctx context.Context, a workerAddr) error {
 	return err
 }
 
-// diffAddrs returns the addresses only in next (added) and only in prev
+// Diff returns the addresses only in next (added) and only in prev
 // (removed). Both inputs must be sorted.
-func diffAddrs(prev, next []workerAddr) (added, removed []workerAddr) {
+func Diff(prev, next []Addr) (added, removed []Addr) {
 	for _, a := range next {
-		if _, found := slices.BinarySearchFunc(prev, a, workerAddr.Compare); !found {
+		if _, found := slices.BinarySearchFunc(prev, a, Addr.Compare); !found {
 			added = append(added, a)
 		}
 	}
 	for _, a := range prev {
-		if _, found := slices.BinarySearchFunc(next, a, workerAddr.Compare); !found {
+		if _, found := slices.BinarySearchFunc(next, a, Addr.Compare); !found {
 			removed = append(removed, a)
 		}
 	}
 	return added, removed
+}
+
+// Strings writes addrs as nginx's server directive takes them, for logs.
+func Strings(addrs []Addr) []string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = a.String()
+	}
+	return out
 }

@@ -1,4 +1,9 @@
-package nginx
+// Package edgetls keeps the edge's TLS: one ACME certificate per domain
+// with certmagic (HTTP-01 only, through nginx's plain HTTP server), the
+// pairs nginx reads, exported atomically, and tls.conf. A [Manager] hands
+// each change to the proc.Applier, which reloads nginx only on a
+// configuration that passes `nginx -t`. certmagic logs through zerolog.
+package edgetls
 
 import (
 	"context"
@@ -14,13 +19,16 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"sudoku-fcgi/nginx/conf"
+	"sudoku-fcgi/nginx/proc"
 )
 
-// TLSOptions turns HTTPS on for a Supervisor: one ACME certificate per
-// domain (HTTP-01 through nginx's plain HTTP server, see certManager) and
-// the HTTPS server in tls.conf (see renderTLS). The domains are checked
-// by the caller (CheckDomain).
-type TLSOptions struct {
+// Options turns HTTPS on: one ACME certificate per domain (HTTP-01
+// through nginx's plain HTTP server, see certManager) and the HTTPS server
+// in tls.conf (see conf.RenderTLS). The domains are checked by the caller
+// (conf.CheckDomain).
+type Options struct {
 	Domains      []string       // at least one
 	Email        string         // ACME account contact; may be empty
 	CA           string         // ACME directory URL
@@ -35,18 +43,17 @@ type TLSOptions struct {
 	RedirectPort int    // public HTTPS port in redirects
 	HSTS         bool
 	HSTSMaxAge   int // seconds
-	// ProxyProtocol: every listen takes the PROXY protocol. The Supervisor
-	// sets it from its own ProxyProtocol.
+	// ProxyProtocol: every listen takes the PROXY protocol.
 	ProxyProtocol bool
 }
 
 // tlsSites lists the domains with the files nginx reads for them, in
 // certDir/live (see pairsChange).
-func tlsSites(domains []string, certDir string) []tlsSite {
+func tlsSites(domains []string, certDir string) []conf.TLSSite {
 	live := filepath.Join(certDir, "live")
-	var out []tlsSite
+	var out []conf.TLSSite
 	for _, d := range domains {
-		out = append(out, tlsSite{Name: d,
+		out = append(out, conf.TLSSite{Name: d,
 			CertFile: filepath.Join(live, d+".crt"), KeyFile: filepath.Join(live, d+".key")})
 	}
 	return out
@@ -54,11 +61,11 @@ func tlsSites(domains []string, certDir string) []tlsSite {
 
 // renderTLSConf renders tls.conf for o (nil: TLS off), a pure function of
 // the options.
-func renderTLSConf(o *TLSOptions, certDir, challengeListen string) ([]byte, error) {
+func renderTLSConf(o *Options, certDir, challengeListen string) ([]byte, error) {
 	if o == nil {
-		return renderTLS(tlsServer{})
+		return conf.RenderTLS(conf.TLSServer{})
 	}
-	return renderTLS(tlsServer{
+	return conf.RenderTLS(conf.TLSServer{
 		Sites: tlsSites(o.Domains, certDir), CA: o.CA, HTTPSListen: o.HTTPSListen, Locations: o.Locations,
 		HSTS: o.HSTS, HSTSMaxAge: o.HSTSMaxAge,
 		Redirect: o.Redirect, HTTPListen: o.HTTPListen, ChallengeAddr: challengeListen, RedirectPort: o.RedirectPort,
@@ -66,32 +73,32 @@ func renderTLSConf(o *TLSOptions, certDir, challengeListen string) ([]byte, erro
 	})
 }
 
-// edgeTLS is the TLS side of a Supervisor: tls.conf, and with TLS on the
+// Manager is the TLS side of the edge: tls.conf, and with TLS on the
 // certManager whose pairs it applies together with tls.conf.
-type edgeTLS struct {
+type Manager struct {
 	certs    *certManager // nil with TLS off
-	tlsFile  fileChange
+	tlsFile  proc.FileChange
 	domains  []string
 	httpAddr string // where nginx's plain HTTP server can be dialled
-	applier  *configApplier
+	applier  *proc.Applier
 	metrics  *Metrics
 	log      zerolog.Logger
 
 	mu sync.Mutex // serialises exports: the certificate loop and forced renewals
 }
 
-// newEdgeTLS renders tls.conf and, with o set, configures the certificates.
-func newEdgeTLS(o *TLSOptions, runDir, challengeListen string, applier *configApplier, metrics *Metrics, log zerolog.Logger) (*edgeTLS, error) {
-	m := &edgeTLS{applier: applier, metrics: metrics, log: log}
+// New renders tls.conf and, with o set, configures the certificates.
+func New(o *Options, runDir, challengeListen string, applier *proc.Applier, metrics *Metrics, log zerolog.Logger) (*Manager, error) {
+	m := &Manager{applier: applier, metrics: metrics, log: log}
 	certDir := filepath.Join(runDir, "certs")
 	if o != nil && o.CertDir != "" {
 		certDir = o.CertDir
 	}
-	conf, err := renderTLSConf(o, certDir, challengeListen)
+	data, err := renderTLSConf(o, certDir, challengeListen)
 	if err != nil {
 		return nil, err
 	}
-	m.tlsFile = fileChange{Path: filepath.Join(runDir, "tls.conf"), Data: conf}
+	m.tlsFile = proc.FileChange{Path: filepath.Join(runDir, "tls.conf"), Data: data}
 	if o == nil {
 		return m, nil
 	}
@@ -113,9 +120,9 @@ func newEdgeTLS(o *TLSOptions, runDir, challengeListen string, applier *configAp
 	return m, nil
 }
 
-// prepare writes tls.conf (and with TLS the certificate pairs) before
+// Prepare writes tls.conf (and with TLS the certificate pairs) before
 // nginx starts.
-func (m *edgeTLS) prepare(ctx context.Context) error {
+func (m *Manager) Prepare(ctx context.Context) error {
 	if _, _, err := m.tlsFile.Stage(); err != nil {
 		return fmt.Errorf("writing tls.conf: %w", err)
 	}
@@ -134,20 +141,20 @@ func (m *edgeTLS) prepare(ctx context.Context) error {
 
 // export applies the pairs in storage together with tls.conf (nginx -t,
 // reload) and, once nginx reads them, reports them in the metrics.
-func (m *edgeTLS) export(ctx context.Context) (applyOutcome, error) {
+func (m *Manager) export(ctx context.Context) (proc.Outcome, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ch, err := m.certs.Pairs(ctx)
 	if err != nil {
-		return failed, err
+		return proc.Failed, err
 	}
-	outcome, err := applyCounted(ctx, m.applier, m.metrics, m.tlsFile, ch)
+	outcome, err := m.applier.Apply(ctx, m.tlsFile, ch)
 	if err != nil {
 		return outcome, err
 	}
 	m.certs.Exported(ch)
 	m.live(ch)
-	if outcome == reloaded {
+	if outcome == proc.Reloaded {
 		for _, p := range ch.pairs {
 			m.log.Info().Str("domain", p.name).Str("source", p.source).Str("serial", p.serial).
 				Time("not_after", p.notAfter).Msg("certificate exported to nginx")
@@ -157,22 +164,24 @@ func (m *edgeTLS) export(ctx context.Context) (applyOutcome, error) {
 }
 
 // live reports the pairs nginx reads now.
-func (m *edgeTLS) live(ch *pairsChange) {
+func (m *Manager) live(ch *pairsChange) {
 	for _, p := range ch.pairs {
 		m.metrics.certLive(p.name, p.notAfter, p.placeholder)
 	}
 }
 
-func (m *edgeTLS) challengeHandler() http.Handler {
+// ChallengeHandler answers ACME HTTP-01 challenges, and 404 to anything
+// else or with TLS off.
+func (m *Manager) ChallengeHandler() http.Handler {
 	if m.certs == nil {
 		return http.NotFoundHandler()
 	}
 	return m.certs.HTTPChallengeHandler(http.NotFoundHandler())
 }
 
-// run manages certificates until ctx ends; each value on renew forces a
+// Run manages certificates until ctx ends; each value on renew forces a
 // renewal of every domain.
-func (m *edgeTLS) run(ctx context.Context, renew <-chan os.Signal) {
+func (m *Manager) Run(ctx context.Context, renew <-chan os.Signal) {
 	if m.certs == nil {
 		return
 	}
@@ -218,7 +227,8 @@ func (m *edgeTLS) run(ctx context.Context, renew <-chan os.Signal) {
 	}
 }
 
-func (m *edgeTLS) stop() {
+// Stop stops certmagic's goroutines; it is safe to call more than once.
+func (m *Manager) Stop() {
 	if m.certs != nil {
 		m.certs.Stop()
 	}

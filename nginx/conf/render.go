@@ -1,27 +1,52 @@
-package nginx
+// Package conf renders nginx's configuration: the project's nginx.conf and
+// the files beside it for a [Site], and the files of sudoku-edge's run
+// directory that nginx.conf includes ([RunDirFiles]), one per template in
+// templates/: the upstream servers and the concurrency cap, the connection
+// and per-client limits, the trusted clients and balancers, the listen, the
+// access log and tls.conf. It parses the lists the command takes for them
+// ([ParsePrefixes], [ParseListen], [CheckDomain]) and refuses any value that
+// would change the meaning of the configuration it is pasted into. It
+// writes no file but the Site's and runs nothing.
+package conf
 
 import (
 	"bytes"
 	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
+	"path"
 	"strconv"
 	"strings"
 	"text/template"
 	"time"
+
+	"sudoku-fcgi/nginx/discover"
+	"sudoku-fcgi/nginx/logs"
 )
 
 //go:embed templates/*.tmpl
 var templateFS embed.FS
 
+// RunDirFiles are the files of the run directory that nginx.conf
+// includes: X.conf for each template X.conf.tmpl.
+func RunDirFiles() []string {
+	tmpls, _ := fs.Glob(templateFS, "templates/*.tmpl") // a valid constant pattern
+	out := make([]string, len(tmpls))
+	for i, p := range tmpls {
+		out[i] = strings.TrimSuffix(path.Base(p), ".tmpl")
+	}
+	return out
+}
+
 var templates = template.Must(template.New("").
 	Funcs(template.FuncMap{"join": strings.Join, "size": byteSize}).
 	ParseFS(templateFS, "templates/*.tmpl"))
 
-// errUnsafe reports a value that would change the meaning of the nginx
+// ErrUnsafe reports a value that would change the meaning of the nginx
 // configuration it is pasted into.
-var errUnsafe = errors.New("nginx: unsafe value for configuration")
+var ErrUnsafe = errors.New("nginx: unsafe value for configuration")
 
 // Upstream holds the parameters of each worker's `server` line in the
 // upstream block. DefaultUpstream is what sudoku-edge runs with.
@@ -61,19 +86,19 @@ var DefaultUpstream = Upstream{MaxConns: 256, MaxFails: 1, FailTimeout: time.Sec
 // (it counts whole seconds) where MaxFails needs one.
 func (u Upstream) Check() error {
 	if u.MaxConns < 0 || u.MaxFails < 0 {
-		return fmt.Errorf("%w: upstream max_conns %d, max_fails %d: each must be >= 0", errUnsafe, u.MaxConns, u.MaxFails)
+		return fmt.Errorf("%w: upstream max_conns %d, max_fails %d: each must be >= 0", ErrUnsafe, u.MaxConns, u.MaxFails)
 	}
 	if u.MaxFails > 0 && (u.FailTimeout < time.Second || u.FailTimeout%time.Second != 0) {
-		return fmt.Errorf("%w: upstream fail_timeout %v: whole seconds, at least 1s, with max_fails %d", errUnsafe, u.FailTimeout, u.MaxFails)
+		return fmt.Errorf("%w: upstream fail_timeout %v: whole seconds, at least 1s, with max_fails %d", ErrUnsafe, u.FailTimeout, u.MaxFails)
 	}
 	return nil
 }
 
 // params renders u as the parameters after the address a, max_conns
 // replaced by maxConns (0: none).
-func (u Upstream) params(a workerAddr, maxConns int) string {
+func (u Upstream) params(a discover.Addr, maxConns int) string {
 	var p string
-	if u.MaxFails > 0 && a.path == "" {
+	if u.MaxFails > 0 && a.Path() == "" {
 		p = fmt.Sprintf("max_fails=%d fail_timeout=%ds", u.MaxFails, u.FailTimeout/time.Second)
 	} else {
 		p = "max_fails=0"
@@ -89,13 +114,13 @@ func (u Upstream) params(a workerAddr, maxConns int) string {
 // none); a single
 // `server 127.0.0.1:9 down;` when addrs is empty so that nginx still starts.
 // source names where the addresses came from, for the comment at the top.
-func renderServers(source string, addrs []workerAddr, params func(workerAddr) string) ([]byte, error) {
+func renderServers(source string, addrs []discover.Addr, params func(discover.Addr) string) ([]byte, error) {
 	if strings.ContainsAny(source, "\n\r") {
-		return nil, fmt.Errorf("%w: source %q has a line break", errUnsafe, source)
+		return nil, fmt.Errorf("%w: source %q has a line break", ErrUnsafe, source)
 	}
 	for _, a := range addrs {
-		if a.path != "" && !safeSocketPath(a.path) {
-			return nil, fmt.Errorf("%w: socket path %q", errUnsafe, a.path)
+		if a.Path() != "" && !discover.SafeSocketPath(a.Path()) {
+			return nil, fmt.Errorf("%w: socket path %q", ErrUnsafe, a.Path())
 		}
 	}
 	type server struct{ Addr, Params string }
@@ -117,20 +142,20 @@ func renderServers(source string, addrs []workerAddr, params func(workerAddr) st
 	return buf.Bytes(), nil
 }
 
-// renderUpstream renders the two files that follow the set of workers:
+// RenderUpstream renders the two files that follow the set of workers:
 // servers.conf (renderServers) and admission.conf, the `limit_conn` line
 // of the /sudoku location. budget is how many workers' share nginx admits
-// (see workerBudget): while fewer answer, each one's max_conns is raised so
+// (see discover.Budget): while fewer answer, each one's max_conns is raised so
 // that together they take what budget workers take, within the idle
 // connections nginx keeps in all (pool, -keepalive; see shareMaxConns).
 // The admission limit is the sum of the servers' max_conns (none without
 // workers: nginx answers "no live upstreams" at once).
-func renderUpstream(source string, addrs []workerAddr, budget, pool int, u Upstream) (servers, admission []byte, err error) {
+func RenderUpstream(source string, addrs []discover.Addr, budget, pool int, u Upstream) (servers, admission []byte, err error) {
 	if err := u.Check(); err != nil {
 		return nil, nil, err
 	}
 	share := shareMaxConns(u.MaxConns, len(addrs), budget, pool)
-	params := func(a workerAddr) string { return u.params(a, share) }
+	params := func(a discover.Addr) string { return u.params(a, share) }
 	if servers, err = renderServers(source, addrs, params); err != nil {
 		return nil, nil, err
 	}
@@ -186,6 +211,37 @@ func ParsePrefixes(items []string) ([]netip.Prefix, error) {
 	return parseList(items, parsePrefix)
 }
 
+// ParseListen parses nginx listen addresses ("8080", "*:8080",
+// "127.0.0.1:28080", "[::]:8080"), the items of a comma-separated list, into
+// the socket addresses they bind: a bare port or "*" is every IPv4 address,
+// as in nginx. Host names are refused: nginx would resolve them,
+// sudoku-edge does not.
+func ParseListen(items []string) ([]netip.AddrPort, error) {
+	return parseList(items, parseListen)
+}
+
+func parseListen(l string) (netip.AddrPort, error) {
+	host, port := "", l
+	if i := strings.LastIndexByte(l, ':'); i >= 0 {
+		host, port = l[:i], l[i+1:]
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return netip.AddrPort{}, fmt.Errorf("listen address %q: port must be 1-65535", l)
+	}
+	var ip netip.Addr
+	switch host {
+	case "", "*":
+		ip = netip.IPv4Unspecified()
+	default:
+		if ip, err = netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")); err != nil {
+			return netip.AddrPort{}, fmt.Errorf("listen address %q: an IP address or a port, as nginx's listen takes it", l)
+		}
+		ip = ip.Unmap()
+	}
+	return netip.AddrPortFrom(ip, uint16(n)), nil
+}
+
 // parsePrefix parses one item of ParsePrefixes's list.
 func parsePrefix(f string) (netip.Prefix, error) {
 	var p netip.Prefix
@@ -229,11 +285,11 @@ func parseList[T any](items []string, parse func(string) (T, error)) ([]T, error
 	return out, nil
 }
 
-// renderTrustedClients renders the entries of nginx.conf's
+// RenderTrustedClients renders the entries of nginx.conf's
 // geo $sudoku_limit_exempt block: one "prefix 1;" line per trusted
 // prefix, whose requests skip the per-client request rate
 // limits (a load balancer in front, a monitoring or load-test host).
-func renderTrustedClients(prefixes []netip.Prefix) ([]byte, error) {
+func RenderTrustedClients(prefixes []netip.Prefix) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := templates.ExecuteTemplate(&buf, "trusted-clients.conf.tmpl", prefixes); err != nil {
 		return nil, fmt.Errorf("rendering trusted-clients.conf: %w", err)
@@ -241,10 +297,10 @@ func renderTrustedClients(prefixes []netip.Prefix) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// renderRealIP renders real-ip.conf, included at http level: the
+// RenderRealIP renders real-ip.conf, included at http level: the
 // balancers whose X-Forwarded-For, or with proxyProtocol whose PROXY
 // protocol header, nginx believes (ngx_http_realip_module).
-func renderRealIP(from []netip.Prefix, proxyProtocol bool) ([]byte, error) {
+func RenderRealIP(from []netip.Prefix, proxyProtocol bool) ([]byte, error) {
 	var buf bytes.Buffer
 	err := templates.ExecuteTemplate(&buf, "real-ip.conf.tmpl", struct {
 		From          []netip.Prefix
@@ -256,9 +312,9 @@ func renderRealIP(from []netip.Prefix, proxyProtocol bool) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// renderAccessLog renders access-log.conf, included at http level: the
+// RenderAccessLog renders access-log.conf, included at http level: the
 // log lines nginx sends to the AccessLog's socket, none without a Path.
-func renderAccessLog(a *AccessLog) ([]byte, error) {
+func RenderAccessLog(a *logs.AccessLog) ([]byte, error) {
 	if strings.ContainsAny(a.Path, ";{}#\"'\\\n\r$ \t,") {
 		return nil, fmt.Errorf("access log socket path %q: a character nginx would misread", a.Path)
 	}
@@ -267,17 +323,17 @@ func renderAccessLog(a *AccessLog) ([]byte, error) {
 		Path, Format string
 		All          bool
 		SampleEvery  int
-	}{a.Path, accessLogFormat, a.All, SampleEvery})
+	}{a.Path, logs.Format, a.All, logs.SampleEvery})
 	if err != nil {
 		return nil, fmt.Errorf("rendering access-log.conf: %w", err)
 	}
 	return buf.Bytes(), nil
 }
 
-// renderListen renders listen.conf, the plain HTTP server's listen
+// RenderListen renders listen.conf, the plain HTTP server's listen
 // directive in nginx.conf: listen (ParseListen's form), with the PROXY
 // protocol when proxyProtocol is set; comments only for an empty listen.
-func renderListen(listen string, proxyProtocol bool) ([]byte, error) {
+func RenderListen(listen string, proxyProtocol bool) ([]byte, error) {
 	if listen != "" {
 		if _, err := parseListen(listen); err != nil {
 			return nil, err
@@ -320,10 +376,10 @@ func shareOf(total, processes int) share {
 	return share{total, processes, max(per, 1)}
 }
 
-// renderProcessLimits renders events.conf (worker_connections, in the
+// RenderProcessLimits renders events.conf (worker_connections, in the
 // events block) and keepalive.conf (keepalive, in the upstream block) for
 // processes nginx worker processes.
-func renderProcessLimits(l ProcessLimits, processes int) (events, keepalive []byte, err error) {
+func RenderProcessLimits(l ProcessLimits, processes int) (events, keepalive []byte, err error) {
 	if l.Connections < 1 || l.Keepalive < 1 {
 		return nil, nil, fmt.Errorf("nginx: connection limits %+v: each must be at least 1", l)
 	}
@@ -337,17 +393,17 @@ func renderProcessLimits(l ProcessLimits, processes int) (events, keepalive []by
 	return e.Bytes(), k.Bytes(), nil
 }
 
-// tlsSite is one HTTPS server: a name and its certificate pair.
-type tlsSite struct {
+// TLSSite is one HTTPS server: a name and its certificate pair.
+type TLSSite struct {
 	Name     string // server_name, also the certificate's name
 	CertFile string // full chain, PEM
 	KeyFile  string // private key, PEM
 }
 
-// tlsServer describes the HTTPS servers that renderTLS writes. With no
+// TLSServer describes the HTTPS servers that RenderTLS writes. With no
 // Sites, TLS is off and the rendered file has comments only.
-type tlsServer struct {
-	Sites []tlsSite // the first one is the default server for clients without SNI
+type TLSServer struct {
+	Sites []TLSSite // the first one is the default server for clients without SNI
 	CA    string    // ACME directory, for the comment only
 
 	HTTPSListen string // nginx listen for HTTPS, e.g. "8443"
@@ -368,15 +424,15 @@ type tlsServer struct {
 }
 
 // RedirectPortSuffix is ":port" for the redirect target, or empty for 443.
-func (s tlsServer) RedirectPortSuffix() string {
+func (s TLSServer) RedirectPortSuffix() string {
 	if s.RedirectPort == 0 || s.RedirectPort == 443 {
 		return ""
 	}
 	return ":" + strconv.Itoa(s.RedirectPort)
 }
 
-// renderTLS renders tls.conf, included by nginx.conf at http level.
-func renderTLS(s tlsServer) ([]byte, error) {
+// RenderTLS renders tls.conf, included by nginx.conf at http level.
+func RenderTLS(s TLSServer) ([]byte, error) {
 	values := map[string]string{
 		"locations file": s.Locations, "CA": s.CA, "HTTPS listen": s.HTTPSListen,
 		"HTTP listen": s.HTTPListen, "challenge address": s.ChallengeAddr,
@@ -388,7 +444,7 @@ func renderTLS(s tlsServer) ([]byte, error) {
 	}
 	for name, v := range values {
 		if strings.ContainsAny(v, ";{}#\"'\\\n\r$ \t") {
-			return nil, fmt.Errorf("%w: %s %q", errUnsafe, name, v)
+			return nil, fmt.Errorf("%w: %s %q", ErrUnsafe, name, v)
 		}
 	}
 	var buf bytes.Buffer
@@ -404,15 +460,15 @@ func renderTLS(s tlsServer) ([]byte, error) {
 func CheckDomain(d string) error {
 	name := d
 	if name == "" || len(name) > 253 {
-		return fmt.Errorf("%w: domain %q: empty or too long", errUnsafe, d)
+		return fmt.Errorf("%w: domain %q: empty or too long", ErrUnsafe, d)
 	}
 	for _, label := range strings.Split(name, ".") {
 		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return fmt.Errorf("%w: domain %q: bad label %q", errUnsafe, d, label)
+			return fmt.Errorf("%w: domain %q: bad label %q", ErrUnsafe, d, label)
 		}
 		for _, c := range label {
 			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
-				return fmt.Errorf("%w: domain %q: unexpected %q", errUnsafe, d, c)
+				return fmt.Errorf("%w: domain %q: unexpected %q", ErrUnsafe, d, c)
 			}
 		}
 	}

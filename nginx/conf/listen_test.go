@@ -1,4 +1,4 @@
-package nginx
+package conf
 
 import (
 	"net/netip"
@@ -19,13 +19,5 @@ func TestParseListen(t *testing.T) {
 		if got, err := ParseListen([]string{bad}); err == nil {
 			t.Errorf("ParseListen(%q) = %v, want an error", bad, got)
 		}
-	}
-}
-
-// TestInheritEnv: nginx splits NGINX at ';' and reads a number before
-// each one, so the last fd needs its separator too.
-func TestInheritEnv(t *testing.T) {
-	if got := inheritEnv(3); got != "NGINX=3;4;5;" {
-		t.Errorf("inheritEnv(3) = %q, want NGINX=3;4;5;", got)
 	}
 }

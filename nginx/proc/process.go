@@ -1,4 +1,9 @@
-package nginx
+// Package proc runs the nginx master process: it starts it on the
+// listening sockets it holds ([OpenListeners]), checks configurations with
+// `nginx -t`, reloads (SIGHUP) and stops it (SIGQUIT), and applies a change
+// to the files nginx reads only when the check passes ([Applier]). It knows
+// nothing of what the files say.
+package proc
 
 import (
 	"context"
@@ -13,9 +18,9 @@ import (
 	"syscall"
 )
 
-// nginxProcess runs one nginx master in the foreground and talks to it with
+// Process runs one nginx master in the foreground and talks to it with
 // signals. The zero value is not usable: set at least Bin and Conf.
-type nginxProcess struct {
+type Process struct {
 	Bin    string // nginx binary
 	Prefix string // -p; empty keeps nginx's compiled-in prefix
 	Conf   string // -c
@@ -25,7 +30,7 @@ type nginxProcess struct {
 	// (nginx.conf then has none).
 	WorkerProcesses int
 	// Listeners are handed to nginx as inherited sockets (see
-	// openListeners); its listen directives for the same addresses use
+	// OpenListeners); its listen directives for the same addresses use
 	// them instead of binding their own.
 	Listeners []*os.File
 
@@ -36,14 +41,14 @@ type nginxProcess struct {
 }
 
 var (
-	_ configChecker = (*nginxProcess)(nil)
-	_ reloader      = (*nginxProcess)(nil)
+	_ Checker  = (*Process)(nil)
+	_ Reloader = (*Process)(nil)
 )
 
 // errNotRunning is returned by signals sent before Start or after exit.
 var errNotRunning = errors.New("nginx: master process is not running")
 
-func (p *nginxProcess) args(extra ...string) []string {
+func (p *Process) args(extra ...string) []string {
 	var args []string
 	if p.Prefix != "" {
 		args = append(args, "-p", p.Prefix)
@@ -58,7 +63,7 @@ func (p *nginxProcess) args(extra ...string) []string {
 
 // Check runs `nginx -t` on the configuration files as they are now. The
 // error carries nginx's own explanation.
-func (p *nginxProcess) Check(ctx context.Context) error {
+func (p *Process) Check(ctx context.Context) error {
 	out, err := exec.CommandContext(ctx, p.Bin, p.args("-t", "-q")...).CombinedOutput()
 	if err != nil {
 		msg := strings.TrimSpace(string(out))
@@ -73,7 +78,7 @@ func (p *nginxProcess) Check(ctx context.Context) error {
 // Start starts the master with `-g 'daemon off;'` in its own process group,
 // so that a terminal's Ctrl-C reaches only the supervisor, which then stops
 // nginx gracefully.
-func (p *nginxProcess) Start() error {
+func (p *Process) Start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil {
@@ -102,7 +107,7 @@ func (p *nginxProcess) Start() error {
 }
 
 // Done is closed when the master has exited. It is nil before Start.
-func (p *nginxProcess) Done() <-chan struct{} {
+func (p *Process) Done() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.done
@@ -110,7 +115,7 @@ func (p *nginxProcess) Done() <-chan struct{} {
 
 // Wait waits for the master to exit and returns its error (an
 // *exec.ExitError for a non-zero status).
-func (p *nginxProcess) Wait() error {
+func (p *Process) Wait() error {
 	done := p.Done()
 	if done == nil {
 		return errNotRunning
@@ -122,7 +127,7 @@ func (p *nginxProcess) Wait() error {
 }
 
 // Pid is the master's process id, or 0 before Start.
-func (p *nginxProcess) Pid() int {
+func (p *Process) Pid() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil {
@@ -133,16 +138,16 @@ func (p *nginxProcess) Pid() int {
 
 // Reload asks the master to re-read its configuration (SIGHUP): new workers
 // start with it and old ones finish their requests before they exit.
-func (p *nginxProcess) Reload() error { return p.signal(syscall.SIGHUP) }
+func (p *Process) Reload() error { return p.signal(syscall.SIGHUP) }
 
 // Quit asks the master for a graceful stop (SIGQUIT): it stops accepting
 // and exits after in-flight requests are done.
-func (p *nginxProcess) Quit() error { return p.signal(syscall.SIGQUIT) }
+func (p *Process) Quit() error { return p.signal(syscall.SIGQUIT) }
 
 // Terminate asks for a fast stop (SIGTERM).
-func (p *nginxProcess) Terminate() error { return p.signal(syscall.SIGTERM) }
+func (p *Process) Terminate() error { return p.signal(syscall.SIGTERM) }
 
-func (p *nginxProcess) signal(sig syscall.Signal) error {
+func (p *Process) signal(sig syscall.Signal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil {
@@ -159,9 +164,9 @@ func (p *nginxProcess) signal(sig syscall.Signal) error {
 	return nil
 }
 
-// exitCode maps Wait's error to a process exit status: 0 for nil, nginx's
+// ExitCode maps Wait's error to a process exit status: 0 for nil, nginx's
 // status for a normal exit, 128+signal when a signal killed it, 1 otherwise.
-func exitCode(err error) int {
+func ExitCode(err error) int {
 	if err == nil {
 		return 0
 	}
@@ -175,11 +180,11 @@ func exitCode(err error) int {
 	return 1
 }
 
-// failedToRun reports whether a master's exit says that nginx cannot run:
+// FailedToRun reports whether a master's exit says that nginx cannot run:
 // it exits with a status of its own (1) when it fails to start (a
 // configuration it refuses, a file it cannot open), while a master that is
 // killed, or told to stop, exits on a signal or with 0.
-func failedToRun(err error) bool {
+func FailedToRun(err error) bool {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
 		return false

@@ -1,4 +1,4 @@
-package nginx
+package proc
 
 import (
 	"context"
@@ -42,8 +42,8 @@ func (f *fakeNginx) Reload() error {
 }
 
 var (
-	_ configChecker = (*fakeNginx)(nil)
-	_ reloader      = (*fakeNginx)(nil)
+	_ Checker  = (*fakeNginx)(nil)
+	_ Reloader = (*fakeNginx)(nil)
 )
 
 func TestApply(t *testing.T) {
@@ -53,7 +53,7 @@ func TestApply(t *testing.T) {
 		before      [2]string // servers.conf, tls.conf; missing means no file
 		write       [2]string // desired content; "" means no change requested
 		reloadErr   error
-		want        applyOutcome
+		want        Outcome
 		wantErr     error
 		wantChecks  int
 		wantReloads int
@@ -61,34 +61,34 @@ func TestApply(t *testing.T) {
 	}{
 		{name: "same content: nothing happens",
 			before: [2]string{"a", "t"}, write: [2]string{"a", "t"},
-			want: unchanged, after: [2]string{"a", "t"}},
+			want: Unchanged, after: [2]string{"a", "t"}},
 		{name: "nothing requested",
 			before: [2]string{"a", "t"},
-			want:   unchanged, after: [2]string{"a", "t"}},
+			want:   Unchanged, after: [2]string{"a", "t"}},
 		{name: "new worker set passes: reload",
 			before: [2]string{"a", "t"}, write: [2]string{"b", ""},
-			want: reloaded, wantChecks: 1, wantReloads: 1, after: [2]string{"b", "t"}},
+			want: Reloaded, wantChecks: 1, wantReloads: 1, after: [2]string{"b", "t"}},
 		{name: "two files change: one check, one reload",
 			before: [2]string{"a", "t"}, write: [2]string{"b", "u"},
-			want: reloaded, wantChecks: 1, wantReloads: 1, after: [2]string{"b", "u"}},
+			want: Reloaded, wantChecks: 1, wantReloads: 1, after: [2]string{"b", "u"}},
 		{name: "file created",
 			before: [2]string{"a", missing}, write: [2]string{"", "u"},
-			want: reloaded, wantChecks: 1, wantReloads: 1, after: [2]string{"a", "u"}},
+			want: Reloaded, wantChecks: 1, wantReloads: 1, after: [2]string{"a", "u"}},
 		{name: "check fails: old file back, no reload",
 			before: [2]string{"a", "t"}, write: [2]string{"bad", ""},
-			want: rejected, wantErr: errRejected, wantChecks: 1, after: [2]string{"a", "t"}},
+			want: Rejected, wantErr: ErrRejected, wantChecks: 1, after: [2]string{"a", "t"}},
 		{name: "check fails on one of two: both restored",
 			before: [2]string{"a", "t"}, write: [2]string{"b", "bad"},
-			want: rejected, wantErr: errRejected, wantChecks: 1, after: [2]string{"a", "t"}},
+			want: Rejected, wantErr: ErrRejected, wantChecks: 1, after: [2]string{"a", "t"}},
 		{name: "check fails on a new file: file removed again",
 			before: [2]string{"a", missing}, write: [2]string{"", "bad"},
-			want: rejected, wantErr: errRejected, wantChecks: 1, after: [2]string{"a", missing}},
+			want: Rejected, wantErr: ErrRejected, wantChecks: 1, after: [2]string{"a", missing}},
 		{name: "old file is bad, new one fixes it",
 			before: [2]string{"bad", "t"}, write: [2]string{"a", ""},
-			want: reloaded, wantChecks: 1, wantReloads: 1, after: [2]string{"a", "t"}},
+			want: Reloaded, wantChecks: 1, wantReloads: 1, after: [2]string{"a", "t"}},
 		{name: "reload fails: reported",
 			before: [2]string{"a", "t"}, write: [2]string{"b", ""}, reloadErr: errNotRunning,
-			want: failed, wantErr: errNotRunning, wantChecks: 1, wantReloads: 1, after: [2]string{"b", "t"}},
+			want: Failed, wantErr: errNotRunning, wantChecks: 1, wantReloads: 1, after: [2]string{"b", "t"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,11 +102,11 @@ func TestApply(t *testing.T) {
 				}
 			}
 			fake := &fakeNginx{files: paths[:], reloadErr: tt.reloadErr}
-			a := &configApplier{Checker: fake, Reloader: fake, Log: zerolog.Nop()}
-			var changes []configChange
+			a := &Applier{Checker: fake, Reloader: fake, Log: zerolog.Nop()}
+			var changes []Change
 			for i, c := range tt.write {
 				if c != "" {
-					changes = append(changes, fileChange{Path: paths[i], Data: []byte(c)})
+					changes = append(changes, FileChange{Path: paths[i], Data: []byte(c)})
 				}
 			}
 			got, err := a.Apply(context.Background(), changes...)

@@ -1,4 +1,4 @@
-package nginx
+package logs
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ func TestErrorLogPassesDistinctLinesAsTheyAre(t *testing.T) {
 		strings.Repeat("x", 40<<10) + "\n" + // longer than the read buffer
 		"no newline at the end"
 	var out, log bytes.Buffer
-	e := &errorLogRelay{Out: &out, Log: zerolog.New(&log)}
+	e := &ErrorLogRelay{Out: &out, Log: zerolog.New(&log)}
 	if err := e.Relay(strings.NewReader(in)); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestErrorLogHoldsBackAFloodOfOneKind(t *testing.T) {
 		}
 	}
 	var out, log bytes.Buffer
-	e := &errorLogRelay{Out: &out, Log: zerolog.New(&log), Burst: 5, Window: time.Hour}
+	e := &ErrorLogRelay{Out: &out, Log: zerolog.New(&log), Burst: 5, Window: time.Hour}
 	if err := e.Relay(strings.NewReader(in.String())); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestErrorLogStartsAWindowAfterTheLast(t *testing.T) {
 	r, w := io.Pipe()
 	var out bytes.Buffer // read once Relay has returned
 	logs := make(lineWriter, 16)
-	e := &errorLogRelay{Out: &out, Log: zerolog.New(logs), Burst: 2, Window: 200 * time.Millisecond}
+	e := &ErrorLogRelay{Out: &out, Log: zerolog.New(logs), Burst: 2, Window: 200 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- e.Relay(r) }()
 	// One write: the window starts at the first line and the other four
@@ -168,7 +168,7 @@ func TestConnectFailed(t *testing.T) {
 		}
 	}
 	var woken int
-	relay := &errorLogRelay{Out: io.Discard, Log: zerolog.Nop(), Unreachable: func() { woken++ }}
+	relay := &ErrorLogRelay{Out: io.Discard, Log: zerolog.Nop(), Unreachable: func() { woken++ }}
 	var in strings.Builder
 	for line := range lines {
 		in.WriteString(line + "\n")
@@ -194,7 +194,7 @@ func TestCopyLinesWritesWholeLines(t *testing.T) {
 	in.WriteString("no newline at the end")
 	var writes []string
 	w := writerFunc(func(p []byte) (int, error) { writes = append(writes, string(p)); return len(p), nil })
-	if err := copyLines(w, iotest.HalfReader(strings.NewReader(in.String()))); err != nil {
+	if err := CopyLines(w, iotest.HalfReader(strings.NewReader(in.String()))); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(writes, ""); got != in.String() {

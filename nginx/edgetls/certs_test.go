@@ -1,4 +1,4 @@
-package nginx
+package edgetls
 
 import (
 	"context"
@@ -15,7 +15,10 @@ import (
 	"time"
 
 	"sudoku-fcgi/nginx/acmetest"
+	"sudoku-fcgi/nginx/conf"
+	"sudoku-fcgi/nginx/discover"
 	"sudoku-fcgi/nginx/nginxtest"
+	"sudoku-fcgi/nginx/proc"
 )
 
 const testDomain = "sudoku.test"
@@ -61,25 +64,28 @@ func TestCertManagerPebble(t *testing.T) {
 	dir := t.TempDir()
 	httpPort, httpsPort, chPort := nginxtest.FreePort(t), nginxtest.FreePort(t), nginxtest.FreePort(t)
 	pebble := acmetest.Start(t, httpPort)
-	conf, locations := tlsNginxConf(t, dir, httpPort, chPort)
+	cf, locations := tlsNginxConf(t, dir, httpPort, chPort)
 	logger := nginxtest.Logger(t)
 
-	back := backend(t, "hello")
-	servers, _ := renderServers("test", aps(back.String()), nil)
-	if err := writeFileAtomic(filepath.Join(dir, "servers.conf"), servers, 0o644); err != nil {
+	back := discover.TCPAddr(nginxtest.Backend(t, "hello"))
+	servers, _, err := conf.RenderUpstream("test", []discover.Addr{back}, 1, 0, conf.Upstream{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	proc := &nginxProcess{Bin: bin, Prefix: dir, Conf: conf, Stdout: os.Stderr, Stderr: os.Stderr}
-	applier := &configApplier{Checker: proc, Reloader: proc, Log: logger}
+	if err := proc.WriteFileAtomic(filepath.Join(dir, "servers.conf"), servers, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc.Process{Bin: bin, Prefix: dir, Conf: cf, Stdout: os.Stderr, Stderr: os.Stderr}
+	applier := &proc.Applier{Checker: p, Reloader: p, Log: logger}
 
-	opts := &TLSOptions{
+	opts := &Options{
 		Domains: []string{testDomain}, Email: "ops@sudoku.test", CA: pebble.URL, TrustedRoots: pebble.Trust,
 		StoragePath: filepath.Join(dir, "acme"), CertDir: filepath.Join(dir, "certs"),
 		HTTPSListen: fmt.Sprintf("127.0.0.1:%d", httpsPort), HTTPListen: fmt.Sprintf("127.0.0.1:%d", httpPort),
 		Locations: locations, HSTS: true, HSTSMaxAge: 300,
 	}
-	newManager := func() *edgeTLS {
-		m, err := newEdgeTLS(opts, dir, fmt.Sprintf("127.0.0.1:%d", chPort), applier, nil, logger)
+	newManager := func() *Manager {
+		m, err := New(opts, dir, fmt.Sprintf("127.0.0.1:%d", chPort), applier, nil, logger)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,18 +95,18 @@ func TestCertManagerPebble(t *testing.T) {
 	m := et.certs
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := et.prepare(ctx); err != nil {
+	if err := et.Prepare(ctx); err != nil {
 		t.Fatalf("prepare: %v", err)
 	}
-	chSrv, err := serveHTTP(logger, "challenge responder", fmt.Sprintf("127.0.0.1:%d", chPort), m.HTTPChallengeHandler(http.NotFoundHandler()))
+	chSrv, err := nginxtest.ServeHTTP(logger, "challenge responder", fmt.Sprintf("127.0.0.1:%d", chPort), m.HTTPChallengeHandler(http.NotFoundHandler()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer chSrv.Close()
-	if err := proc.Start(); err != nil {
+	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { proc.Quit(); proc.Wait() }()
+	defer func() { p.Quit(); p.Wait() }()
 
 	addr := fmt.Sprintf("127.0.0.1:%d", httpsPort)
 	// Before the first certificate nginx serves the placeholder.
@@ -112,7 +118,7 @@ func TestCertManagerPebble(t *testing.T) {
 		return err
 	})
 
-	go et.run(ctx, nil)
+	go et.Run(ctx, nil)
 	defer m.Stop()
 	var first *x509.Certificate
 	nginxtest.WaitUntil(t, 60*time.Second, "nginx serves a certificate that Pebble issued", func() error {
@@ -219,8 +225,8 @@ func TestCertManagerPebble(t *testing.T) {
 	// not with a placeholder, and nothing is re-issued.
 	m.Stop()
 	et2 := newManager()
-	defer et2.stop()
-	if err := et2.prepare(ctx); err != nil {
+	defer et2.Stop()
+	if err := et2.Prepare(ctx); err != nil {
 		t.Fatal(err)
 	}
 	got := et2.certs.exportedPair(testDomain)
@@ -256,7 +262,7 @@ func TestSharedStorageOrdersOnce(t *testing.T) {
 			}
 			// The port Pebble validates on: each edge's responder in turn,
 			// as nginx would reach one edge or the other.
-			responder, err := serveHTTP(nginxtest.Logger(t), "challenge responder", fmt.Sprintf("127.0.0.1:%d", httpPort),
+			responder, err := nginxtest.ServeHTTP(nginxtest.Logger(t), "challenge responder", fmt.Sprintf("127.0.0.1:%d", httpPort),
 				edges[0].HTTPChallengeHandler(edges[1].HTTPChallengeHandler(http.NotFoundHandler())))
 			if err != nil {
 				t.Fatal(err)

@@ -1,4 +1,4 @@
-package nginx
+package logs
 
 import (
 	"bufio"
@@ -11,7 +11,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// errorLogRelay relays nginx's error log (its stderr, through a pipe) to Out and
+// ErrorLogRelay relays nginx's error log (its stderr, through a pipe) to Out and
 // holds back floods. nginx writes one line per event, unbuffered: in an
 // overload, one "no live upstreams" line per request it turns away, each a
 // write that the container runtime has to carry and that stalls nginx when
@@ -20,18 +20,16 @@ import (
 // request that vary) pass until Burst of them in a Window; the rest of that
 // window are counted, and one summary per kind goes to Log when the window
 // ends. Every other line passes as it is.
-type errorLogRelay struct {
+type ErrorLogRelay struct {
 	Out    io.Writer      // where lines go: the container's stderr
 	Log    zerolog.Logger // the summaries of held-back lines
 	Burst  int            // lines of one kind passed per window; default 10
 	Window time.Duration  // default 1s
-	// Truncated, when set, is called for each line that says nginx cut an
-	// answer short because its worker closed the connection in the middle
-	// of it (passed or held back alike).
-	Truncated func()
-	// Limited, when set, is called with the zone of each line that says a
-	// limit_req or limit_conn zone turned a request away.
-	Limited func(zone string)
+	// Metrics counts the lines that say nginx cut an answer short because
+	// its worker closed the connection in the middle of it, and those that
+	// say a limit_req or limit_conn zone turned a request away (passed or
+	// held back alike); nil counts nothing.
+	Metrics *Metrics
 	// Unreachable, when set, is called for each line that says nginx could
 	// not connect to a worker (timed out, refused, no route), a busy
 	// worker's full backlog excepted.
@@ -96,7 +94,7 @@ const otherKinds = "(other kinds)"
 // Relay copies r to Out line by line until r ends: EOF once nginx and every
 // process that inherited its stderr have exited. It then reports what was
 // held back and returns nil, or the error of a write or read.
-func (e *errorLogRelay) Relay(r io.Reader) error {
+func (e *ErrorLogRelay) Relay(r io.Reader) error {
 	burst, window := e.Burst, e.Window
 	if burst <= 0 {
 		burst = 10
@@ -144,22 +142,20 @@ func (e *errorLogRelay) Relay(r io.Reader) error {
 }
 
 // line passes or counts one line.
-func (e *errorLogRelay) line(line []byte, burst int, window time.Duration) error {
+func (e *ErrorLogRelay) line(line []byte, burst int, window time.Duration) error {
 	e.mu.Lock()
 	now := time.Now()
 	if e.kinds == nil || now.Sub(e.start) >= window {
 		e.endWindow(now)
 	}
-	if e.Truncated != nil && bytes.Contains(line, truncatedAnswer) {
-		e.Truncated()
+	if bytes.Contains(line, truncatedAnswer) {
+		e.Metrics.truncatedAnswer()
 	}
 	if e.Unreachable != nil && connectFailed(line) {
 		e.Unreachable()
 	}
-	if e.Limited != nil {
-		if zone, ok := limitedZone(line); ok {
-			e.Limited(zone)
-		}
+	if zone, ok := limitedZone(line); ok {
+		e.Metrics.limitedAt(zone)
 	}
 	k := lineKind(line)
 	c := e.kinds[string(k)]
@@ -189,7 +185,7 @@ func (e *errorLogRelay) line(line []byte, burst int, window time.Duration) error
 
 // endWindow logs a summary for every kind with held-back lines and starts a
 // new window at now. The caller holds mu.
-func (e *errorLogRelay) endWindow(now time.Time) {
+func (e *ErrorLogRelay) endWindow(now time.Time) {
 	for k, c := range e.kinds {
 		if c.held > 0 {
 			e.Log.Warn().Str("kind", k).Int("held_back", c.held).Int("passed", c.passed).
@@ -231,11 +227,11 @@ func lineKind(line []byte) []byte {
 	return append(kind, msg...)
 }
 
-// copyLines copies r to w until r ends, in writes of whole lines of at
+// CopyLines copies r to w until r ends, in writes of whole lines of at
 // most 16 KiB together (a longer line goes in parts), so that a writer
 // that drops writes under pressure (cli.LogWriter) drops lines, never
 // parts of one.
-func copyLines(w io.Writer, r io.Reader) error {
+func CopyLines(w io.Writer, r io.Reader) error {
 	buf := make([]byte, 16<<10)
 	n := 0
 	for {

@@ -1,4 +1,4 @@
-package nginx
+package proc
 
 import (
 	"context"
@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"sudoku-fcgi/nginx/conf"
+	"sudoku-fcgi/nginx/discover"
 	"sudoku-fcgi/nginx/nginxtest"
 )
 
@@ -47,13 +47,8 @@ func testNginxWorkers(t *testing.T, workers int, dir, runDir string, port int, h
 `, runDir, port, http, server))
 }
 
-func backend(t *testing.T, id string) workerAddr {
-	t.Helper()
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, id)
-	}))
-	t.Cleanup(s.Close)
-	return tcpAddr(netip.MustParseAddrPort(strings.TrimPrefix(s.URL, "http://")))
+func backend(t *testing.T, id string) discover.Addr {
+	return discover.TCPAddr(nginxtest.Backend(t, id))
 }
 
 // TestProcessReload runs the real nginx: start, switch the upstream by
@@ -62,20 +57,20 @@ func TestProcessReload(t *testing.T) {
 	bin := nginxtest.NeedNginx(t)
 	dir := t.TempDir()
 	port := nginxtest.FreePort(t)
-	conf := testNginx(t, dir, dir, port, "", "")
+	cf := testNginx(t, dir, dir, port, "", "")
 	a, b := backend(t, "a"), backend(t, "b")
 	servers := filepath.Join(dir, "servers.conf")
-	write := func(addrs ...workerAddr) []byte {
-		data, err := renderServers("test", addrs, nil)
+	write := func(addrs ...discover.Addr) []byte {
+		data, _, err := conf.RenderUpstream("test", addrs, len(addrs), 0, conf.Upstream{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return data
 	}
-	if err := writeFileAtomic(servers, write(a), 0o644); err != nil {
+	if err := WriteFileAtomic(servers, write(a), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := &nginxProcess{Bin: bin, Prefix: dir, Conf: conf, Stdout: os.Stderr, Stderr: os.Stderr}
+	p := &Process{Bin: bin, Prefix: dir, Conf: cf, Stdout: os.Stderr, Stderr: os.Stderr}
 	ctx := context.Background()
 	if err := p.Check(ctx); err != nil {
 		t.Fatalf("Check on a good config: %v", err)
@@ -91,15 +86,15 @@ func TestProcessReload(t *testing.T) {
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	waitFor(t, url, "a")
 
-	ap := &configApplier{Checker: p, Reloader: p, Log: nginxtest.Logger(t)}
-	if got, err := ap.Apply(ctx, fileChange{Path: servers, Data: write(b)}); got != reloaded || err != nil {
+	ap := &Applier{Checker: p, Reloader: p, Log: nginxtest.Logger(t)}
+	if got, err := ap.Apply(ctx, FileChange{Path: servers, Data: write(b)}); got != Reloaded || err != nil {
 		t.Fatalf("Apply(b) = %v, %v; want reloaded", got, err)
 	}
 	waitFor(t, url, "b")
 
 	broken := []byte("server 127.0.0.1:1 no_such_param;\n")
-	got, err := ap.Apply(ctx, fileChange{Path: servers, Data: broken})
-	if got != rejected || !errors.Is(err, errRejected) || !strings.Contains(err.Error(), "no_such_param") {
+	got, err := ap.Apply(ctx, FileChange{Path: servers, Data: broken})
+	if got != Rejected || !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "no_such_param") {
 		t.Fatalf("Apply(broken) = %v, %v; want rejected with nginx's reason", got, err)
 	}
 	if data, _ := os.ReadFile(servers); string(data) != string(write(b)) {
@@ -110,7 +105,7 @@ func TestProcessReload(t *testing.T) {
 	}
 
 	// No worker: the placeholder keeps nginx valid and it answers 502.
-	if got, err := ap.Apply(ctx, fileChange{Path: servers, Data: write()}); got != reloaded || err != nil {
+	if got, err := ap.Apply(ctx, FileChange{Path: servers, Data: write()}); got != Reloaded || err != nil {
 		t.Fatalf("Apply(none) = %v, %v; want reloaded", got, err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -139,9 +134,9 @@ func TestProcessReload(t *testing.T) {
 func TestProcessCheckReportsReason(t *testing.T) {
 	bin := nginxtest.NeedNginx(t)
 	dir := t.TempDir()
-	conf := testNginx(t, dir, dir, nginxtest.FreePort(t), "", "")
+	cf := testNginx(t, dir, dir, nginxtest.FreePort(t), "", "")
 	// servers.conf is missing: nginx -t must fail and say which file.
-	err := (&nginxProcess{Bin: bin, Prefix: dir, Conf: conf}).Check(context.Background())
+	err := (&Process{Bin: bin, Prefix: dir, Conf: cf}).Check(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "servers.conf") {
 		t.Errorf("Check with a missing include = %v, want an error naming servers.conf", err)
 	}

@@ -1,4 +1,4 @@
-package nginx
+package proc
 
 import (
 	"errors"
@@ -9,37 +9,6 @@ import (
 	"strings"
 	"syscall"
 )
-
-// ParseListen parses nginx listen addresses ("8080", "*:8080",
-// "127.0.0.1:28080", "[::]:8080"), the items of a comma-separated list, into
-// the socket addresses they bind: a bare port or "*" is every IPv4 address,
-// as in nginx. Host names are refused: nginx would resolve them,
-// sudoku-edge does not.
-func ParseListen(items []string) ([]netip.AddrPort, error) {
-	return parseList(items, parseListen)
-}
-
-func parseListen(l string) (netip.AddrPort, error) {
-	host, port := "", l
-	if i := strings.LastIndexByte(l, ':'); i >= 0 {
-		host, port = l[:i], l[i+1:]
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil || n < 1 || n > 65535 {
-		return netip.AddrPort{}, fmt.Errorf("listen address %q: port must be 1-65535", l)
-	}
-	var ip netip.Addr
-	switch host {
-	case "", "*":
-		ip = netip.IPv4Unspecified()
-	default:
-		if ip, err = netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")); err != nil {
-			return netip.AddrPort{}, fmt.Errorf("listen address %q: an IP address or a port, as nginx's listen takes it", l)
-		}
-		ip = ip.Unmap()
-	}
-	return netip.AddrPortFrom(ip, uint16(n)), nil
-}
 
 // listenBacklog asks for the longest accept queue the kernel allows: it
 // caps the value at net.core.somaxconn (4096 by default since Linux 5.4),
@@ -52,17 +21,17 @@ func parseListen(l string) (netip.AddrPort, error) {
 // sets backlog=.
 const listenBacklog = 65535
 
-// openListeners opens a listening TCP socket for each address, as nginx
+// OpenListeners opens a listening TCP socket for each address, as nginx
 // would open it for its listen directive (SO_REUSEADDR, IPV6_V6ONLY for
 // IPv6, non-blocking), to hand it to every nginx master it starts. The
 // sockets then outlive nginx: a restart never refuses a connection, the
 // kernel queues them in the backlog meanwhile.
-func openListeners(addrs []netip.AddrPort) ([]*os.File, error) {
+func OpenListeners(addrs []netip.AddrPort) ([]*os.File, error) {
 	var files []*os.File
 	for _, ap := range addrs {
 		f, err := openListener(ap)
 		if err != nil {
-			closeAll(files)
+			CloseAll(files)
 			return nil, err
 		}
 		files = append(files, f)
@@ -122,7 +91,7 @@ func inheritEnv(n int) string {
 	return b.String()
 }
 
-func closeAll(files []*os.File) error {
+func CloseAll(files []*os.File) error {
 	var errs []error
 	for _, f := range files {
 		errs = append(errs, f.Close())

@@ -1,4 +1,4 @@
-package nginx
+package discover
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 func TestBudget(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	b := workerBudget{Hold: time.Minute}
+	b := Budget{Hold: time.Minute}
 	steps := []struct {
 		sec, workers, want int
 		expired            bool // Expired(workers, at(sec)) before the Update
@@ -33,7 +33,7 @@ func TestBudget(t *testing.T) {
 		}
 	}
 
-	never := workerBudget{}
+	never := Budget{}
 	never.Update(3, at(0))
 	if got := never.Update(1, at(0)); got != 3 {
 		t.Errorf("zero Hold: budget %d after a miss, want 3", got)

@@ -1,4 +1,4 @@
-package nginx
+package discover
 
 import (
 	"context"
@@ -6,16 +6,12 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/rs/zerolog"
 )
 
 // fakeResolver answers from a map that tests change between calls.
@@ -51,13 +47,13 @@ func (f *fakeResolver) set(host string, addrs ...string) {
 }
 
 // aps parses worker addresses: ip:port, or unix:<path>.
-func aps(ss ...string) []workerAddr {
-	var out []workerAddr
+func aps(ss ...string) []Addr {
+	var out []Addr
 	for _, s := range ss {
 		if path, ok := strings.CutPrefix(s, "unix:"); ok {
-			out = append(out, unixAddr(path))
+			out = append(out, UnixAddr(path))
 		} else {
-			out = append(out, tcpAddr(netip.MustParseAddrPort(s)))
+			out = append(out, TCPAddr(netip.MustParseAddrPort(s)))
 		}
 	}
 	return out
@@ -70,7 +66,7 @@ func TestResolve(t *testing.T) {
 		targets []string
 		answers map[string][]string
 		err     error
-		want    []workerAddr
+		want    []Addr
 		wantErr bool
 	}{
 		{name: "two replicas, sorted",
@@ -97,7 +93,7 @@ func TestResolve(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &fakeResolver{answers: tt.answers, err: tt.err}
-			d := &workerDiscovery{Targets: targets(t, tt.targets...), Resolver: r}
+			d := &Discovery{Targets: targets(t, tt.targets...), Resolver: r}
 			got, err := d.Resolve(context.Background())
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Resolve(%v) error = %v, wantErr %v", tt.targets, err, tt.wantErr)
@@ -135,17 +131,17 @@ func TestParseTargets(t *testing.T) {
 }
 
 func TestDiff(t *testing.T) {
-	added, removed := diffAddrs(aps("10.0.0.1:1", "10.0.0.2:1"), aps("10.0.0.2:1", "10.0.0.3:1"))
+	added, removed := Diff(aps("10.0.0.1:1", "10.0.0.2:1"), aps("10.0.0.2:1", "10.0.0.3:1"))
 	if !slices.Equal(added, aps("10.0.0.3:1")) || !slices.Equal(removed, aps("10.0.0.1:1")) {
 		t.Errorf("Diff = +%v -%v, want +[10.0.0.3:1] -[10.0.0.1:1]", added, removed)
 	}
 }
 
 func TestResolveHonoursTimeout(t *testing.T) {
-	d := &workerDiscovery{Targets: targets(t, "sudoku:9000"), Resolver: blockingResolver{}, Timeout: 20 * time.Millisecond}
+	d := &Discovery{Targets: targets(t, "sudoku:9000"), Resolver: blockingResolver{}, Timeout: 20 * time.Millisecond}
 	_, err := d.Resolve(context.Background())
 	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Resolve with a hanging resolver: error = %v, want DeadlineExceeded", err)
+		t.Errorf("Resolve with a hanging Resolver: error = %v, want DeadlineExceeded", err)
 	}
 }
 
@@ -173,7 +169,7 @@ func TestResolveDropsRefusing(t *testing.T) {
 	openAddr := open.Addr().String()
 
 	for _, drop := range []bool{false, true} {
-		d := &workerDiscovery{Targets: targets(t, openAddr, closedAddr), DropRefusing: drop}
+		d := &Discovery{Targets: targets(t, openAddr, closedAddr), DropRefusing: drop}
 		got, err := d.Resolve(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -183,7 +179,7 @@ func TestResolveDropsRefusing(t *testing.T) {
 			want = []string{openAddr}
 		}
 		slices.Sort(want)
-		if gotS := addrStrings(got); !slices.Equal(gotS, want) {
+		if gotS := Strings(got); !slices.Equal(gotS, want) {
 			t.Errorf("DropRefusing=%v: got %v, want %v", drop, gotS, want)
 		}
 	}
@@ -210,14 +206,14 @@ func TestResolveRefusedStaysOutUntilAccepted(t *testing.T) {
 		{map[string]error{w1: nil, w2: slow, w3: nil}, []string{w1, w3}},
 		{map[string]error{w1: nil, w2: nil, w3: nil}, []string{w1, w2, w3}},
 	}
-	d := &workerDiscovery{Targets: targets(t, w1, w2, w3), DropRefusing: true}
+	d := &Discovery{Targets: targets(t, w1, w2, w3), DropRefusing: true}
 	for i, st := range steps {
-		d.probe = func(_ context.Context, a workerAddr) error { return st.probe[a.String()] }
+		d.probe = func(_ context.Context, a Addr) error { return st.probe[a.String()] }
 		got, err := d.Resolve(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if gotS := addrStrings(got); !slices.Equal(gotS, st.want) {
+		if gotS := Strings(got); !slices.Equal(gotS, st.want) {
 			t.Errorf("step %d: got %v, want %v", i, gotS, st.want)
 		}
 	}
@@ -230,8 +226,8 @@ func TestResolveKeepsBusySocket(t *testing.T) {
 	dir := t.TempDir()
 	listenUnix(t, dir+"/a.sock", false)
 	listenUnix(t, dir+"/b.sock", false)
-	d := &workerDiscovery{Targets: targets(t, "unix:"+dir+"/*.sock"), DropRefusing: true}
-	d.probe = func(_ context.Context, a workerAddr) error {
+	d := &Discovery{Targets: targets(t, "unix:"+dir+"/*.sock"), DropRefusing: true}
+	d.probe = func(_ context.Context, a Addr) error {
 		if strings.HasSuffix(a.path, "/a.sock") {
 			return syscall.EAGAIN
 		}
@@ -242,7 +238,7 @@ func TestResolveKeepsBusySocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(got) != 2 {
-		t.Errorf("got %v, want both sockets", addrStrings(got))
+		t.Errorf("got %v, want both sockets", Strings(got))
 	}
 }
 
@@ -280,7 +276,7 @@ func TestResolveUnixGlob(t *testing.T) {
 		t.Fatal(err)
 	}
 	list := []string{"unix:" + dir + "/*.sock", "127.0.0.1:19000", "unix:" + dir + "/missing/*.sock"}
-	d := &workerDiscovery{Targets: targets(t, list...), DropRefusing: false}
+	d := &Discovery{Targets: targets(t, list...), DropRefusing: false}
 	got, err := d.Resolve(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -301,7 +297,7 @@ func TestResolveDropsStaleSocket(t *testing.T) {
 	dir := t.TempDir()
 	listenUnix(t, dir+"/live.sock", false)
 	listenUnix(t, dir+"/stale.sock", true)
-	d := &workerDiscovery{Targets: targets(t, "unix:"+dir+"/*.sock"), DropRefusing: true}
+	d := &Discovery{Targets: targets(t, "unix:"+dir+"/*.sock"), DropRefusing: true}
 	got, err := d.Resolve(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -325,28 +321,28 @@ func TestResolveDropsStaleSocket(t *testing.T) {
 // refusing, and the probe dials it over unix.
 func TestConnectUnix(t *testing.T) {
 	dir := t.TempDir()
-	if err := connect(context.Background(), unixAddr(dir+"/gone.sock")); !errors.Is(err, syscall.ENOENT) {
+	if err := connect(context.Background(), UnixAddr(dir+"/gone.sock")); !errors.Is(err, syscall.ENOENT) {
 		t.Errorf("connect to a missing socket = %v, want ENOENT", err)
 	}
 	listenUnix(t, dir+"/stale.sock", true)
-	if err := connect(context.Background(), unixAddr(dir+"/stale.sock")); !errors.Is(err, syscall.ECONNREFUSED) {
+	if err := connect(context.Background(), UnixAddr(dir+"/stale.sock")); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("connect to a stale socket = %v, want ECONNREFUSED", err)
 	}
 	listenUnix(t, dir+"/live.sock", false)
-	if err := connect(context.Background(), unixAddr(dir+"/live.sock")); err != nil {
+	if err := connect(context.Background(), UnixAddr(dir+"/live.sock")); err != nil {
 		t.Errorf("connect to a live socket = %v, want nil", err)
 	}
-	d := &workerDiscovery{DropRefusing: true, probe: func(context.Context, workerAddr) error { return syscall.ENOENT }}
+	d := &Discovery{DropRefusing: true, probe: func(context.Context, Addr) error { return syscall.ENOENT }}
 	if got := d.dropRefusing(context.Background(), aps("unix:/run/w.sock")); len(got) != 0 {
 		t.Errorf("dropRefusing with ENOENT kept %v", got)
 	}
 }
 
-// workerAddr orders TCP addresses as netip.AddrPort does (numerically, so the
+// Addr orders TCP addresses as netip.AddrPort does (numerically, so the
 // rendered servers.conf stays as before), then socket paths.
 func TestAddrCompare(t *testing.T) {
 	in := aps("unix:/b.sock", "10.0.0.10:9000", "unix:/a.sock", "10.0.0.9:9000", "[::1]:1")
-	slices.SortFunc(in, workerAddr.Compare)
+	slices.SortFunc(in, Addr.Compare)
 	want := aps("10.0.0.9:9000", "10.0.0.10:9000", "[::1]:1", "unix:/a.sock", "unix:/b.sock")
 	if !slices.Equal(in, want) {
 		t.Errorf("sorted = %v, want %v", in, want)
@@ -361,48 +357,4 @@ func targets(t *testing.T, list ...string) []Target {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// TestRoundFollowsTheWorkers (formerly Discovery.Watch's test, now the one
-// loop, Supervisor.round): a fake service scales 2 -> 3 -> 2 with a DNS
-// failure in between; each new set reaches servers.conf with one reload,
-// and the failure keeps the set and reloads nothing.
-func TestRoundFollowsTheWorkers(t *testing.T) {
-	r := &fakeResolver{answers: map[string][]string{"sudoku": {"10.0.0.1", "10.0.0.2"}}}
-	fake := &fakeNginx{}
-	s := &Supervisor{RunDir: t.TempDir(), Workers: targets(t, "sudoku:9000"), BudgetHold: time.Minute, Metrics: NewMetrics()}
-	s.disc = &workerDiscovery{Targets: s.Workers, Resolver: r}
-	s.applier = &configApplier{Checker: fake, Reloader: fake, Log: zerolog.Nop()}
-	ctx := context.Background()
-	if err := s.writeStartFiles(ctx); err != nil {
-		t.Fatal(err)
-	}
-	step := func(what string, want []workerAddr, reloads int) {
-		t.Helper()
-		s.round(ctx)
-		if !slices.Equal(s.addrs, want) || fake.reloads != reloads {
-			t.Errorf("%s: upstream %v after %d reloads, want %v after %d", what, s.addrs, fake.reloads, want, reloads)
-		}
-		servers, _ := os.ReadFile(filepath.Join(s.RunDir, "servers.conf"))
-		for _, a := range want {
-			if !strings.Contains(string(servers), "server "+a.String()+" max_fails=0;") {
-				t.Errorf("%s: servers.conf lacks %s:\n%s", what, a, servers)
-			}
-		}
-	}
-	step("no change", aps("10.0.0.1:9000", "10.0.0.2:9000"), 0)
-	r.set("sudoku", "10.0.0.1", "10.0.0.2", "10.0.0.3")
-	step("scale up", aps("10.0.0.1:9000", "10.0.0.2:9000", "10.0.0.3:9000"), 1)
-	r.mu.Lock()
-	r.err = &net.DNSError{Err: "server misbehaving", Name: "sudoku", IsTemporary: true}
-	r.mu.Unlock()
-	step("DNS failure", aps("10.0.0.1:9000", "10.0.0.2:9000", "10.0.0.3:9000"), 1)
-	if got := testutil.ToFloat64(s.Metrics.lookupErrors); got != 1 {
-		t.Errorf("sudoku_edge_discovery_errors_total = %v after one failure, want 1", got)
-	}
-	r.mu.Lock()
-	r.err = nil
-	r.mu.Unlock()
-	r.set("sudoku", "10.0.0.3", "10.0.0.1")
-	step("scale down", aps("10.0.0.1:9000", "10.0.0.3:9000"), 2)
 }

@@ -1,4 +1,4 @@
-package nginx
+package proc
 
 import (
 	"bytes"
@@ -13,19 +13,19 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// configChecker validates the configuration nginx would load now, as `nginx -t`
+// Checker validates the configuration nginx would load now, as `nginx -t`
 // does. It MUST honour ctx cancellation.
-type configChecker interface {
+type Checker interface {
 	Check(ctx context.Context) error
 }
 
-// reloader makes a running nginx load its configuration again.
-type reloader interface {
+// Reloader makes a running nginx load its configuration again.
+type Reloader interface {
 	Reload() error
 }
 
-// A configChange puts a new state of some file nginx reads in place.
-type configChange interface {
+// A Change puts a new state of some file nginx reads in place.
+type Change interface {
 	// Stage makes the change. It reports changed=false (and does nothing)
 	// when the new state equals the current one; otherwise revert puts the
 	// previous state back.
@@ -34,39 +34,42 @@ type configChange interface {
 	String() string
 }
 
-// applyOutcome is what Apply did.
-type applyOutcome int
+// Outcome is what Apply did.
+type Outcome int
 
 const (
-	unchanged applyOutcome = iota // nothing differed; nginx untouched
-	reloaded                      // files written, check passed, nginx reloaded
-	rejected                      // check failed; old files restored, nginx untouched
-	failed                        // writing, restoring or reloading failed
+	Unchanged Outcome = iota // nothing differed; nginx untouched
+	Reloaded                 // files written, check passed, nginx reloaded
+	Rejected                 // check failed; old files restored, nginx untouched
+	Failed                   // writing, restoring or reloading failed
 )
 
-func (o applyOutcome) String() string {
+func (o Outcome) String() string {
 	switch o {
-	case unchanged:
+	case Unchanged:
 		return "unchanged"
-	case reloaded:
+	case Reloaded:
 		return "reloaded"
-	case rejected:
+	case Rejected:
 		return "rejected"
 	default:
 		return "failed"
 	}
 }
 
-// errRejected wraps the check's error when Apply refuses a configuration.
-var errRejected = errors.New("nginx: configuration rejected, kept the previous one")
+// ErrRejected wraps the check's error when Apply refuses a configuration.
+var ErrRejected = errors.New("nginx: configuration rejected, kept the previous one")
 
-// configApplier is the reload decision. It serialises every change to the files
+// Applier is the reload decision. It serialises every change to the files
 // nginx reads, so that discovery and certificate renewals never interleave
 // between a check and its reload.
-type configApplier struct {
-	Checker  configChecker
-	Reloader reloader
+type Applier struct {
+	Checker  Checker
+	Reloader Reloader
 	Log      zerolog.Logger
+	// Count, when set, is called with the outcome of every Apply that
+	// found something changed.
+	Count func(Outcome)
 
 	mu sync.Mutex
 }
@@ -74,8 +77,16 @@ type configApplier struct {
 // Apply stages changes; if any of them changed something it checks the
 // whole configuration and then reloads nginx. When the check fails it
 // reverts every staged change, newest first, and returns an error wrapping
-// errRejected and the check's output: nginx keeps running on the old files.
-func (a *configApplier) Apply(ctx context.Context, changes ...configChange) (applyOutcome, error) {
+// ErrRejected and the check's output: nginx keeps running on the old files.
+func (a *Applier) Apply(ctx context.Context, changes ...Change) (Outcome, error) {
+	o, err := a.apply(ctx, changes)
+	if a.Count != nil && o != Unchanged {
+		a.Count(o)
+	}
+	return o, err
+}
+
+func (a *Applier) apply(ctx context.Context, changes []Change) (Outcome, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 
@@ -92,7 +103,7 @@ func (a *configApplier) Apply(ctx context.Context, changes ...configChange) (app
 		revert, changed, err := c.Stage()
 		if err != nil {
 			err = fmt.Errorf("staging %s: %w", c, err)
-			return failed, errors.Join(err, revertAll())
+			return Failed, errors.Join(err, revertAll())
 		}
 		if changed {
 			reverts = append(reverts, revert)
@@ -100,35 +111,35 @@ func (a *configApplier) Apply(ctx context.Context, changes ...configChange) (app
 		}
 	}
 	if len(reverts) == 0 {
-		return unchanged, nil
+		return Unchanged, nil
 	}
 	if err := a.Checker.Check(ctx); err != nil {
 		rerr := revertAll()
 		a.Log.Error().Err(err).Strs("changes", names).
 			Msg("new nginx configuration failed the check; kept the previous one")
 		if rerr != nil {
-			return failed, errors.Join(fmt.Errorf("%w: %w", errRejected, err), fmt.Errorf("restoring: %w", rerr))
+			return Failed, errors.Join(fmt.Errorf("%w: %w", ErrRejected, err), fmt.Errorf("restoring: %w", rerr))
 		}
-		return rejected, fmt.Errorf("%w: %w", errRejected, err)
+		return Rejected, fmt.Errorf("%w: %w", ErrRejected, err)
 	}
 	if err := a.Reloader.Reload(); err != nil {
-		return failed, fmt.Errorf("reloading nginx: %w", err)
+		return Failed, fmt.Errorf("reloading nginx: %w", err)
 	}
 	a.Log.Info().Strs("changes", names).Msg("nginx reloaded")
-	return reloaded, nil
+	return Reloaded, nil
 }
 
-// fileChange replaces the content of one file.
-type fileChange struct {
+// FileChange replaces the content of one file.
+type FileChange struct {
 	Path string
 	Data []byte
 	Perm fs.FileMode // 0 means 0644
 }
 
-func (f fileChange) String() string { return f.Path }
+func (f FileChange) String() string { return f.Path }
 
 // Stage writes f.Data atomically when it differs from the file's content.
-func (f fileChange) Stage() (func() error, bool, error) {
+func (f FileChange) Stage() (func() error, bool, error) {
 	perm := f.Perm
 	if perm == 0 {
 		perm = 0o644
@@ -141,22 +152,22 @@ func (f fileChange) Stage() (func() error, bool, error) {
 	if existed && bytes.Equal(old, f.Data) {
 		return nil, false, nil
 	}
-	if err := writeFileAtomic(f.Path, f.Data, perm); err != nil {
+	if err := WriteFileAtomic(f.Path, f.Data, perm); err != nil {
 		return nil, false, err
 	}
 	revert := func() error {
 		if !existed {
 			return os.Remove(f.Path)
 		}
-		return writeFileAtomic(f.Path, old, perm)
+		return WriteFileAtomic(f.Path, old, perm)
 	}
 	return revert, true, nil
 }
 
-// writeFileAtomic writes data to a temporary file in path's directory,
+// WriteFileAtomic writes data to a temporary file in path's directory,
 // syncs it and renames it over path, so that readers (nginx) see either the
 // old content or the new one, never a mix.
-func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
+func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."

@@ -1,4 +1,8 @@
-package nginx
+// Package logs reads what nginx writes about its answers: it counts the
+// short access log lines nginx sends to a socket ([AccessLog]) and relays
+// its error log with floods held back ([ErrorLogRelay]), both into
+// [Metrics]. It knows nothing of nginx's files or process.
+package logs
 
 import (
 	"bytes"
@@ -28,28 +32,20 @@ type AccessLog struct {
 
 // SampleEvery is one over the share of requests nginx logs when it does not
 // log every answer; nginx.conf's $sudoku_in_sample picks the requests whose
-// $request_id ends in sampleRegex's hex digits: a power of 16.
+// $request_id ends in its hex digits (conf renders the regex): a power of
+// 16.
 const SampleEvery = 16
 
-// sampleRegex is the nginx regex that matches one $request_id (32 random
-// hex digits) in SampleEvery: "~0$" for 16, "~00$" for 256.
-func sampleRegex() string {
-	zeros := ""
-	for n := SampleEvery; n > 1; n /= 16 {
-		zeros += "0"
-	}
-	return "~" + zeros + "$"
-}
-
-// accessLogFormat is the log_format of the lines: the status, 1 when the
+// Format is the log_format of the lines: the status, 1 when the
 // request is in the sample (0 when it is logged for its status alone), the
 // request's time in nginx in seconds and the upstream's statuses ("-" when
 // nginx answered itself), one per try.
-const accessLogFormat = `$status $sudoku_log_sampled $request_time $upstream_status`
+const Format = `$status $sudoku_log_sampled $request_time $upstream_status`
 
-// listen creates the socket (replacing a stale one) with mode 0666: nginx's
-// workers run as another user.
-func (a *AccessLog) listen() error {
+// Listen creates the socket (replacing a stale one) with mode 0666, as
+// nginx's workers run as another user, for Serve to count its lines into m.
+func (a *AccessLog) Listen(m *Metrics) error {
+	a.metrics = m
 	_ = os.Remove(a.Path)
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: a.Path, Net: "unixgram"})
 	if err != nil {
@@ -63,8 +59,8 @@ func (a *AccessLog) listen() error {
 	return nil
 }
 
-// serve counts lines until close.
-func (a *AccessLog) serve() error {
+// Serve counts lines until Close.
+func (a *AccessLog) Serve() error {
 	buf := make([]byte, 8192)
 	for {
 		n, err := a.conn.Read(buf)
@@ -78,8 +74,8 @@ func (a *AccessLog) serve() error {
 	}
 }
 
-// close stops serve and removes the socket.
-func (a *AccessLog) close() error {
+// Close stops Serve and removes the socket.
+func (a *AccessLog) Close() error {
 	if a.conn == nil {
 		return nil
 	}
