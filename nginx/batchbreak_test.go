@@ -91,7 +91,7 @@ func TestShippedBrokenBatchIsTruncated(t *testing.T) {
 	worker := brokenWorker(t, "Status: 200 OK\r\nContent-Type: text/plain\r\nX-Accel-Buffering: no\r\n\r\n",
 		[]string{"a:1\n", "b:2\n", "c:3\n"}, next)
 	s := startShipped(t, "127.0.0.1:%d", nil, func(sup *Supervisor) {
-		sup.Workers = targets(t, worker)
+		sup.Config.Workers = targets(t, worker)
 	})
 	req, _ := http.NewRequest("POST", s.url("127.0.0.1", "/sudoku"), strings.NewReader("a:1\nb:2\nc:3\nd:4\n"))
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}

@@ -5,7 +5,7 @@ import "net/http"
 // listen starts the supervisor's own HTTP listeners: the challenge
 // responder and, when configured, the metrics listener. stop closes both.
 func (s *Supervisor) listen() (stop func(), err error) {
-	challenge, err := s.ServeHTTP(s.Log, "challenge responder", s.ChallengeListen, s.tls.ChallengeHandler())
+	challenge, err := s.ServeHTTP(s.Log, "challenge responder", s.cfg.ChallengeListen, s.tls.ChallengeHandler())
 	if err != nil {
 		return nil, err
 	}

@@ -32,11 +32,11 @@ func TestRealIPFromTrustedProxyOnly(t *testing.T) {
     limit_req_status 429;`, runDir), `
         limit_req zone=per_client;
         add_header X-Client $remote_addr always;`)
-	sup := &Supervisor{
+	sup := &Supervisor{Config: Config{
 		Bin: bin, Prefix: dir, Conf: cf, RunDir: runDir, RealIPFrom: trusted,
 		Workers:         targets(t, back.String()),
 		ResolveInterval: time.Second, BudgetHold: time.Minute,
-	}
+	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := startSupervisor(ctx, t, sup, chPort)

@@ -33,13 +33,12 @@ func TestSupervisorRestartsKilledMaster(t *testing.T) {
 	bin, dir, runDir, port, chPort := supervisorSetup(t)
 	back := backend(t, "a")
 	metrics := NewMetrics()
-	sup := &Supervisor{
+	sup := &Supervisor{Config: Config{
 		Bin: bin, Prefix: dir, Conf: testNginxWorkers(t, 0, dir, runDir, port, "\n    include "+runDir+"/tls.conf;", ""), RunDir: runDir,
 		Listen:  []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))},
 		Workers: targets(t, back.String()), WorkerProcesses: 3,
 		ResolveInterval: time.Second, BudgetHold: time.Minute,
-		Metrics: metrics,
-	}
+	}, Metrics: metrics}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := startSupervisor(ctx, t, sup, chPort)
@@ -163,13 +162,12 @@ func TestSupervisorRefusesWhileNginxCannotStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	back := backend(t, "a")
-	sup := &Supervisor{
+	sup := &Supervisor{Config: Config{
 		Bin: wrapper, Prefix: dir, Conf: testNginxWorkers(t, 0, dir, runDir, port, "\n    include "+runDir+"/tls.conf;", ""), RunDir: runDir,
 		Listen:  []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))},
 		Workers: targets(t, back.String()), WorkerProcesses: 1,
 		ResolveInterval: time.Second, BudgetHold: time.Minute,
-		Metrics: NewMetrics(),
-	}
+	}, Metrics: NewMetrics()}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := startSupervisor(ctx, t, sup, chPort)
@@ -252,12 +250,12 @@ func TestGracefulStopRefusesNewConnections(t *testing.T) {
 		<-release
 		io.WriteString(w, "held")
 	}))
-	sup := &Supervisor{
+	sup := &Supervisor{Config: Config{
 		Bin: bin, Prefix: dir, Conf: testNginxWorkers(t, 0, dir, runDir, port, "\n    include "+runDir+"/tls.conf;", ""), RunDir: runDir,
 		Listen:  []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))},
 		Workers: targets(t, held), Upstream: conf.Upstream{}, WorkerProcesses: 1,
 		ResolveInterval: time.Second, BudgetHold: time.Minute,
-	}
+	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := startSupervisor(ctx, t, sup, chPort)

@@ -71,8 +71,12 @@ func aps(ss ...string) []discover.Addr {
 func TestRoundFollowsTheWorkers(t *testing.T) {
 	r := &fakeResolver{answers: map[string][]string{"sudoku": {"10.0.0.1", "10.0.0.2"}}}
 	fake := &fakeNginx{}
-	s := &Supervisor{RunDir: t.TempDir(), Workers: targets(t, "sudoku:9000"), BudgetHold: time.Minute, Metrics: NewMetrics()}
-	s.disc = &discover.Discovery{Targets: s.Workers, Resolver: r}
+	s := &Supervisor{Config: Config{RunDir: t.TempDir(), Workers: targets(t, "sudoku:9000"), BudgetHold: time.Minute}, Metrics: NewMetrics()}
+	var err error
+	if s.cfg, err = s.Config.resolve(); err != nil {
+		t.Fatal(err)
+	}
+	s.disc = &discover.Discovery{Targets: s.cfg.Workers, Resolver: r}
 	s.applier = &proc.Applier{Checker: fake, Reloader: fake, Log: zerolog.Nop()}
 	ctx := context.Background()
 	if err := s.writeStartFiles(ctx); err != nil {
@@ -84,7 +88,7 @@ func TestRoundFollowsTheWorkers(t *testing.T) {
 		if !slices.Equal(s.addrs, want) || fake.reloads != reloads {
 			t.Errorf("%s: upstream %v after %d reloads, want %v after %d", what, s.addrs, fake.reloads, want, reloads)
 		}
-		servers, _ := os.ReadFile(filepath.Join(s.RunDir, "servers.conf"))
+		servers, _ := os.ReadFile(filepath.Join(s.cfg.RunDir, "servers.conf"))
 		for _, a := range want {
 			if !strings.Contains(string(servers), "server "+a.String()+" max_fails=0;") {
 				t.Errorf("%s: servers.conf lacks %s:\n%s", what, a, servers)

@@ -25,7 +25,7 @@ func TestRunDirFiles(t *testing.T) {
 		t.Fatal("conf.RunDirFiles() is empty")
 	}
 	dir := t.TempDir()
-	s := &Supervisor{RunDir: dir, Workers: targets(t, "127.0.0.1:9000"), ResolveInterval: time.Second, Log: zerolog.Nop()}
+	s := &Supervisor{Config: Config{RunDir: dir, Workers: targets(t, "127.0.0.1:9000"), ResolveInterval: time.Second}, Log: zerolog.Nop()}
 	if err := s.Render(context.Background()); err != nil {
 		t.Fatalf("Render: %v", err)
 	}

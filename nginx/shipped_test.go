@@ -91,12 +91,11 @@ func startShipped(t *testing.T, listen string, worker http.Handler, set func(*Su
 		t.Fatal(err)
 	}
 	s := &shippedNginx{port: port, log: &lockedBuffer{}, metrics: NewMetrics()}
-	sup := &Supervisor{
+	sup := &Supervisor{Config: Config{
 		Bin: bin, Prefix: dir, Conf: cf, RunDir: site.RunDir, WorkerProcesses: 1,
 		HTTPListen: fmt.Sprintf(listen, port), Workers: targets(t, workerAddr), Upstream: conf.DefaultUpstream,
-		ResolveInterval: time.Second, BudgetHold: time.Minute, ChallengeListen: site.ChallengeListen, ServeHTTP: nginxtest.ServeHTTP,
-		Stdout: s.log, Stderr: io.Discard, Log: nginxtest.Logger(t), Metrics: s.metrics,
-	}
+		ResolveInterval: time.Second, BudgetHold: time.Minute, ChallengeListen: site.ChallengeListen,
+	}, ServeHTTP: nginxtest.ServeHTTP, Stdout: s.log, Stderr: io.Discard, Log: nginxtest.Logger(t), Metrics: s.metrics}
 	if set != nil {
 		set(sup)
 	}
@@ -218,7 +217,7 @@ func nonLoopback(t *testing.T) string {
 func TestShippedLoopbackExemptOnlyFromLoopbackPeer(t *testing.T) {
 	peer := nonLoopback(t)
 	s := startShipped(t, "%d", solver(nil, nil), func(sup *Supervisor) {
-		sup.RealIPFrom, _ = conf.ParsePrefixes([]string{peer, "127.0.0.1"})
+		sup.Config.RealIPFrom, _ = conf.ParsePrefixes([]string{peer, "127.0.0.1"})
 	})
 	for _, tc := range []struct {
 		what, from, xff, client, limit string
@@ -253,7 +252,7 @@ func TestShippedLoopbackExemptOnlyFromLoopbackPeer(t *testing.T) {
 func TestShippedClientLimitIs429(t *testing.T) {
 	release, held := make(chan struct{}), make(chan struct{}, 64)
 	s := startShipped(t, "127.0.0.1:%d", solver(release, held), func(sup *Supervisor) {
-		sup.RealIPFrom, _ = conf.ParsePrefixes([]string{"127.0.0.1"})
+		sup.Config.RealIPFrom, _ = conf.ParsePrefixes([]string{"127.0.0.1"})
 	})
 	get := func(client, query string) (*http.Response, string) {
 		req, _ := http.NewRequest("GET", s.url("127.0.0.1", "/sudoku?"+query), nil)
@@ -450,8 +449,8 @@ func TestShippedIndexAndMethods(t *testing.T) {
 // without the header gets no answer.
 func TestShippedProxyProtocol(t *testing.T) {
 	s := startShipped(t, "127.0.0.1:%d", solver(nil, nil), func(sup *Supervisor) {
-		sup.RealIPFrom, _ = conf.ParsePrefixes([]string{"127.0.0.1"})
-		sup.ProxyProtocol = true
+		sup.Config.RealIPFrom, _ = conf.ParsePrefixes([]string{"127.0.0.1"})
+		sup.Config.ProxyProtocol = true
 	})
 	// raw sends one request over a new connection from the source address
 	// from, after the header when it is not empty, and returns what nginx
@@ -505,8 +504,8 @@ func TestShippedProxyProtocol(t *testing.T) {
 // and a body over MaxBody gets 413.
 func TestShippedClientLimitsAreSettings(t *testing.T) {
 	s := startShipped(t, "127.0.0.1:%d", solver(nil, nil), func(sup *Supervisor) {
-		sup.RealIPFrom, _ = conf.ParsePrefixes([]string{"127.0.0.1"})
-		sup.Clients = conf.ClientLimits{Rate: 1, Burst: 1, InFlight: 8, BatchRate: 1, BatchBurst: 0, BatchInFlight: 1, BatchBodies: 2, MaxBody: 1024}
+		sup.Config.RealIPFrom, _ = conf.ParsePrefixes([]string{"127.0.0.1"})
+		sup.Config.Clients = conf.ClientLimits{Rate: 1, Burst: 1, InFlight: 8, BatchRate: 1, BatchBurst: 0, BatchInFlight: 1, BatchBodies: 2, MaxBody: 1024}
 	})
 	send := func(client, method, body string) *http.Response {
 		req, _ := http.NewRequest(method, s.url("127.0.0.1", "/sudoku?puzzle=x"), strings.NewReader(body))

@@ -29,65 +29,11 @@ import (
 // with the world: the upstream with the workers it finds (and their
 // budget), the trusted clients and, with TLS, the certificates. It also
 // serves the ACME challenge responder and, when asked, the metrics
-// listener. Set the fields, then call Run once.
+// listener. Set Config (from DefaultConfig) and the fields the command
+// wires, then call Run once.
 type Supervisor struct {
-	Bin    string // nginx binary
-	Prefix string // nginx -p; empty keeps nginx's compiled-in prefix
-	Conf   string // nginx -c
-	// WorkerProcesses, when > 0, is nginx's worker_processes, passed with
-	// -g: nginx's own "auto" counts the host's CPUs, not the container's
-	// quota (the command passes the CPUs it may use, runtime.GOMAXPROCS).
-	// nginx.conf must not set it then.
-	WorkerProcesses int
-	// Limits are nginx's connection limits for all its worker processes
-	// together, rendered per process (events.conf, keepalive.conf); zero
-	// fields take conf.DefaultProcessLimits'.
-	Limits conf.ProcessLimits
-	// Clients are the per-client limits and the batch bodies' count
-	// (client-limits.conf, route-limits.conf, batch-limits.conf); the zero
-	// value takes conf.DefaultClientLimits.
-	Clients conf.ClientLimits
-	// RunDir receives the files nginx.conf includes, one per template in
-	// templates/ (X.conf.tmpl renders X.conf; TestRunDirFiles), and certs/
-	// with TLS.
-	RunDir string
+	Config Config
 
-	// Listen lists the addresses of nginx's listen directives (ParseListen).
-	// The supervisor opens them itself and hands them to every nginx master
-	// it starts (the NGINX environment variable, as in nginx's binary
-	// upgrade), so that a master that dies is restarted without refusing a
-	// connection. A graceful stop closes them as it begins, so new
-	// connections are refused while nginx drains. A listen directive for
-	// another address binds its own socket, which is closed while no
-	// master runs.
-	Listen []netip.AddrPort
-
-	Workers         []discover.Target // at least one (ParseTargets)
-	resolver        discover.Resolver // nil means net.DefaultResolver
-	ResolveInterval time.Duration     // how often the workers are resolved again; > 0
-	BudgetHold      time.Duration     // how long the workers left take a missing one's share before it counts as gone
-	Upstream        conf.Upstream     // each worker's server parameters; the zero value sets no max_conns (DefaultUpstream)
-	TrustedClients  []netip.Prefix
-	// RealIPFrom lists the load balancers in front of nginx whose
-	// X-Forwarded-For names the client (real-ip.conf); empty believes no
-	// header.
-	RealIPFrom []netip.Prefix
-	// HTTPListen is the plain HTTP server's listen (conf.ParseListen's form),
-	// written to listen.conf, which the shipped nginx.conf includes in that
-	// server; empty writes comments only (an nginx.conf of its own).
-	HTTPListen string
-	// ProxyProtocol makes every public listen (listen.conf, tls.conf) take
-	// the PROXY protocol, and nginx take the client's address from its
-	// header when the peer is one of RealIPFrom (real_ip_header
-	// proxy_protocol) instead of from X-Forwarded-For. Every connection
-	// must then start with the header: only for balancers that send it.
-	ProxyProtocol bool
-
-	// ChallengeListen is the address of the ACME HTTP-01 responder that
-	// nginx proxies /.well-known/acme-challenge/ to. It runs with TLS off
-	// too, and then answers 404.
-	ChallengeListen string
-	TLS             *edgetls.Options // nil turns TLS off
 	// Renew forces the renewal of every certificate on each value (the
 	// command sends SIGUSR1 here).
 	Renew <-chan os.Signal
@@ -99,8 +45,7 @@ type Supervisor struct {
 
 	// MetricsListen, when not empty and MetricsHandler is set, is the
 	// address of an internal HTTP listener that serves MetricsHandler at
-	// /metrics. nginx's servers
-	// never reach it.
+	// /metrics. nginx's servers never reach it.
 	MetricsListen  string
 	MetricsHandler http.Handler
 	Metrics        *Metrics // nil counts nothing
@@ -111,10 +56,6 @@ type Supervisor struct {
 	// too (nginx may not import it). Required.
 	ServeHTTP func(log zerolog.Logger, name, addr string, h http.Handler) (*http.Server, error)
 
-	// AccessLog, with a Path, is the socket nginx sends short access log
-	// lines to, counted into Metrics (access-log.conf).
-	AccessLog logs.AccessLog
-
 	// Stdout and Stderr take nginx's access log (its stdout) and relayed
 	// error log, drained from pipes as nginx writes them; nil means
 	// os.Stdout and os.Stderr. A write that waits holds up that drain and
@@ -123,6 +64,8 @@ type Supervisor struct {
 	Stderr io.Writer
 	Log    zerolog.Logger
 
+	cfg        Config            // Config, resolved once (Config.resolve)
+	resolver   discover.Resolver // nil means net.DefaultResolver
 	masters    *masters
 	newProcess func() *proc.Process
 	listeners  []*os.File  // the Listen sockets, handed to every master
@@ -130,9 +73,7 @@ type Supervisor struct {
 	applier    *proc.Applier
 	disc       *discover.Discovery
 	tls        *edgetls.Manager
-	addrs      []discover.Addr    // the workers in servers.conf
-	limits     conf.ProcessLimits // Limits, zero fields resolved (resolveDefaults)
-	clients    conf.ClientLimits  // Clients, the zero value resolved
+	addrs      []discover.Addr // the workers in servers.conf
 	budget     discover.Budget
 	wake       chan struct{} // a round now: nginx could not connect to a worker
 }
@@ -145,7 +86,7 @@ func (e *ExitError) Error() string { return "nginx exited: " + e.Err.Error() }
 func (e *ExitError) Unwrap() error { return e.Err }
 func (e *ExitError) ExitCode() int { return proc.ExitCode(e.Err) }
 
-func (s *Supervisor) path(name string) string { return filepath.Join(s.RunDir, name) }
+func (s *Supervisor) path(name string) string { return filepath.Join(s.cfg.RunDir, name) }
 
 // Run writes the files nginx needs, starts it and keeps it in step until
 // ctx ends; then it stops nginx gracefully (SIGQUIT) and waits for it.
@@ -153,10 +94,11 @@ func (s *Supervisor) path(name string) string { return filepath.Join(s.RunDir, n
 // exits otherwise (on its own or at the stop), and any other error when
 // nginx could not be started.
 func (s *Supervisor) Run(ctx context.Context) error {
-	if len(s.Workers) == 0 {
-		return errors.New("nginx: Supervisor needs a worker target")
+	var err error
+	if s.cfg, err = s.Config.resolve(); err != nil {
+		return err
 	}
-	if s.ResolveInterval <= 0 {
+	if s.cfg.ResolveInterval <= 0 {
 		return errors.New("nginx: Supervisor needs a positive ResolveInterval")
 	}
 	if s.ServeHTTP == nil {
@@ -169,10 +111,10 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	if err := os.MkdirAll(s.RunDir, 0o755); err != nil {
+	if err := os.MkdirAll(s.cfg.RunDir, 0o755); err != nil {
 		return fmt.Errorf("creating run directory: %w", err)
 	}
-	s.disc = &discover.Discovery{Targets: s.Workers, Resolver: s.resolver, Timeout: s.ResolveInterval, DropRefusing: true}
+	s.disc = &discover.Discovery{Targets: s.cfg.Workers, Resolver: s.resolver, Timeout: s.cfg.ResolveInterval, DropRefusing: true}
 	s.wake = make(chan struct{}, 1)
 	// nginx's error log (its stderr) goes through a relay that holds back
 	// floods; its access log (stdout) is buffered by nginx itself.
@@ -205,24 +147,21 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	s.masters = &masters{}
 	s.applier = &proc.Applier{Checker: s.masters, Reloader: s.masters, Log: s.Log, Count: s.Metrics.applied}
 	s.newProcess = func() *proc.Process {
-		return &proc.Process{Bin: s.Bin, Prefix: s.Prefix, Conf: s.Conf, WorkerProcesses: s.WorkerProcesses, Stdout: outFile, Stderr: errW, Listeners: s.listeners}
+		return &proc.Process{Bin: s.cfg.Bin, Prefix: s.cfg.Prefix, Conf: s.cfg.Conf, WorkerProcesses: s.cfg.WorkerProcesses, Stdout: outFile, Stderr: errW, Listeners: s.listeners}
 	}
 	s.masters.set(s.newProcess())
 
 	if err := s.writeStartFiles(ctx); err != nil {
 		return err
 	}
-	if s.TLS != nil {
-		s.TLS.ProxyProtocol = s.ProxyProtocol
-	}
-	if s.tls, err = edgetls.New(s.TLS, s.RunDir, s.ChallengeListen, s.applier, s.Metrics.tlsMetrics(), s.Log); err != nil {
+	if s.tls, err = edgetls.New(s.cfg.TLS, s.cfg.RunDir, s.cfg.ChallengeListen, s.applier, s.Metrics.tlsMetrics(), s.Log); err != nil {
 		return err
 	}
 	defer s.tls.Stop() // stops certmagic's goroutines on every way out; safe twice
 	if err := s.tls.Prepare(ctx); err != nil {
 		return err
 	}
-	if a := &s.AccessLog; a.Path != "" {
+	if a := &s.cfg.AccessLog; a.Path != "" {
 		if err := a.Listen(s.Metrics.logMetrics()); err != nil {
 			return fmt.Errorf("access log socket: %w", err)
 		}
@@ -243,7 +182,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return err
 	}
 	defer stopListeners()
-	if s.listeners, err = proc.OpenListeners(s.Listen); err != nil {
+	if s.listeners, err = proc.OpenListeners(s.cfg.Listen); err != nil {
 		return err
 	}
 	defer func() { proc.CloseAll(s.listeners) }() // stop closes them first
@@ -273,11 +212,11 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		case <-time.After(2 * time.Second):
 		}
 	}()
-	s.Log.Info().Int("pid", s.masters.get().Pid()).Str("conf", s.Conf).Int("inherited_sockets", len(s.listeners)).Msg("nginx started")
+	s.Log.Info().Int("pid", s.masters.get().Pid()).Str("conf", s.cfg.Conf).Int("inherited_sockets", len(s.listeners)).Msg("nginx started")
 
 	bg, cancelBg := context.WithCancel(context.Background())
 	defer cancelBg()
-	go every(bg, s.ResolveInterval, s.wake, func() { s.round(bg) })
+	go every(bg, s.cfg.ResolveInterval, s.wake, func() { s.round(bg) })
 	go s.tls.Run(bg, s.Renew)
 
 	if !s.keepRunning(ctx) {
@@ -370,10 +309,10 @@ func (s *Supervisor) refuse() {
 // listenAgain opens the listening sockets that refuse closed, before a
 // start.
 func (s *Supervisor) listenAgain() error {
-	if s.listeners != nil || len(s.Listen) == 0 {
+	if s.listeners != nil || len(s.cfg.Listen) == 0 {
 		return nil
 	}
-	ls, err := proc.OpenListeners(s.Listen)
+	ls, err := proc.OpenListeners(s.cfg.Listen)
 	if err != nil {
 		return err
 	}
@@ -437,21 +376,19 @@ func (m *masters) Reload() error                   { return m.get().Reload() }
 // itself. The workers are listed as the targets name them, without
 // probing, since they may not run yet.
 func (s *Supervisor) Render(ctx context.Context) error {
-	if len(s.Workers) == 0 {
-		return errors.New("nginx: Supervisor needs a worker target")
+	var err error
+	if s.cfg, err = s.Config.resolve(); err != nil {
+		return err
 	}
-	if err := os.MkdirAll(s.RunDir, 0o755); err != nil {
+	if err := os.MkdirAll(s.cfg.RunDir, 0o755); err != nil {
 		return fmt.Errorf("creating run directory: %w", err)
 	}
-	s.disc = &discover.Discovery{Targets: s.Workers, Resolver: s.resolver, Timeout: s.ResolveInterval}
+	s.disc = &discover.Discovery{Targets: s.cfg.Workers, Resolver: s.resolver, Timeout: s.cfg.ResolveInterval}
 	s.masters = &masters{p: &proc.Process{}}
 	if err := s.writeStartFiles(ctx); err != nil {
 		return err
 	}
-	if s.TLS != nil {
-		s.TLS.ProxyProtocol = s.ProxyProtocol
-	}
-	tls, err := edgetls.New(s.TLS, s.RunDir, s.ChallengeListen, nil, s.Metrics.tlsMetrics(), s.Log)
+	tls, err := edgetls.New(s.cfg.TLS, s.cfg.RunDir, s.cfg.ChallengeListen, nil, s.Metrics.tlsMetrics(), s.Log)
 	if err != nil {
 		return err
 	}
@@ -503,7 +440,6 @@ func (s *Supervisor) stop() error {
 // trusted-clients and access log files before nginx starts: it refuses to
 // start while an include is missing.
 func (s *Supervisor) writeStartFiles(ctx context.Context) error {
-	s.resolveDefaults()
 	addrs, err := s.disc.Resolve(ctx)
 	s.Metrics.round(err)
 	if err != nil {
@@ -512,7 +448,7 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 	// The budget is the most workers seen: while fewer answer, those take
 	// the missing ones' share of the requests in flight (conf.RenderUpstream),
 	// for BudgetHold at most.
-	s.budget = discover.Budget{Hold: s.BudgetHold}
+	s.budget = discover.Budget{Hold: s.cfg.BudgetHold}
 	n := s.budget.Update(len(addrs), time.Now())
 	upstream, err := s.upstreamFiles(addrs, n)
 	if err != nil {
@@ -526,7 +462,7 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 	s.addrs = addrs
 	s.Metrics.workersNow(len(addrs), n)
 	s.Log.Info().Strs("workers", discover.Strings(addrs)).Str("file", s.path("servers.conf")).Msg("upstream servers written")
-	if err := s.writePrefixes("trusted-clients.conf", "trusted clients", s.TrustedClients, conf.RenderTrustedClients); err != nil {
+	if err := s.writePrefixes("trusted-clients.conf", "trusted clients", s.cfg.TrustedClients, conf.RenderTrustedClients); err != nil {
 		return err
 	}
 	if err := s.writeProcessLimits(); err != nil {
@@ -535,50 +471,33 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 	if err := s.writeClientLimits(); err != nil {
 		return err
 	}
-	accessLog, err := conf.RenderAccessLog(&s.AccessLog)
+	accessLog, err := conf.RenderAccessLog(&s.cfg.AccessLog)
 	if err != nil {
 		return err
 	}
 	if err := proc.WriteFileAtomic(s.path("access-log.conf"), accessLog, 0o644); err != nil {
 		return fmt.Errorf("writing access-log.conf: %w", err)
 	}
-	if err := s.writePrefixes("real-ip.conf", "trusted balancers", s.RealIPFrom, func(p []netip.Prefix) ([]byte, error) {
-		return conf.RenderRealIP(p, s.ProxyProtocol)
+	if err := s.writePrefixes("real-ip.conf", "trusted balancers", s.cfg.RealIPFrom, func(p []netip.Prefix) ([]byte, error) {
+		return conf.RenderRealIP(p, s.cfg.ProxyProtocol)
 	}); err != nil {
 		return err
 	}
-	listen, err := conf.RenderListen(s.HTTPListen, s.ProxyProtocol)
+	listen, err := conf.RenderListen(s.cfg.HTTPListen, s.cfg.ProxyProtocol)
 	if err != nil {
 		return err
 	}
 	if err := proc.WriteFileAtomic(s.path("listen.conf"), listen, 0o644); err != nil {
 		return fmt.Errorf("writing listen.conf: %w", err)
 	}
-	s.Log.Info().Str("listen", s.HTTPListen).Bool("proxy_protocol", s.ProxyProtocol).Msg("HTTP listen written")
+	s.Log.Info().Str("listen", s.cfg.HTTPListen).Bool("proxy_protocol", s.cfg.ProxyProtocol).Msg("HTTP listen written")
 	return nil
-}
-
-// resolveDefaults resolves, once, the settings whose zero value means
-// their default: Limits field by field (conf.DefaultProcessLimits) and Clients
-// as a whole (conf.DefaultClientLimits). Everything after reads the results.
-func (s *Supervisor) resolveDefaults() {
-	s.limits = s.Limits
-	if s.limits.Connections == 0 {
-		s.limits.Connections = conf.DefaultProcessLimits.Connections
-	}
-	if s.limits.Keepalive == 0 {
-		s.limits.Keepalive = conf.DefaultProcessLimits.Keepalive
-	}
-	s.clients = s.Clients
-	if s.clients == (conf.ClientLimits{}) {
-		s.clients = conf.DefaultClientLimits
-	}
 }
 
 // writeClientLimits writes client-limits.conf, route-limits.conf and
 // batch-limits.conf from the client limits.
 func (s *Supervisor) writeClientLimits() error {
-	l := s.clients
+	l := s.cfg.Clients
 	files, err := conf.RenderClientLimits(l)
 	if err != nil {
 		return err
@@ -595,8 +514,8 @@ func (s *Supervisor) writeClientLimits() error {
 // writeProcessLimits writes events.conf and keepalive.conf: each worker
 // process's share of the connection limits.
 func (s *Supervisor) writeProcessLimits() error {
-	l := s.limits
-	events, keepalive, err := conf.RenderProcessLimits(l, s.WorkerProcesses)
+	l := s.cfg.Limits
+	events, keepalive, err := conf.RenderProcessLimits(l, s.cfg.WorkerProcesses)
 	if err != nil {
 		return err
 	}
@@ -605,7 +524,7 @@ func (s *Supervisor) writeProcessLimits() error {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
-	s.Log.Info().Int("worker_processes", s.WorkerProcesses).Int("connections", l.Connections).
+	s.Log.Info().Int("worker_processes", s.cfg.WorkerProcesses).Int("connections", l.Connections).
 		Int("keepalive", l.Keepalive).Msg("connection limits per worker process written")
 	return nil
 }
@@ -674,7 +593,7 @@ func (s *Supervisor) applyWorkers(ctx context.Context, next []discover.Addr, res
 // upstreamFiles renders servers.conf and admission.conf for addrs and the
 // budget of workers (conf.RenderUpstream). They always change together.
 func (s *Supervisor) upstreamFiles(addrs []discover.Addr, budget int) ([]proc.Change, error) {
-	servers, admission, err := conf.RenderUpstream(discover.JoinTargets(s.Workers), addrs, budget, s.limits.Keepalive, s.Upstream)
+	servers, admission, err := conf.RenderUpstream(discover.JoinTargets(s.cfg.Workers), addrs, budget, s.cfg.Limits.Keepalive, s.cfg.Upstream)
 	if err != nil {
 		return nil, err
 	}

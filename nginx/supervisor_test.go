@@ -35,7 +35,7 @@ func supervisorSetup(t *testing.T) (bin, dir, runDir string, port, chPort int) {
 // challenge listener on 127.0.0.1:chPort, nginx's output discarded and the
 // test's logger. It returns what Run returns.
 func startSupervisor(ctx context.Context, t *testing.T, sup *Supervisor, chPort int) <-chan error {
-	sup.ChallengeListen, sup.ServeHTTP = fmt.Sprintf("127.0.0.1:%d", chPort), nginxtest.ServeHTTP
+	sup.Config.ChallengeListen, sup.ServeHTTP = fmt.Sprintf("127.0.0.1:%d", chPort), nginxtest.ServeHTTP
 	sup.Stdout, sup.Stderr, sup.Log = io.Discard, io.Discard, nginxtest.Logger(t)
 	return nginxtest.Background(func() error { return sup.Run(ctx) })
 }
@@ -91,10 +91,11 @@ func TestSupervisorServesAndStopsGracefully(t *testing.T) {
 	if err := reg.Register(metrics); err != nil {
 		t.Fatal(err)
 	}
-	sup := &Supervisor{
+	sup := &Supervisor{Config: Config{
 		Bin: bin, Prefix: dir, Conf: supervisorConf(t, dir, runDir, port, chPort), RunDir: runDir,
 		Workers: targets(t, backendAddrs...), Upstream: conf.Upstream{MaxConns: 64},
 		ResolveInterval: 100 * time.Millisecond, BudgetHold: time.Second, TrustedClients: trusted,
+	},
 		MetricsListen: fmt.Sprintf("127.0.0.1:%d", metricsPort), Metrics: metrics,
 		MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 	}
@@ -203,9 +204,9 @@ func TestSupervisorServesAndStopsGracefully(t *testing.T) {
 func TestSupervisorRejectsBadConfig(t *testing.T) {
 	runDir := filepath.Join(t.TempDir(), "run")
 	for name, sup := range map[string]*Supervisor{
-		"no worker":    {ResolveInterval: time.Second, RunDir: runDir},
-		"no interval":  {Workers: targets(t, "sudoku:9000"), RunDir: runDir},
-		"no ServeHTTP": {Workers: targets(t, "sudoku:9000"), ResolveInterval: time.Second, RunDir: runDir},
+		"no worker":    {Config: Config{ResolveInterval: time.Second, RunDir: runDir}},
+		"no interval":  {Config: Config{Workers: targets(t, "sudoku:9000"), RunDir: runDir}},
+		"no ServeHTTP": {Config: Config{Workers: targets(t, "sudoku:9000"), ResolveInterval: time.Second, RunDir: runDir}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := sup.Run(context.Background()); err == nil {
@@ -241,11 +242,11 @@ func TestSupervisorUnixWorkers(t *testing.T) {
 	}
 	_, pathA := serve("a")
 	lnB, pathB := serve("b")
-	sup := &Supervisor{
+	sup := &Supervisor{Config: Config{
 		Bin: bin, Prefix: dir, Conf: supervisorConf(t, dir, runDir, port, chPort), RunDir: runDir,
 		Workers: targets(t, "unix:"+sockDir+"/*.sock"), Upstream: conf.Upstream{MaxConns: 64},
 		ResolveInterval: 100 * time.Millisecond, BudgetHold: time.Minute,
-	}
+	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := startSupervisor(ctx, t, sup, chPort)

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,18 +45,16 @@ type config struct {
 func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io.Writer) (*config, error) {
 	c := &config{}
 	s := &c.sup
+	s.Config = nginx.DefaultConfig()
+	cfg := &s.Config
 	fs := cli.NewFlagSet(name, summary, stdout)
-	s.Workers, _ = discover.ParseTargets([]string{"sudoku:9000"}) // a valid constant
-	fs.Var(targetsFlag{&s.Workers}, "workers", "worker `targets`, comma-separated: host:port to resolve, or unix:<glob> to list the unix sockets that match, e.g. unix:/run/sudoku-fcgi/*.sock")
-	s.ResolveInterval, s.BudgetHold = contract.ResolveInterval, time.Minute
-	fs.Var(positiveDuration{&s.ResolveInterval}, "resolve-interval", "`duration` between two lookups of the workers (nginx failing to connect to one brings the next forward)")
-	fs.Var(positiveDuration{&s.BudgetHold}, "budget-hold", "`duration` for which the workers left take a missing worker's share of the requests in flight before it counts as gone (a restart or crash is shorter, a scale-down longer)")
-	s.Upstream = conf.DefaultUpstream
-	fs.IntVar(&s.Upstream.MaxConns, "max-conns-per-worker", s.Upstream.MaxConns, "requests nginx sends one worker at once (the upstream's max_conns); past `count` x the workers /sudoku gets 503 at once, and while a worker is missing the others take its share; 0 sets no cap")
-	fs.IntVar(&s.Upstream.MaxFails, "max-fails", s.Upstream.MaxFails, "nginx's max_fails of each worker reached over TCP: failed `tries` within -fail-timeout that take it out of every nginx process for -fail-timeout, so a host that dies or is cut off costs no request its two tries; 0 turns it off; workers on unix sockets always get 0 (nginx/README.md, \"The max_fails trap\")")
-	fs.Var(positiveDuration{&s.Upstream.FailTimeout}, "fail-timeout", "nginx's fail_timeout of each worker reached over TCP, whole seconds: how long -max-fails failed tries (a busy worker's 503s among them) take it out")
-	s.Clients = conf.DefaultClientLimits
-	cl := &s.Clients
+	fs.Var(targetsFlag{&cfg.Workers}, "workers", "worker `targets`, comma-separated: host:port to resolve, or unix:<glob> to list the unix sockets that match, e.g. unix:/run/sudoku-fcgi/*.sock")
+	fs.Var(positiveDuration{&cfg.ResolveInterval}, "resolve-interval", "`duration` between two lookups of the workers (nginx failing to connect to one brings the next forward)")
+	fs.Var(positiveDuration{&cfg.BudgetHold}, "budget-hold", "`duration` for which the workers left take a missing worker's share of the requests in flight before it counts as gone (a restart or crash is shorter, a scale-down longer)")
+	fs.IntVar(&cfg.Upstream.MaxConns, "max-conns-per-worker", cfg.Upstream.MaxConns, "requests nginx sends one worker at once (the upstream's max_conns); past `count` x the workers /sudoku gets 503 at once, and while a worker is missing the others take its share; 0 sets no cap")
+	fs.IntVar(&cfg.Upstream.MaxFails, "max-fails", cfg.Upstream.MaxFails, "nginx's max_fails of each worker reached over TCP: failed `tries` within -fail-timeout that take it out of every nginx process for -fail-timeout, so a host that dies or is cut off costs no request its two tries; 0 turns it off; workers on unix sockets always get 0 (nginx/README.md, \"The max_fails trap\")")
+	fs.Var(positiveDuration{&cfg.Upstream.FailTimeout}, "fail-timeout", "nginx's fail_timeout of each worker reached over TCP, whole seconds: how long -max-fails failed tries (a busy worker's 503s among them) take it out")
+	cl := &cfg.Clients
 	fs.IntVar(&cl.Rate, "client-rate", cl.Rate, "requests a `second` nginx takes from one client address, GET and POST together; past it and -client-burst, 429 at once")
 	fs.IntVar(&cl.Burst, "client-burst", cl.Burst, "requests above -client-rate that one client may send at once, never delayed (`count`)")
 	fs.IntVar(&cl.InFlight, "client-in-flight", cl.InFlight, "requests of one client at once (`count`); past it 429 on /sudoku/stats, 503 on /sudoku (nginx/README.md, \"429 or 503\")")
@@ -68,7 +65,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	fs.Int64Var(&cl.MaxBody, "max-body", cl.MaxBody, "largest batch body in `bytes` (413 past it), held in memory; at most the worker's -max-body")
 	var trusted, listen, realIP string
 	fs.StringVar(&realIP, "real-ip-from", "", "comma-separated `addresses or prefixes` of the load balancers in front of nginx: from them, X-Forwarded-For names the client that the per-client limits count (the last address not of a balancer); from anyone else the header is ignored")
-	fs.BoolVar(&s.ProxyProtocol, "proxy-protocol", false, "nginx's public listens take the PROXY protocol (v1 or v2) and the client's address comes from its header when the peer is one of -real-ip-from, which must name the balancers that send it (every connection must start with the header); off, X-Forwarded-For from -real-ip-from names the client")
+	fs.BoolVar(&cfg.ProxyProtocol, "proxy-protocol", cfg.ProxyProtocol, "nginx's public listens take the PROXY protocol (v1 or v2) and the client's address comes from its header when the peer is one of -real-ip-from, which must name the balancers that send it (every connection must start with the header); off, X-Forwarded-For from -real-ip-from names the client")
 	fs.StringVar(&listen, "listen", "8080,8082", "nginx listen `addresses` (as nginx.conf's listen directives name them) that sudoku-edge opens and hands to nginx, so that a restarted nginx refuses no connection; the -tls-listen address is added with TLS on")
 	fs.StringVar(&trusted, "trusted-clients", "", "comma-separated client `addresses or prefixes` exempt from the per-client limits (a load balancer in front, a load-test host)")
 	fs.StringVar(&c.renderOnly, "render-only", "", "write the files nginx.conf includes into `directory` (those of -run-dir; servers.conf from the -workers targets as given), as at start, and exit without starting nginx: the host stack (nginx/render-host.sh)")
@@ -79,15 +76,14 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	c.site.ReadTimeout, c.site.BatchReadTimeout = contract.ReadTimeout, contract.BatchReadTimeout
 	fs.Var(positiveDuration{&c.site.ReadTimeout}, "read-timeout", "nginx's fastcgi_read_timeout of a GET, for -render-conf: the `duration` after which a silent worker counts as hung and the GET goes to another; above the worker's -queue-timeout + -solve-timeout")
 	fs.Var(positiveDuration{&c.site.BatchReadTimeout}, "batch-read-timeout", "nginx's fastcgi_read_timeout of a batch POST, for -render-conf: a `duration` above the worker's -batch-timeout")
-	fs.StringVar(&s.RunDir, "run-dir", "/run/sudoku-edge", "`directory` for the files nginx.conf includes (one per template in nginx/conf/templates) and exported certificates")
-	fs.StringVar(&s.Bin, "nginx", "nginx", "nginx `binary`")
-	fs.StringVar(&s.Conf, "nginx-conf", "/etc/nginx/nginx.conf", "nginx configuration `file` (-c)")
-	fs.IntVar(&s.WorkerProcesses, "worker-processes", runtime.GOMAXPROCS(0), "nginx worker_processes `count`: the default is the CPUs this process may use (its cgroup CPU quota and affinity, as GOMAXPROCS); 0 leaves it to nginx.conf")
-	s.Limits = conf.DefaultProcessLimits
-	fs.IntVar(&s.Limits.Connections, "worker-connections", s.Limits.Connections, "nginx connections open at once (clients and workers) for all worker processes together: each gets its share as worker_connections")
-	fs.IntVar(&s.Limits.Keepalive, "keepalive", s.Limits.Keepalive, "idle connections to the workers that nginx keeps for reuse, for all worker processes together: each gets its share as the upstream's keepalive")
-	fs.StringVar(&s.Prefix, "nginx-prefix", "", "nginx prefix `directory` (-p); empty keeps nginx's default")
-	fs.StringVar(&s.ChallengeListen, "challenge-listen", "127.0.0.1:8081", "`address` of the ACME HTTP-01 challenge responder (nginx proxies /.well-known/acme-challenge/ here)")
+	fs.StringVar(&cfg.RunDir, "run-dir", cfg.RunDir, "`directory` for the files nginx.conf includes (one per template in nginx/conf/templates) and exported certificates")
+	fs.StringVar(&cfg.Bin, "nginx", cfg.Bin, "nginx `binary`")
+	fs.StringVar(&cfg.Conf, "nginx-conf", cfg.Conf, "nginx configuration `file` (-c)")
+	fs.IntVar(&cfg.WorkerProcesses, "worker-processes", cfg.WorkerProcesses, "nginx worker_processes `count`: the default is the CPUs this process may use (its cgroup CPU quota and affinity, as GOMAXPROCS); 0 leaves it to nginx.conf")
+	fs.IntVar(&cfg.Limits.Connections, "worker-connections", cfg.Limits.Connections, "nginx connections open at once (clients and workers) for all worker processes together: each gets its share as worker_connections")
+	fs.IntVar(&cfg.Limits.Keepalive, "keepalive", cfg.Limits.Keepalive, "idle connections to the workers that nginx keeps for reuse, for all worker processes together: each gets its share as the upstream's keepalive")
+	fs.StringVar(&cfg.Prefix, "nginx-prefix", cfg.Prefix, "nginx prefix `directory` (-p); empty keeps nginx's default")
+	fs.StringVar(&cfg.ChallengeListen, "challenge-listen", cfg.ChallengeListen, "`address` of the ACME HTTP-01 challenge responder (nginx proxies /.well-known/acme-challenge/ here)")
 	fs.StringVar(&s.MetricsListen, "metrics-listen", ":9145", "internal `address` serving /metrics (build info, discovery, reloads); empty turns it off")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
 	o := &c.tls.o
@@ -100,7 +96,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	fs.IntVar(&c.tls.replicas, "replicas", 1, "how many sudoku-edge replicas serve the site (docker/stack.yml passes its SUDOKU_EDGE_REPLICAS); with TLS, more than 1 needs -tls-storage-shared")
 	fs.StringVar(&o.CertDir, "tls-cert-dir", "", "`directory` for the PEM pairs nginx reads (versioned, with a live symlink); empty means <run-dir>/certs")
 	fs.StringVar(&o.HTTPSListen, "tls-listen", "8443", "nginx listen `address` of the HTTPS server")
-	fs.StringVar(&o.HTTPListen, "http-listen", "8080", "nginx listen `address` of the plain HTTP server (listen.conf in -run-dir, and the -tls-redirect server)")
+	fs.StringVar(&o.HTTPListen, "http-listen", cfg.HTTPListen, "nginx listen `address` of the plain HTTP server (listen.conf in -run-dir, and the -tls-redirect server)")
 	fs.StringVar(&o.Locations, "tls-locations", "/etc/nginx/sudoku-locations.conf", "nginx `file` with the public locations, included by the HTTPS server")
 	fs.BoolVar(&o.Redirect, "tls-redirect", false, "redirect plain HTTP for the TLS names to HTTPS (308), ACME challenges excepted")
 	fs.IntVar(&o.RedirectPort, "tls-redirect-port", 443, "public HTTPS `port` used in redirects")
@@ -116,29 +112,29 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 		return nil, err
 	}
 	var err error
-	if c.sup.TrustedClients, err = conf.ParsePrefixes(cli.SplitList(trusted)); err != nil {
+	if c.sup.Config.TrustedClients, err = conf.ParsePrefixes(cli.SplitList(trusted)); err != nil {
 		err = fmt.Errorf("-trusted-clients: %w", err)
-	} else if c.sup.RealIPFrom, err = conf.ParsePrefixes(cli.SplitList(realIP)); err != nil {
+	} else if c.sup.Config.RealIPFrom, err = conf.ParsePrefixes(cli.SplitList(realIP)); err != nil {
 		err = fmt.Errorf("-real-ip-from: %w", err)
-	} else if c.sup.ProxyProtocol && len(c.sup.RealIPFrom) == 0 {
+	} else if c.sup.Config.ProxyProtocol && len(c.sup.Config.RealIPFrom) == 0 {
 		err = errors.New("-proxy-protocol needs -real-ip-from: the balancers whose PROXY protocol header names the client")
 	} else {
 		err = c.check()
 	}
 	if err == nil {
-		c.sup.TLS, err = c.tls.options()
+		c.sup.Config.TLS, err = c.tls.options()
 	}
 	if err == nil {
-		c.sup.Listen, err = listenAddrs(listen, c.sup.TLS)
+		c.sup.Config.Listen, err = listenAddrs(listen, c.sup.Config.TLS)
 	}
 	if c.renderOnly != "" {
-		c.sup.RunDir = c.renderOnly
+		c.sup.Config.RunDir = c.renderOnly
 	}
 	if p := c.accessLog.Path; p != "" && !filepath.IsAbs(p) {
-		c.accessLog.Path = filepath.Join(c.sup.RunDir, p)
+		c.accessLog.Path = filepath.Join(c.sup.Config.RunDir, p)
 	}
-	c.site.RunDir, c.site.ChallengeListen = c.sup.RunDir, c.sup.ChallengeListen
-	c.sup.HTTPListen = c.tls.o.HTTPListen
+	c.site.RunDir, c.site.ChallengeListen = c.sup.Config.RunDir, c.sup.Config.ChallengeListen
+	c.sup.Config.HTTPListen = c.tls.o.HTTPListen
 	if err != nil {
 		return nil, &cli.UsageError{Err: err}
 	}
@@ -160,20 +156,20 @@ func (c *config) render(ctx context.Context) error {
 
 // check validates the values that no flag.Value checks.
 func (c *config) check() error {
-	if u := c.sup.Upstream; u.Check() != nil {
+	if u := c.sup.Config.Upstream; u.Check() != nil {
 		return fmt.Errorf("-max-conns-per-worker %d, -max-fails %d: each must be >= 0; -fail-timeout %v: whole seconds (nginx's fail_timeout)", u.MaxConns, u.MaxFails, u.FailTimeout)
 	}
-	if l := c.sup.Clients; l.Check() != nil {
+	if l := c.sup.Config.Clients; l.Check() != nil {
 		return fmt.Errorf("-client-rate %d, -client-in-flight %d, -batch-rate %d, -batch-in-flight %d, -batch-bodies %d, -max-body %d: each must be at least 1; -client-burst %d, -batch-burst %d at least 0",
 			l.Rate, l.InFlight, l.BatchRate, l.BatchInFlight, l.BatchBodies, l.MaxBody, l.Burst, l.BatchBurst)
 	}
-	if c.sup.WorkerProcesses < 0 {
-		return fmt.Errorf("-worker-processes: %d is negative", c.sup.WorkerProcesses)
+	if c.sup.Config.WorkerProcesses < 0 {
+		return fmt.Errorf("-worker-processes: %d is negative", c.sup.Config.WorkerProcesses)
 	}
-	if l := c.sup.Limits; l.Connections < 1 || l.Keepalive < 1 {
+	if l := c.sup.Config.Limits; l.Connections < 1 || l.Keepalive < 1 {
 		return fmt.Errorf("-worker-connections %d, -keepalive %d: each must be at least 1", l.Connections, l.Keepalive)
 	}
-	if _, _, err := net.SplitHostPort(c.sup.ChallengeListen); err != nil {
+	if _, _, err := net.SplitHostPort(c.sup.Config.ChallengeListen); err != nil {
 		return fmt.Errorf("-challenge-listen: %w", err)
 	}
 	if _, _, err := net.SplitHostPort(c.sup.MetricsListen); err != nil && c.sup.MetricsListen != "" {

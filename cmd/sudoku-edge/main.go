@@ -56,7 +56,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if c.renderOnly != "" || c.renderConf != "" {
 		return c.render(ctx)
 	}
-	s.AccessLog = c.accessLog
+	s.Config.AccessLog = c.accessLog
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(version.NewCollector("sudoku")) // a fresh registry cannot refuse it

@@ -45,12 +45,12 @@ func TestParseConfig(t *testing.T) {
 	t.Run("defaults", func(t *testing.T) {
 		c := mustParse(t, nil, env{})
 		s := &c.sup
-		if s.WorkerProcesses != runtime.GOMAXPROCS(0) {
-			t.Errorf("default -worker-processes = %d, want GOMAXPROCS %d (the CPUs the container may use)", s.WorkerProcesses, runtime.GOMAXPROCS(0))
+		if s.Config.WorkerProcesses != runtime.GOMAXPROCS(0) {
+			t.Errorf("default -worker-processes = %d, want GOMAXPROCS %d (the CPUs the container may use)", s.Config.WorkerProcesses, runtime.GOMAXPROCS(0))
 		}
-		if (targetsFlag{&s.Workers}).String() != "sudoku:9000" || s.ResolveInterval != time.Second || s.Upstream != (conf.Upstream{MaxConns: 256, MaxFails: 1, FailTimeout: time.Second}) || s.BudgetHold != time.Minute || s.RunDir != "/run/sudoku-edge" ||
-			s.Bin != "nginx" || s.Conf != "/etc/nginx/nginx.conf" || s.ChallengeListen != "127.0.0.1:8081" || s.MetricsListen != ":9145" ||
-			s.ProxyProtocol || s.HTTPListen != "8080" {
+		if (targetsFlag{&s.Config.Workers}).String() != "sudoku:9000" || s.Config.ResolveInterval != time.Second || s.Config.Upstream != (conf.Upstream{MaxConns: 256, MaxFails: 1, FailTimeout: time.Second}) || s.Config.BudgetHold != time.Minute || s.Config.RunDir != "/run/sudoku-edge" ||
+			s.Config.Bin != "nginx" || s.Config.Conf != "/etc/nginx/nginx.conf" || s.Config.ChallengeListen != "127.0.0.1:8081" || s.MetricsListen != ":9145" ||
+			s.Config.ProxyProtocol || s.Config.HTTPListen != "8080" {
 			t.Errorf("parseConfig(nil) = %+v, want the documented defaults", s)
 		}
 	})
@@ -61,20 +61,20 @@ func TestParseConfig(t *testing.T) {
 	})
 	t.Run("unix socket targets", func(t *testing.T) {
 		c, err := parseConfig(nil, env{"SUDOKU_EDGE_WORKERS": "unix:/run/sudoku-fcgi/*.sock,other:9000"}.get, io.Discard)
-		if err != nil || (targetsFlag{&c.sup.Workers}).String() != "unix:/run/sudoku-fcgi/*.sock,other:9000" {
+		if err != nil || (targetsFlag{&c.sup.Config.Workers}).String() != "unix:/run/sudoku-fcgi/*.sock,other:9000" {
 			t.Errorf("parseConfig(SUDOKU_EDGE_WORKERS=unix:...) = %+v, %v", c, err)
 		}
 	})
 	t.Run("lists take white space and empty items", func(t *testing.T) {
 		c := mustParse(t, []string{"-workers", " w:1, w:2 ,", "-listen", " 8080,,8082 ", "-trusted-clients", " 10.0.0.0/8 , "}, env{})
-		if got := (targetsFlag{&c.sup.Workers}).String(); got != "w:1,w:2" {
+		if got := (targetsFlag{&c.sup.Config.Workers}).String(); got != "w:1,w:2" {
 			t.Errorf("-workers ' w:1, w:2 ,' gives %q, want w:1,w:2", got)
 		}
-		if want := []netip.AddrPort{netip.MustParseAddrPort("0.0.0.0:8080"), netip.MustParseAddrPort("0.0.0.0:8082")}; !slices.Equal(c.sup.Listen, want) {
-			t.Errorf("-listen ' 8080,,8082 ' gives %v, want %v", c.sup.Listen, want)
+		if want := []netip.AddrPort{netip.MustParseAddrPort("0.0.0.0:8080"), netip.MustParseAddrPort("0.0.0.0:8082")}; !slices.Equal(c.sup.Config.Listen, want) {
+			t.Errorf("-listen ' 8080,,8082 ' gives %v, want %v", c.sup.Config.Listen, want)
 		}
-		if want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}; !slices.Equal(c.sup.TrustedClients, want) {
-			t.Errorf("-trusted-clients ' 10.0.0.0/8 , ' gives %v, want %v", c.sup.TrustedClients, want)
+		if want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}; !slices.Equal(c.sup.Config.TrustedClients, want) {
+			t.Errorf("-trusted-clients ' 10.0.0.0/8 , ' gives %v, want %v", c.sup.Config.TrustedClients, want)
 		}
 	})
 	t.Run("env twins, flags win", func(t *testing.T) {
@@ -92,9 +92,9 @@ func TestParseConfig(t *testing.T) {
 			"SUDOKU_EDGE_HTTP_LISTEN":          "127.0.0.1:18080",
 		})
 		s := &c.sup
-		if (targetsFlag{&s.Workers}).String() != "w:1" || s.ResolveInterval != 500*time.Millisecond || s.Upstream != (conf.Upstream{MaxConns: 64, MaxFails: 2, FailTimeout: time.Second}) || s.BudgetHold != 5*time.Minute ||
-			s.MetricsListen != "127.0.0.1:19145" || s.WorkerProcesses != 3 || s.Limits != (conf.ProcessLimits{Connections: 8192, Keepalive: 90}) ||
-			!s.ProxyProtocol || len(s.RealIPFrom) != 1 || s.HTTPListen != "127.0.0.1:18080" {
+		if (targetsFlag{&s.Config.Workers}).String() != "w:1" || s.Config.ResolveInterval != 500*time.Millisecond || s.Config.Upstream != (conf.Upstream{MaxConns: 64, MaxFails: 2, FailTimeout: time.Second}) || s.Config.BudgetHold != 5*time.Minute ||
+			s.MetricsListen != "127.0.0.1:19145" || s.Config.WorkerProcesses != 3 || s.Config.Limits != (conf.ProcessLimits{Connections: 8192, Keepalive: 90}) ||
+			!s.Config.ProxyProtocol || len(s.Config.RealIPFrom) != 1 || s.Config.HTTPListen != "127.0.0.1:18080" {
 			t.Errorf("parseConfig = %+v", s)
 		}
 	})

@@ -230,7 +230,7 @@ func TestTLSFlags(t *testing.T) {
 		})
 	}
 	c := mustParse(t, nil, env{"SUDOKU_EDGE_TLS_DOMAINS": " a.example.com, b.example.com "})
-	if o := c.sup.TLS; o == nil || !c.tls.on() || o.CA != "https://acme-v02.api.letsencrypt.org/directory" || o.StoragePath != "/var/lib/sudoku-edge/acme" ||
+	if o := c.sup.Config.TLS; o == nil || !c.tls.on() || o.CA != "https://acme-v02.api.letsencrypt.org/directory" || o.StoragePath != "/var/lib/sudoku-edge/acme" ||
 		strings.Join(o.Domains, ",") != "a.example.com,b.example.com" {
 		t.Errorf("parseConfig with domains = %+v", o)
 	}
@@ -239,7 +239,7 @@ func TestTLSFlags(t *testing.T) {
 			t.Errorf("parseConfig(%q) = %v, want it accepted", args, err)
 		}
 	}
-	if c, _ := parseConfig(nil, env{}.get, io.Discard); c.tls.on() || c.sup.TLS != nil {
+	if c, _ := parseConfig(nil, env{}.get, io.Discard); c.tls.on() || c.sup.Config.TLS != nil {
 		t.Error("TLS is on without domains")
 	}
 }
