@@ -69,8 +69,9 @@ type Config struct {
 	ProxyProtocol bool
 
 	// ChallengeListen is the address of the ACME HTTP-01 responder that
-	// nginx proxies /.well-known/acme-challenge/ to. It runs with TLS off
-	// too, and then answers 404.
+	// nginx proxies /.well-known/acme-challenge/ to, where the command
+	// serves Supervisor.ChallengeHandler (with TLS off too, answering
+	// 404); tls.conf names it and certmagic takes its port.
 	ChallengeListen string
 	TLS             *edgetls.Options // nil turns TLS off
 	// AccessLog, with a Path, is the socket nginx sends short access log

@@ -3,9 +3,10 @@
 // nginx 1.22 cannot re-resolve upstream names and cannot fetch certificates,
 // so sudoku-edge does both on its behalf and tells nginx about the result.
 // This package is the wiring: its [Supervisor] runs nginx in the
-// foreground, keeps the upstream and the certificates in step, serves the
-// ACME challenge responder and an internal metrics listener ([Metrics]),
-// restarts a master that dies and stops nginx gracefully. Each job has a
+// foreground, keeps the upstream and the certificates in step, counts
+// what it does ([Metrics]), restarts a master that dies and stops nginx
+// gracefully. The command serves its ACME challenge handler and the
+// metrics on listeners of its own. Each job has a
 // room of its own, and the imports point one way, from here to them:
 //
 //   - conf renders the configuration: nginx.conf and the files beside it

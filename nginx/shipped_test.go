@@ -95,10 +95,11 @@ func startShipped(t *testing.T, listen string, worker http.Handler, set func(*Su
 		Bin: bin, Prefix: dir, Conf: cf, RunDir: site.RunDir, WorkerProcesses: 1,
 		HTTPListen: fmt.Sprintf(listen, port), Workers: targets(t, workerAddr), Upstream: conf.DefaultUpstream,
 		ResolveInterval: time.Second, BudgetHold: time.Minute, ChallengeListen: site.ChallengeListen,
-	}, ServeHTTP: nginxtest.ServeHTTP, Stdout: s.log, Stderr: io.Discard, Log: nginxtest.Logger(t), Metrics: s.metrics}
+	}, Stdout: s.log, Stderr: io.Discard, Log: nginxtest.Logger(t), Metrics: s.metrics}
 	if set != nil {
 		set(sup)
 	}
+	serveChallenge(t, sup)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
 	finished := make(chan struct{})

@@ -28,9 +28,9 @@ import (
 // Supervisor runs nginx in the foreground and keeps what it reads in step
 // with the world: the upstream with the workers it finds (and their
 // budget), the trusted clients and, with TLS, the certificates. It also
-// serves the ACME challenge responder and, when asked, the metrics
-// listener. Set Config (from DefaultConfig) and the fields the command
-// wires, then call Run once.
+// answers ACME challenges (ChallengeHandler), which the command serves.
+// Set Config (from DefaultConfig) and the fields the command wires, then
+// call Run once.
 type Supervisor struct {
 	Config Config
 
@@ -43,18 +43,7 @@ type Supervisor struct {
 	// on, so the signal that ended ctx does not count.
 	FastStop []os.Signal
 
-	// MetricsListen, when not empty and MetricsHandler is set, is the
-	// address of an internal HTTP listener that serves MetricsHandler at
-	// /metrics. nginx's servers never reach it.
-	MetricsListen  string
-	MetricsHandler http.Handler
-	Metrics        *Metrics // nil counts nothing
-	// ServeHTTP starts the challenge responder and the metrics listener:
-	// it serves h over plain HTTP on addr until the returned server is
-	// closed, and names the listener name in its error and in log.
-	// sudoku-edge passes cli.ServeHTTP, which the worker's listeners use
-	// too (nginx may not import it). Required.
-	ServeHTTP func(log zerolog.Logger, name, addr string, h http.Handler) (*http.Server, error)
+	Metrics *Metrics // nil counts nothing
 
 	// Stdout and Stderr take nginx's access log (its stdout) and relayed
 	// error log, drained from pipes as nginx writes them; nil means
@@ -64,7 +53,8 @@ type Supervisor struct {
 	Stderr io.Writer
 	Log    zerolog.Logger
 
-	cfg        Config            // Config, resolved once (Config.resolve)
+	cfg        Config // Config, resolved once (Config.resolve)
+	challenge  atomic.Pointer[http.Handler]
 	resolver   discover.Resolver // nil means net.DefaultResolver
 	masters    *masters
 	newProcess func() *proc.Process
@@ -76,6 +66,20 @@ type Supervisor struct {
 	addrs      []discover.Addr // the workers in servers.conf
 	budget     discover.Budget
 	wake       chan struct{} // a round now: nginx could not connect to a worker
+}
+
+// ChallengeHandler answers the ACME HTTP-01 challenges of the certificates
+// Run keeps, and 404 to anything else, before Run and with TLS off. The
+// command serves it on Config.ChallengeListen, where nginx proxies
+// /.well-known/acme-challenge/ to.
+func (s *Supervisor) ChallengeHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h := s.challenge.Load(); h != nil {
+			(*h).ServeHTTP(w, r)
+			return
+		}
+		http.NotFound(w, r)
+	})
 }
 
 // ExitError is nginx's exit with an error; ExitCode is the status to exit
@@ -100,9 +104,6 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	}
 	if s.cfg.ResolveInterval <= 0 {
 		return errors.New("nginx: Supervisor needs a positive ResolveInterval")
-	}
-	if s.ServeHTTP == nil {
-		return errors.New("nginx: Supervisor needs ServeHTTP")
 	}
 	stdout, stderr := s.Stdout, s.Stderr
 	if stdout == nil {
@@ -158,6 +159,8 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return err
 	}
 	defer s.tls.Stop() // stops certmagic's goroutines on every way out; safe twice
+	challenge := s.tls.ChallengeHandler()
+	s.challenge.Store(&challenge)
 	if err := s.tls.Prepare(ctx); err != nil {
 		return err
 	}
@@ -177,11 +180,6 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if err := s.masters.Check(ctx); err != nil {
 		return &ExitError{err}
 	}
-	stopListeners, err := s.listen()
-	if err != nil {
-		return err
-	}
-	defer stopListeners()
 	if s.listeners, err = proc.OpenListeners(s.cfg.Listen); err != nil {
 		return err
 	}

@@ -35,9 +35,21 @@ func supervisorSetup(t *testing.T) (bin, dir, runDir string, port, chPort int) {
 // challenge listener on 127.0.0.1:chPort, nginx's output discarded and the
 // test's logger. It returns what Run returns.
 func startSupervisor(ctx context.Context, t *testing.T, sup *Supervisor, chPort int) <-chan error {
-	sup.Config.ChallengeListen, sup.ServeHTTP = fmt.Sprintf("127.0.0.1:%d", chPort), nginxtest.ServeHTTP
+	sup.Config.ChallengeListen = fmt.Sprintf("127.0.0.1:%d", chPort)
 	sup.Stdout, sup.Stderr, sup.Log = io.Discard, io.Discard, nginxtest.Logger(t)
+	serveChallenge(t, sup)
 	return nginxtest.Background(func() error { return sup.Run(ctx) })
+}
+
+// serveChallenge serves sup's ChallengeHandler on its ChallengeListen until
+// the test ends, as sudoku-edge does.
+func serveChallenge(t *testing.T, sup *Supervisor) {
+	t.Helper()
+	srv, err := nginxtest.ServeHTTP(sup.Log, "challenge responder", sup.Config.ChallengeListen, sup.ChallengeHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
 }
 
 // supervisorConf is a host variant of the project's nginx.conf layout:
@@ -95,10 +107,15 @@ func TestSupervisorServesAndStopsGracefully(t *testing.T) {
 		Bin: bin, Prefix: dir, Conf: supervisorConf(t, dir, runDir, port, chPort), RunDir: runDir,
 		Workers: targets(t, backendAddrs...), Upstream: conf.Upstream{MaxConns: 64},
 		ResolveInterval: 100 * time.Millisecond, BudgetHold: time.Second, TrustedClients: trusted,
-	},
-		MetricsListen: fmt.Sprintf("127.0.0.1:%d", metricsPort), Metrics: metrics,
-		MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+	}, Metrics: metrics}
+	// The metrics listener, as sudoku-edge serves it.
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	metricsSrv, err := nginxtest.ServeHTTP(nginxtest.Logger(t), "metrics listener", fmt.Sprintf("127.0.0.1:%d", metricsPort), mux)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer metricsSrv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := startSupervisor(ctx, t, sup, chPort)
@@ -204,9 +221,9 @@ func TestSupervisorServesAndStopsGracefully(t *testing.T) {
 func TestSupervisorRejectsBadConfig(t *testing.T) {
 	runDir := filepath.Join(t.TempDir(), "run")
 	for name, sup := range map[string]*Supervisor{
-		"no worker":    {Config: Config{ResolveInterval: time.Second, RunDir: runDir}},
-		"no interval":  {Config: Config{Workers: targets(t, "sudoku:9000"), RunDir: runDir}},
-		"no ServeHTTP": {Config: Config{Workers: targets(t, "sudoku:9000"), ResolveInterval: time.Second, RunDir: runDir}},
+		"no worker":         {Config: Config{ResolveInterval: time.Second, RunDir: runDir}},
+		"no interval":       {Config: Config{Workers: targets(t, "sudoku:9000"), RunDir: runDir}},
+		"negative interval": {Config: Config{Workers: targets(t, "sudoku:9000"), ResolveInterval: -time.Second, RunDir: runDir}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := sup.Run(context.Background()); err == nil {

@@ -37,9 +37,12 @@ type config struct {
 	renderConf string // a directory: write nginx.conf and the files beside it there and exit
 	site       conf.Site
 	logLevel   string
-	level      zerolog.Level // parsed from logLevel by check
-	tls        tlsFlags
-	accessLog  logs.AccessLog // its Path relative to the run directory until parseConfig ends
+	// metricsListen is the address of the internal listener that serves
+	// /metrics; empty turns it off.
+	metricsListen string
+	level         zerolog.Level // parsed from logLevel by check
+	tls           tlsFlags
+	accessLog     logs.AccessLog // its Path relative to the run directory until parseConfig ends
 }
 
 func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io.Writer) (*config, error) {
@@ -84,7 +87,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	fs.IntVar(&cfg.Limits.Keepalive, "keepalive", cfg.Limits.Keepalive, "idle connections to the workers that nginx keeps for reuse, for all worker processes together: each gets its share as the upstream's keepalive")
 	fs.StringVar(&cfg.Prefix, "nginx-prefix", cfg.Prefix, "nginx prefix `directory` (-p); empty keeps nginx's default")
 	fs.StringVar(&cfg.ChallengeListen, "challenge-listen", cfg.ChallengeListen, "`address` of the ACME HTTP-01 challenge responder (nginx proxies /.well-known/acme-challenge/ here)")
-	fs.StringVar(&s.MetricsListen, "metrics-listen", ":9145", "internal `address` serving /metrics (build info, discovery, reloads); empty turns it off")
+	fs.StringVar(&c.metricsListen, "metrics-listen", ":9145", "internal `address` serving /metrics (build info, discovery, reloads); empty turns it off")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
 	o := &c.tls.o
 	fs.StringVar(&c.tls.domains, "tls-domains", "", "comma-separated `names` to serve over HTTPS with ACME certificates; empty turns TLS off")
@@ -172,7 +175,7 @@ func (c *config) check() error {
 	if _, _, err := net.SplitHostPort(c.sup.Config.ChallengeListen); err != nil {
 		return fmt.Errorf("-challenge-listen: %w", err)
 	}
-	if _, _, err := net.SplitHostPort(c.sup.MetricsListen); err != nil && c.sup.MetricsListen != "" {
+	if _, _, err := net.SplitHostPort(c.metricsListen); err != nil && c.metricsListen != "" {
 		return fmt.Errorf("-metrics-listen: %w", err)
 	}
 	var err error

@@ -15,6 +15,7 @@ package main
 import (
 	"context"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -64,8 +65,23 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err := reg.Register(s.Metrics); err != nil {
 		return err
 	}
-	s.MetricsHandler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-	s.ServeHTTP = cli.ServeHTTP
+	// The edge's own listeners: the ACME challenge responder, which nginx
+	// proxies to (it answers 404 with TLS off), and the metrics listener,
+	// which nginx's servers never reach.
+	challenge, err := cli.ServeHTTP(s.Log, "challenge responder", s.Config.ChallengeListen, s.ChallengeHandler())
+	if err != nil {
+		return err
+	}
+	defer challenge.Close()
+	if c.metricsListen != "" {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		metrics, err := cli.ServeHTTP(s.Log, "metrics listener", c.metricsListen, mux)
+		if err != nil {
+			return err
+		}
+		defer metrics.Close()
+	}
 
 	renew := make(chan os.Signal, 1)
 	signal.Notify(renew, syscall.SIGUSR1)

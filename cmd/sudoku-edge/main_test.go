@@ -49,14 +49,14 @@ func TestParseConfig(t *testing.T) {
 			t.Errorf("default -worker-processes = %d, want GOMAXPROCS %d (the CPUs the container may use)", s.Config.WorkerProcesses, runtime.GOMAXPROCS(0))
 		}
 		if (targetsFlag{&s.Config.Workers}).String() != "sudoku:9000" || s.Config.ResolveInterval != time.Second || s.Config.Upstream != (conf.Upstream{MaxConns: 256, MaxFails: 1, FailTimeout: time.Second}) || s.Config.BudgetHold != time.Minute || s.Config.RunDir != "/run/sudoku-edge" ||
-			s.Config.Bin != "nginx" || s.Config.Conf != "/etc/nginx/nginx.conf" || s.Config.ChallengeListen != "127.0.0.1:8081" || s.MetricsListen != ":9145" ||
+			s.Config.Bin != "nginx" || s.Config.Conf != "/etc/nginx/nginx.conf" || s.Config.ChallengeListen != "127.0.0.1:8081" || c.metricsListen != ":9145" ||
 			s.Config.ProxyProtocol || s.Config.HTTPListen != "8080" {
 			t.Errorf("parseConfig(nil) = %+v, want the documented defaults", s)
 		}
 	})
 	t.Run("an empty twin turns metrics off", func(t *testing.T) {
-		if c := mustParse(t, nil, env{"SUDOKU_EDGE_METRICS_LISTEN": ""}); c.sup.MetricsListen != "" {
-			t.Errorf("SUDOKU_EDGE_METRICS_LISTEN= gives -metrics-listen %q, want empty (off)", c.sup.MetricsListen)
+		if c := mustParse(t, nil, env{"SUDOKU_EDGE_METRICS_LISTEN": ""}); c.metricsListen != "" {
+			t.Errorf("SUDOKU_EDGE_METRICS_LISTEN= gives -metrics-listen %q, want empty (off)", c.metricsListen)
 		}
 	})
 	t.Run("unix socket targets", func(t *testing.T) {
@@ -93,7 +93,7 @@ func TestParseConfig(t *testing.T) {
 		})
 		s := &c.sup
 		if (targetsFlag{&s.Config.Workers}).String() != "w:1" || s.Config.ResolveInterval != 500*time.Millisecond || s.Config.Upstream != (conf.Upstream{MaxConns: 64, MaxFails: 2, FailTimeout: time.Second}) || s.Config.BudgetHold != 5*time.Minute ||
-			s.MetricsListen != "127.0.0.1:19145" || s.Config.WorkerProcesses != 3 || s.Config.Limits != (conf.ProcessLimits{Connections: 8192, Keepalive: 90}) ||
+			c.metricsListen != "127.0.0.1:19145" || s.Config.WorkerProcesses != 3 || s.Config.Limits != (conf.ProcessLimits{Connections: 8192, Keepalive: 90}) ||
 			!s.Config.ProxyProtocol || len(s.Config.RealIPFrom) != 1 || s.Config.HTTPListen != "127.0.0.1:18080" {
 			t.Errorf("parseConfig = %+v", s)
 		}
