@@ -90,7 +90,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	fs.StringVar(&c.metricsListen, "metrics-listen", ":9145", "internal `address` serving /metrics (build info, discovery, reloads); empty turns it off")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
 	o := &c.tls.o
-	fs.StringVar(&c.tls.domains, "tls-domains", "", "comma-separated `names` to serve over HTTPS with ACME certificates; empty turns TLS off")
+	fs.Var(listFlag{&c.tls.domains}, "tls-domains", "comma-separated `names` to serve over HTTPS with ACME certificates; empty turns TLS off")
 	fs.StringVar(&o.Email, "tls-email", "", "ACME account contact `address` (expiry notices)")
 	fs.StringVar(&o.CA, "tls-ca", certmagic.LetsEncryptProductionCA, "ACME directory `URL` (Let's Encrypt staging: "+certmagic.LetsEncryptStagingCA+")")
 	fs.StringVar(&c.tls.caRoot, "tls-ca-root", "", "PEM `file` with an extra root to trust for the ACME server's own TLS (test CAs such as Pebble)")
@@ -218,6 +218,22 @@ func (f targetsFlag) Set(s string) error {
 		return err
 	}
 	*f.t = t
+	return nil
+}
+
+// listFlag is a flag.Value that splits a comma-separated list once, at
+// the command line (cli.SplitList).
+type listFlag struct{ l *[]string }
+
+func (f listFlag) String() string {
+	if f.l == nil {
+		return ""
+	}
+	return strings.Join(*f.l, ",")
+}
+
+func (f listFlag) Set(s string) error {
+	*f.l = cli.SplitList(s)
 	return nil
 }
 

@@ -6,8 +6,8 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 
-	"sudoku-fcgi/cmd/cli"
 	"sudoku-fcgi/nginx/conf"
 	"sudoku-fcgi/nginx/edgetls"
 )
@@ -15,8 +15,9 @@ import (
 // tlsFlags holds the TLS flags (registered with the others in
 // parseConfig). With no domains TLS is off and nothing reaches out to any CA.
 type tlsFlags struct {
-	domains, caRoot string
-	o               edgetls.Options
+	domains []string // -tls-domains, split once (listFlag)
+	caRoot  string
+	o       edgetls.Options
 	// replicas is how many edges serve the site; above one, each would
 	// order its own certificates unless storageShared says that they all
 	// mount one -tls-storage (certmagic's locks there let one order and
@@ -25,7 +26,7 @@ type tlsFlags struct {
 	storageShared bool
 }
 
-func (t *tlsFlags) on() bool { return len(cli.SplitList(t.domains)) > 0 }
+func (t *tlsFlags) on() bool { return len(t.domains) > 0 }
 
 func (t *tlsFlags) validate() error {
 	if t.replicas < 1 {
@@ -37,14 +38,14 @@ func (t *tlsFlags) validate() error {
 	if t.replicas > 1 && !t.storageShared {
 		return fmt.Errorf("-tls-domains with -replicas %d: each edge would order its own certificates into its own -tls-storage; run one TLS edge, or mount one storage on every edge (a network filesystem) and set -tls-storage-shared", t.replicas)
 	}
-	domains := cli.SplitList(t.domains)
+	domains := t.domains
 	for _, d := range domains {
 		if err := conf.CheckDomain(d); err != nil {
 			return fmt.Errorf("-tls-domains: %w", err)
 		}
 	}
 	if len(slices.Compact(slices.Sorted(slices.Values(domains)))) != len(domains) {
-		return fmt.Errorf("-tls-domains: %q names a domain twice", t.domains)
+		return fmt.Errorf("-tls-domains: %q names a domain twice", strings.Join(domains, ","))
 	}
 	u, err := url.Parse(t.o.CA)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
@@ -66,7 +67,7 @@ func (t *tlsFlags) options() (*edgetls.Options, error) {
 		return nil, nil
 	}
 	o := t.o
-	o.Domains = cli.SplitList(t.domains)
+	o.Domains = t.domains
 	if t.caRoot != "" {
 		pem, err := os.ReadFile(t.caRoot)
 		if err != nil {
