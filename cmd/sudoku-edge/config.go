@@ -37,6 +37,9 @@ type config struct {
 	renderConf string // a directory: write nginx.conf and the files beside it there and exit
 	site       conf.Site
 	logLevel   string
+	// holdSockets makes sudoku-edge open nginx's listening sockets
+	// (heldSockets) and hand them to nginx.
+	holdSockets bool
 	// metricsListen is the address of the internal listener that serves
 	// /metrics; empty turns it off.
 	metricsListen string
@@ -66,15 +69,15 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	fs.IntVar(&cl.BatchInFlight, "batch-in-flight", cl.BatchInFlight, "batch POSTs of one client at once (`count`)")
 	fs.IntVar(&cl.BatchBodies, "batch-bodies", cl.BatchBodies, "batch POSTs at once for all clients together (`count`): nginx holds each body in memory, up to -max-body")
 	fs.Int64Var(&cl.MaxBody, "max-body", cl.MaxBody, "largest batch body in `bytes` (413 past it), held in memory; at most the worker's -max-body")
-	var trusted, listen, realIP string
+	var trusted, realIP string
 	fs.StringVar(&realIP, "real-ip-from", "", "comma-separated `addresses or prefixes` of the load balancers in front of nginx: from them, X-Forwarded-For names the client that the per-client limits count (the last address not of a balancer); from anyone else the header is ignored")
 	fs.BoolVar(&cfg.ProxyProtocol, "proxy-protocol", cfg.ProxyProtocol, "nginx's public listens take the PROXY protocol (v1 or v2) and the client's address comes from its header when the peer is one of -real-ip-from, which must name the balancers that send it (every connection must start with the header); off, X-Forwarded-For from -real-ip-from names the client")
-	fs.StringVar(&listen, "listen", "8080,8082", "nginx listen `addresses` (as nginx.conf's listen directives name them) that sudoku-edge opens and hands to nginx, so that a restarted nginx refuses no connection; the -tls-listen address is added with TLS on")
+	fs.BoolVar(&c.holdSockets, "hold-sockets", true, "open the sockets of -http-listen, -status-listen and, with TLS, -tls-listen in sudoku-edge and hand them to every nginx it starts, so that a restarted nginx refuses no connection; false leaves nginx to bind its own")
 	fs.StringVar(&trusted, "trusted-clients", "", "comma-separated client `addresses or prefixes` exempt from the per-client limits (a load balancer in front, a load-test host)")
 	fs.StringVar(&c.renderOnly, "render-only", "", "write the files nginx.conf includes into `directory` (those of -run-dir; servers.conf from the -workers targets as given), as at start, and exit without starting nginx: the host stack (nginx/render-host.sh)")
 	fs.StringVar(&c.renderConf, "render-conf", "", "write nginx.conf, sudoku-locations.conf, sudoku-fastcgi.conf, sudoku-www.conf and sudoku-guard.conf into `directory`, naming -run-dir, -www-root, -status-listen, -challenge-listen and -nginx-temp-dir, and exit (after -render-only, when both are given): the image's /etc/nginx and the host stack")
 	fs.StringVar(&c.site.WWWRoot, "www-root", "/usr/share/sudoku-www", "`directory` of the web page's files, for -render-conf")
-	fs.StringVar(&c.site.StatusListen, "status-listen", "8082", "nginx listen `address` of stub_status, for -render-conf")
+	fs.StringVar(&c.site.StatusListen, "status-listen", "8082", "nginx listen `address` of stub_status, for -render-conf and -hold-sockets (the same as nginx.conf was rendered with)")
 	fs.StringVar(&c.site.TempDir, "nginx-temp-dir", "", "`directory` for nginx's temporary files, for -render-conf (empty: nginx's built-in paths)")
 	c.site.ReadTimeout, c.site.BatchReadTimeout = contract.ReadTimeout, contract.BatchReadTimeout
 	fs.Var(positiveDuration{&c.site.ReadTimeout}, "read-timeout", "nginx's fastcgi_read_timeout of a GET, for -render-conf: the `duration` after which a silent worker counts as hung and the GET goes to another; above the worker's -queue-timeout + -solve-timeout")
@@ -127,8 +130,8 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), stdout io
 	if err == nil {
 		c.sup.Config.TLS, err = c.tls.options()
 	}
-	if err == nil {
-		c.sup.Config.Listen, err = listenAddrs(listen, c.sup.Config.TLS)
+	if err == nil && c.holdSockets {
+		c.sup.Config.Listen, err = heldSockets(c.tls.o.HTTPListen, c.site.StatusListen, c.sup.Config.TLS)
 	}
 	if c.renderOnly != "" {
 		c.sup.Config.RunDir = c.renderOnly
@@ -185,14 +188,22 @@ func (c *config) check() error {
 	return c.tls.validate()
 }
 
-// listenAddrs parses -listen and adds the HTTPS listen address with TLS on.
-func listenAddrs(list string, o *edgetls.Options) ([]netip.AddrPort, error) {
+// heldSockets parses the addresses of nginx's listen directives that
+// sudoku-edge holds: -http-listen, -status-listen and, with TLS on,
+// -tls-listen. They come from the flags that render those directives,
+// so a listen the edge holds cannot drift from the one nginx has.
+func heldSockets(httpListen, statusListen string, o *edgetls.Options) ([]netip.AddrPort, error) {
+	listens := [][2]string{{"-http-listen", httpListen}, {"-status-listen", statusListen}}
 	if o != nil {
-		list += "," + o.HTTPSListen
+		listens = append(listens, [2]string{"-tls-listen", o.HTTPSListen})
 	}
-	addrs, err := conf.ParseListen(cli.SplitList(list))
-	if err != nil {
-		return nil, fmt.Errorf("-listen: %w", err)
+	var addrs []netip.AddrPort
+	for _, l := range listens {
+		ap, err := conf.ParseListen([]string{l[1]})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", l[0], err)
+		}
+		addrs = append(addrs, ap...)
 	}
 	return slices.Compact(slices.SortedFunc(slices.Values(addrs), netip.AddrPort.Compare)), nil
 }

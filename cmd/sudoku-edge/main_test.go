@@ -66,15 +66,25 @@ func TestParseConfig(t *testing.T) {
 		}
 	})
 	t.Run("lists take white space and empty items", func(t *testing.T) {
-		c := mustParse(t, []string{"-workers", " w:1, w:2 ,", "-listen", " 8080,,8082 ", "-trusted-clients", " 10.0.0.0/8 , "}, env{})
+		c := mustParse(t, []string{"-workers", " w:1, w:2 ,", "-trusted-clients", " 10.0.0.0/8 , "}, env{})
 		if got := (targetsFlag{&c.sup.Config.Workers}).String(); got != "w:1,w:2" {
 			t.Errorf("-workers ' w:1, w:2 ,' gives %q, want w:1,w:2", got)
 		}
 		if want := []netip.AddrPort{netip.MustParseAddrPort("0.0.0.0:8080"), netip.MustParseAddrPort("0.0.0.0:8082")}; !slices.Equal(c.sup.Config.Listen, want) {
-			t.Errorf("-listen ' 8080,,8082 ' gives %v, want %v", c.sup.Config.Listen, want)
+			t.Errorf("-http-listen 8080 and -status-listen 8082 hold %v, want %v", c.sup.Config.Listen, want)
 		}
 		if want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}; !slices.Equal(c.sup.Config.TrustedClients, want) {
 			t.Errorf("-trusted-clients ' 10.0.0.0/8 , ' gives %v, want %v", c.sup.Config.TrustedClients, want)
+		}
+	})
+	t.Run("held sockets follow the listen flags", func(t *testing.T) {
+		c := mustParse(t, []string{"-http-listen", "127.0.0.1:18080", "-status-listen", "127.0.0.1:18082", "-tls-domains", "a.example.com", "-tls-listen", "[::]:18443"}, env{})
+		want := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:18080"), netip.MustParseAddrPort("127.0.0.1:18082"), netip.MustParseAddrPort("[::]:18443")}
+		if !slices.Equal(c.sup.Config.Listen, want) {
+			t.Errorf("held sockets %v, want %v: -http-listen, -status-listen and, with TLS, -tls-listen", c.sup.Config.Listen, want)
+		}
+		if c := mustParse(t, []string{"-hold-sockets=false"}, env{}); len(c.sup.Config.Listen) != 0 {
+			t.Errorf("-hold-sockets=false holds %v, want none", c.sup.Config.Listen)
 		}
 	})
 	t.Run("env twins, flags win", func(t *testing.T) {
@@ -133,7 +143,8 @@ func TestParseConfig(t *testing.T) {
 		{[]string{"-worker-processes", "-1"}, nil, "worker-processes"},
 		{[]string{"-keepalive", "0"}, nil, "-keepalive"},
 		{[]string{"-worker-connections", "-5"}, nil, "-worker-connections"},
-		{[]string{"-listen", "localhost:8080"}, nil, "-listen"},
+		{[]string{"-http-listen", "localhost:8080"}, nil, "-http-listen"},
+		{[]string{"-status-listen", "localhost:8082"}, nil, "-status-listen"},
 		{[]string{"-metrics-listen", "9145"}, nil, "metrics-listen"},
 		{[]string{"-trusted-clients", "10.0.0.0/33"}, nil, "trusted-clients"},
 		{[]string{"-real-ip-from", "10.0.0.0/33"}, nil, "real-ip-from"},
@@ -294,7 +305,7 @@ func TestRunExitsWithNginxStatus(t *testing.T) {
 	conf := nginxtest.WriteConf(t, dir, 1, 16, "\n    no_such_directive;\n")
 	err := run(context.Background(), []string{
 		"-nginx", bin, "-nginx-prefix", dir, "-nginx-conf", conf, "-run-dir", filepath.Join(dir, "run"),
-		"-listen", "", "-workers", "127.0.0.1:1", "-challenge-listen", fmt.Sprintf("127.0.0.1:%d", nginxtest.FreePort(t)), "-metrics-listen", "",
+		"-hold-sockets=false", "-workers", "127.0.0.1:1", "-challenge-listen", fmt.Sprintf("127.0.0.1:%d", nginxtest.FreePort(t)), "-metrics-listen", "",
 	}, env{}.get, io.Discard)
 	ee, ok := errors.AsType[*nginx.ExitError](err)
 	if !ok || ee.ExitCode() != 1 {

@@ -62,7 +62,7 @@ type edgeRun struct {
 func (r edgeRun) start(ctx context.Context, e env, extra ...string) <-chan error {
 	args := append([]string{
 		"-nginx", r.bin, "-nginx-prefix", r.dir, "-nginx-conf", r.conf, "-run-dir", filepath.Join(r.dir, "run"),
-		"-listen", fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", r.http, r.status), "-http-listen", fmt.Sprintf("127.0.0.1:%d", r.http),
+		"-status-listen", fmt.Sprintf("127.0.0.1:%d", r.status), "-http-listen", fmt.Sprintf("127.0.0.1:%d", r.http),
 		"-workers", r.worker,
 		"-challenge-listen", fmt.Sprintf("127.0.0.1:%d", r.acme),
 	}, extra...)
