@@ -38,14 +38,11 @@ type Config struct {
 	RunDir string
 
 	// Listen lists the addresses of nginx's listen directives
-	// (conf.ParseListen).
-	// The supervisor opens them itself and hands them to every nginx master
-	// it starts (the NGINX environment variable, as in nginx's binary
-	// upgrade), so that a master that dies is restarted without refusing a
-	// connection. A graceful stop closes them as it begins, so new
-	// connections are refused while nginx drains. A listen directive for
-	// another address binds its own socket, which is closed while no
-	// master runs.
+	// (conf.ParseListen) whose sockets the supervisor holds and hands to
+	// every nginx master it starts (proc.Master), so that a master that
+	// dies is restarted without refusing a connection. A graceful stop
+	// closes them as it begins, so new connections are refused while nginx
+	// drains.
 	Listen []netip.AddrPort
 
 	Workers         []discover.Target // at least one (discover.ParseTargets)

@@ -4,16 +4,15 @@
 // so sudoku-edge does both on its behalf and tells nginx about the result.
 // This package is the wiring: its [Supervisor] runs nginx in the
 // foreground, keeps the upstream and the certificates in step, counts
-// what it does ([Metrics]), restarts a master that dies and stops nginx
-// gracefully. The command serves its ACME challenge handler and the
+// what it does ([Metrics]) and stops nginx gracefully. The command serves its ACME challenge handler and the
 // metrics on listeners of its own. Each job has a
 // room of its own, and the imports point one way, from here to them:
 //
 //   - conf renders the configuration: nginx.conf and the files beside it
 //     ([RenderSite] embeds them from this directory) and the run
 //     directory's files, one per template in conf/templates;
-//   - proc runs the nginx master, holds its listening sockets and applies a
-//     change only when `nginx -t` passes;
+//   - proc runs the nginx master, restarts it on the listening sockets it
+//     holds and applies a change only when `nginx -t` passes;
 //   - discover finds the workers and keeps their budget;
 //   - logs counts nginx's answers from its access log and relays its error
 //     log;

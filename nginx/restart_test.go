@@ -55,7 +55,7 @@ func TestSupervisorRestartsKilledMaster(t *testing.T) {
 	// worker_processes comes from the supervisor (-g); nginx.conf has none.
 	// The master forks its workers one after another: wait for the third.
 	nginxtest.WaitUntil(t, 10*time.Second, "three worker processes", func() error {
-		if n := children(t, sup.masters.get().Pid()); n != 3 {
+		if n := children(t, sup.master.Pid()); n != 3 {
 			return fmt.Errorf("nginx master has %d worker processes, want WorkerProcesses=3", n)
 		}
 		return nil
@@ -103,7 +103,7 @@ func TestSupervisorRestartsKilledMaster(t *testing.T) {
 
 	for kill := 1; kill <= 2; kill++ {
 		time.Sleep(200 * time.Millisecond)
-		old := sup.masters.get().Pid()
+		old := sup.master.Pid()
 		if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +191,7 @@ func TestSupervisorRefusesWhileNginxCannotStart(t *testing.T) {
 	if err := os.WriteFile(broken, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(sup.masters.get().Pid(), syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(sup.master.Pid(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	nginxtest.WaitUntil(t, 15*time.Second, "connections refused while nginx cannot start", func() error {

@@ -8,12 +8,9 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -53,19 +50,16 @@ type Supervisor struct {
 	Stderr io.Writer
 	Log    zerolog.Logger
 
-	cfg        Config // Config, resolved once (Config.resolve)
-	challenge  atomic.Pointer[http.Handler]
-	resolver   discover.Resolver // nil means net.DefaultResolver
-	masters    *masters
-	newProcess func() *proc.Process
-	listeners  []*os.File  // the Listen sockets, handed to every master
-	started    atomic.Bool // a master runs: changes are checked and reloaded
-	applier    *proc.Applier
-	disc       *discover.Discovery
-	tls        *edgetls.Manager
-	addrs      []discover.Addr // the workers in servers.conf
-	budget     discover.Budget
-	wake       chan struct{} // a round now: nginx could not connect to a worker
+	cfg       Config // Config, resolved once (Config.resolve)
+	challenge atomic.Pointer[http.Handler]
+	resolver  discover.Resolver // nil means net.DefaultResolver
+	master    *proc.Master
+	applier   *proc.Applier
+	disc      *discover.Discovery
+	tls       *edgetls.Manager
+	addrs     []discover.Addr // the workers in servers.conf
+	budget    discover.Budget
+	wake      chan struct{} // a round now: nginx could not connect to a worker
 }
 
 // ChallengeHandler answers the ACME HTTP-01 challenges of the certificates
@@ -145,12 +139,13 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		}
 		outR.Close()
 	}()
-	s.masters = &masters{}
-	s.applier = &proc.Applier{Checker: s.masters, Reloader: s.masters, Log: s.Log, Count: s.Metrics.applied}
-	s.newProcess = func() *proc.Process {
-		return &proc.Process{Bin: s.cfg.Bin, Prefix: s.cfg.Prefix, Conf: s.cfg.Conf, WorkerProcesses: s.cfg.WorkerProcesses, Stdout: outFile, Stderr: errW, Listeners: s.listeners}
+	s.master = &proc.Master{
+		New: func() *proc.Process {
+			return &proc.Process{Bin: s.cfg.Bin, Prefix: s.cfg.Prefix, Conf: s.cfg.Conf, WorkerProcesses: s.cfg.WorkerProcesses, Stdout: outFile, Stderr: errW}
+		},
+		Listen: s.cfg.Listen, Restarted: s.Metrics.restarted, Log: s.Log,
 	}
-	s.masters.set(s.newProcess())
+	s.applier = &proc.Applier{Checker: s.master, Reloader: s.master, Log: s.Log, Count: s.Metrics.applied}
 
 	if err := s.writeStartFiles(ctx); err != nil {
 		return err
@@ -177,19 +172,13 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	}
 	// A configuration nginx refuses ends Run with nginx's status: a restart
 	// would only fail again.
-	if err := s.masters.Check(ctx); err != nil {
+	if err := s.master.Check(ctx); err != nil {
 		return &ExitError{err}
 	}
-	if s.listeners, err = proc.OpenListeners(s.cfg.Listen); err != nil {
+	if err := s.master.Start(); err != nil {
 		return err
 	}
-	defer func() { proc.CloseAll(s.listeners) }() // stop closes them first
-	s.masters.set(s.newProcess())
-
-	if err := s.masters.get().Start(); err != nil {
-		return err
-	}
-	s.started.Store(true)
+	defer s.master.Close() // Stop closes the sockets first
 	relayed := make(chan struct{})
 	go func() {
 		defer close(relayed)
@@ -210,163 +199,23 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		case <-time.After(2 * time.Second):
 		}
 	}()
-	s.Log.Info().Int("pid", s.masters.get().Pid()).Str("conf", s.cfg.Conf).Int("inherited_sockets", len(s.listeners)).Msg("nginx started")
+	s.Log.Info().Int("pid", s.master.Pid()).Str("conf", s.cfg.Conf).Int("inherited_sockets", s.master.Sockets()).Msg("nginx started")
 
 	bg, cancelBg := context.WithCancel(context.Background())
 	defer cancelBg()
 	go every(bg, s.cfg.ResolveInterval, s.wake, func() { s.round(bg) })
 	go s.tls.Run(bg, s.Renew)
 
-	if !s.keepRunning(ctx) {
+	if !s.master.KeepRunning(ctx) {
 		return nil // ctx ended while no master ran
 	}
 	cancelBg()
 	s.tls.Stop()
-	return s.stop()
-}
-
-// Restart backoff: the first restart comes at once, each further one
-// within restartReset of the last waits twice as long, up to
-// restartMaxBackoff.
-const (
-	restartMinBackoff = 100 * time.Millisecond
-	restartMaxBackoff = 10 * time.Second
-	restartReset      = 30 * time.Second
-)
-
-// keepRunning restarts the nginx master whenever it exits on its own,
-// until ctx ends. The listening sockets stay open in the supervisor, so
-// the kernel queues new connections in their backlog meanwhile and the
-// new master takes them over; the dead master's workers, orphaned, get
-// SIGQUIT: they finish what they hold and exit. A master that failed to
-// start has the sockets closed until the next one starts (refuse). It
-// reports whether a master is running when ctx ends.
-func (s *Supervisor) keepRunning(ctx context.Context) bool {
-	var backoff time.Duration
-	lastStart := time.Now()
-	for {
-		p := s.masters.get()
-		select {
-		case <-ctx.Done():
-			return true
-		case <-p.Done():
-		}
-		err := p.Wait()
-		s.Log.Error().Err(err).Int("exit_code", proc.ExitCode(err)).Int("pid", p.Pid()).Msg("nginx master exited on its own; restarting it")
-		quitOrphans(p.Pid(), s.Log)
-		if time.Since(lastStart) > restartReset {
-			backoff = 0
-		}
-		cannotRun := proc.FailedToRun(err)
-		for {
-			if cannotRun {
-				s.refuse()
-			}
-			select {
-			case <-ctx.Done():
-				return false
-			case <-time.After(backoff):
-			}
-			backoff = min(max(2*backoff, restartMinBackoff), restartMaxBackoff)
-			if err := s.listenAgain(); err != nil {
-				s.Log.Error().Err(err).Dur("retry_in", backoff).Msg("reopening the listening sockets failed")
-				continue
-			}
-			next := s.newProcess()
-			lastStart = time.Now()
-			if err := next.Start(); err != nil {
-				s.Log.Error().Err(err).Dur("retry_in", backoff).Msg("restarting nginx failed")
-				cannotRun = true
-				continue
-			}
-			s.masters.set(next)
-			s.Metrics.restarted()
-			s.Log.Warn().Int("pid", next.Pid()).Msg("nginx restarted")
-			break
-		}
+	if err := s.master.Stop(s.FastStop); err != nil {
+		return &ExitError{err}
 	}
-}
-
-// refuse closes the listening sockets while no nginx can run. Held open,
-// the kernel would go on completing connections into a backlog that no
-// process accepts from, and their clients would wait for their own
-// timeouts; closed, the connections queued are reset and new ones are
-// refused at once, so clients and balancers go elsewhere. listenAgain
-// opens them anew for the next start.
-func (s *Supervisor) refuse() {
-	if s.listeners == nil {
-		return
-	}
-	if err := proc.CloseAll(s.listeners); err != nil {
-		s.Log.Warn().Err(err).Msg("closing the listening sockets")
-	}
-	s.listeners = nil
-	s.Log.Error().Msg("nginx cannot start; refusing connections until it runs again")
-}
-
-// listenAgain opens the listening sockets that refuse closed, before a
-// start.
-func (s *Supervisor) listenAgain() error {
-	if s.listeners != nil || len(s.cfg.Listen) == 0 {
-		return nil
-	}
-	ls, err := proc.OpenListeners(s.cfg.Listen)
-	if err != nil {
-		return err
-	}
-	s.listeners = ls
 	return nil
 }
-
-// quitOrphans asks the workers of the dead master pid, its process group
-// (Start puts each master in its own), to stop gracefully, and reaps them
-// when they come back to this process (PID 1 in a container, or a
-// subreaper).
-func quitOrphans(pid int, log zerolog.Logger) {
-	if pid <= 0 {
-		return
-	}
-	if err := syscall.Kill(-pid, syscall.SIGQUIT); err != nil && !errors.Is(err, syscall.ESRCH) {
-		log.Warn().Err(err).Int("pgid", pid).Msg("asking the dead master's workers to quit")
-	}
-	go func() {
-		for {
-			var ws syscall.WaitStatus
-			if _, err := syscall.Wait4(-pid, &ws, 0, nil); errors.Is(err, syscall.EINTR) {
-				continue
-			} else if err != nil {
-				return // ECHILD: none left that is ours to reap
-			}
-		}
-	}()
-}
-
-// masters holds the nginx master running now; the proc.Applier checks and
-// reloads through it.
-type masters struct {
-	mu sync.Mutex
-	p  *proc.Process
-}
-
-var (
-	_ proc.Checker  = (*masters)(nil)
-	_ proc.Reloader = (*masters)(nil)
-)
-
-func (m *masters) get() *proc.Process {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.p
-}
-
-func (m *masters) set(p *proc.Process) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.p = p
-}
-
-func (m *masters) Check(ctx context.Context) error { return m.get().Check(ctx) }
-func (m *masters) Reload() error                   { return m.get().Reload() }
 
 // Render writes the files nginx.conf includes into RunDir (and with TLS
 // the placeholder certificates), as Run does before it starts nginx, and
@@ -382,7 +231,6 @@ func (s *Supervisor) Render(ctx context.Context) error {
 		return fmt.Errorf("creating run directory: %w", err)
 	}
 	s.disc = &discover.Discovery{Targets: s.cfg.Workers, Resolver: s.resolver, Timeout: s.cfg.ResolveInterval}
-	s.masters = &masters{p: &proc.Process{}}
 	if err := s.writeStartFiles(ctx); err != nil {
 		return err
 	}
@@ -394,47 +242,7 @@ func (s *Supervisor) Render(ctx context.Context) error {
 	return tls.Prepare(ctx)
 }
 
-// stop stops nginx gracefully, or fast on one of the FastStop signals, and
-// waits for it.
-func (s *Supervisor) stop() error {
-	s.Log.Info().Msg("stopping nginx gracefully")
-	p := s.masters.get()
-	if err := p.Quit(); err != nil {
-		s.Log.Warn().Err(err).Msg("sending SIGQUIT to nginx")
-	}
-	// nginx closes its listening sockets when it quits; the supervisor's own
-	// copies would keep them open until the last worker has drained (up to
-	// worker_shutdown_timeout), the kernel accepting new connections into
-	// the backlog that no one serves. Closed now, a new connection is
-	// refused at once and its client retries elsewhere.
-	if err := proc.CloseAll(s.listeners); err != nil {
-		s.Log.Warn().Err(err).Msg("closing the listening sockets")
-	}
-	s.listeners = nil
-	var again chan os.Signal
-	if len(s.FastStop) > 0 {
-		again = make(chan os.Signal, 1)
-		signal.Notify(again, s.FastStop...)
-		defer signal.Stop(again)
-	}
-	for done := false; !done; {
-		select {
-		case <-again:
-			s.Log.Warn().Msg("second stop signal: fast nginx stop")
-			_ = p.Terminate()
-		case <-p.Done():
-			done = true
-		}
-	}
-	err := p.Wait()
-	s.Log.Info().Err(err).Int("exit_code", proc.ExitCode(err)).Msg("nginx stopped")
-	if err != nil {
-		return &ExitError{err}
-	}
-	return nil
-}
-
-// writeStartFiles resolves the defaults and writes the upstream,
+// writeStartFiles writes the upstream,
 // trusted-clients and access log files before nginx starts: it refuses to
 // start while an include is missing.
 func (s *Supervisor) writeStartFiles(ctx context.Context) error {

@@ -1,8 +1,9 @@
-// Package proc runs the nginx master process: it starts it on the
-// listening sockets it holds ([OpenListeners]), checks configurations with
-// `nginx -t`, reloads (SIGHUP) and stops it (SIGQUIT), and applies a change
-// to the files nginx reads only when the check passes ([Applier]). It knows
-// nothing of what the files say.
+// Package proc runs the nginx master process: a [Master] starts it on the
+// listening sockets it holds, starts it again when it dies and stops it
+// gracefully; a [Process] checks configurations with `nginx -t`, reloads
+// (SIGHUP) and stops (SIGQUIT); an [Applier] puts a change to the files
+// nginx reads in place only when the check passes. It knows nothing of
+// what the files say.
 package proc
 
 import (
