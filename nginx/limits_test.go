@@ -74,7 +74,7 @@ func TestSharedLimits(t *testing.T) {
 	// nginx holds a batch body in memory until the worker has it: it takes
 	// none larger than the worker does, or it would hold bodies that the
 	// worker then refuses.
-	files, err := conf.RenderClientLimits(conf.DefaultClientLimits)
+	files, err := clientLimitFiles(conf.DefaultClientLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,12 +123,20 @@ func TestBodyLimitMessage(t *testing.T) {
 	} {
 		l := conf.DefaultClientLimits
 		l.MaxBody = tt.max
-		files, err := conf.RenderClientLimits(l)
+		files, err := clientLimitFiles(l)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := `default "request body too large (` + tt.want + `)";`; !strings.Contains(string(files[0]), want) {
-			t.Errorf("conf.RenderClientLimits(MaxBody %d): client-limits.conf lacks %s:\n%s", tt.max, want, files[0])
+			t.Errorf("clientLimitFiles(MaxBody %d): client-limits.conf lacks %s:\n%s", tt.max, want, files[0])
 		}
 	}
+}
+
+// clientLimitFiles renders the start files for l, the default limits
+// otherwise, and returns client-limits.conf, route-limits.conf and
+// batch-limits.conf.
+func clientLimitFiles(l conf.ClientLimits) ([3][]byte, error) {
+	files, err := conf.RenderStart(conf.Start{Limits: conf.DefaultProcessLimits, Clients: l})
+	return [3][]byte{files["client-limits.conf"], files["route-limits.conf"], files["batch-limits.conf"]}, err
 }

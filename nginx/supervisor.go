@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -268,84 +268,23 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 	s.addrs = addrs
 	s.Metrics.workersNow(len(addrs), n)
 	s.Log.Info().Strs("workers", discover.Strings(addrs)).Str("file", s.path("servers.conf")).Msg("upstream servers written")
-	if err := s.writePrefixes("trusted-clients.conf", "trusted clients", s.cfg.TrustedClients, conf.RenderTrustedClients); err != nil {
-		return err
-	}
-	if err := s.writeProcessLimits(); err != nil {
-		return err
-	}
-	if err := s.writeClientLimits(); err != nil {
-		return err
-	}
-	accessLog, err := conf.RenderAccessLog(&s.cfg.AccessLog)
+	files, err := conf.RenderStart(conf.Start{
+		Processes: s.cfg.WorkerProcesses, Limits: s.cfg.Limits, Clients: s.cfg.Clients,
+		TrustedClients: s.cfg.TrustedClients, RealIPFrom: s.cfg.RealIPFrom,
+		HTTPListen: s.cfg.HTTPListen, ProxyProtocol: s.cfg.ProxyProtocol, AccessLog: s.cfg.AccessLog,
+	})
 	if err != nil {
 		return err
 	}
-	if err := proc.WriteFileAtomic(s.path("access-log.conf"), accessLog, 0o644); err != nil {
-		return fmt.Errorf("writing access-log.conf: %w", err)
-	}
-	if err := s.writePrefixes("real-ip.conf", "trusted balancers", s.cfg.RealIPFrom, func(p []netip.Prefix) ([]byte, error) {
-		return conf.RenderRealIP(p, s.cfg.ProxyProtocol)
-	}); err != nil {
-		return err
-	}
-	listen, err := conf.RenderListen(s.cfg.HTTPListen, s.cfg.ProxyProtocol)
-	if err != nil {
-		return err
-	}
-	if err := proc.WriteFileAtomic(s.path("listen.conf"), listen, 0o644); err != nil {
-		return fmt.Errorf("writing listen.conf: %w", err)
-	}
-	s.Log.Info().Str("listen", s.cfg.HTTPListen).Bool("proxy_protocol", s.cfg.ProxyProtocol).Msg("HTTP listen written")
-	return nil
-}
-
-// writeClientLimits writes client-limits.conf, route-limits.conf and
-// batch-limits.conf from the client limits.
-func (s *Supervisor) writeClientLimits() error {
-	l := s.cfg.Clients
-	files, err := conf.RenderClientLimits(l)
-	if err != nil {
-		return err
-	}
-	for i, name := range []string{"client-limits.conf", "route-limits.conf", "batch-limits.conf"} {
-		if err := proc.WriteFileAtomic(s.path(name), files[i], 0o644); err != nil {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := proc.WriteFileAtomic(s.path(name), files[name], 0o644); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
-	s.Log.Info().Interface("client_limits", l).Msg("client limits written")
-	return nil
-}
-
-// writeProcessLimits writes events.conf and keepalive.conf: each worker
-// process's share of the connection limits.
-func (s *Supervisor) writeProcessLimits() error {
-	l := s.cfg.Limits
-	events, keepalive, err := conf.RenderProcessLimits(l, s.cfg.WorkerProcesses)
-	if err != nil {
-		return err
-	}
-	for name, b := range map[string][]byte{"events.conf": events, "keepalive.conf": keepalive} {
-		if err := proc.WriteFileAtomic(s.path(name), b, 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", name, err)
-		}
-	}
-	s.Log.Info().Int("worker_processes", s.cfg.WorkerProcesses).Int("connections", l.Connections).
-		Int("keepalive", l.Keepalive).Msg("connection limits per worker process written")
-	return nil
-}
-
-// writePrefixes writes the include name of the run directory, rendered
-// from prefixes by render, and logs that the prefixes of what are written.
-func (s *Supervisor) writePrefixes(name, what string, prefixes []netip.Prefix, render func([]netip.Prefix) ([]byte, error)) error {
-	b, err := render(prefixes)
-	if err != nil {
-		return err
-	}
-	if err := proc.WriteFileAtomic(s.path(name), b, 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	s.Log.Info().Int("prefixes", len(prefixes)).Str("file", s.path(name)).Msg(what + " written")
+	s.Log.Info().Int("worker_processes", s.cfg.WorkerProcesses).Interface("limits", s.cfg.Limits).
+		Interface("client_limits", s.cfg.Clients).Int("trusted_clients", len(s.cfg.TrustedClients)).
+		Int("trusted_balancers", len(s.cfg.RealIPFrom)).Str("listen", s.cfg.HTTPListen).
+		Bool("proxy_protocol", s.cfg.ProxyProtocol).Str("dir", s.cfg.RunDir).Msg("start files written")
 	return nil
 }
 

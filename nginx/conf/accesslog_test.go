@@ -33,7 +33,7 @@ func TestNginxAcceptsTheAccessLog(t *testing.T) {
 	}
 	sock := filepath.Join(dir, "run", "log.sock")
 	for _, a := range []logs.AccessLog{{}, {Path: sock}, {Path: sock, All: true}} {
-		b, err := RenderAccessLog(&a)
+		b, err := renderAccessLog(&a)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,8 +49,8 @@ func TestNginxAcceptsTheAccessLog(t *testing.T) {
 			t.Errorf("%+v: nginx -t: %v\n%s", a, err, out)
 		}
 	}
-	if _, err := RenderAccessLog(&logs.AccessLog{Path: "/run/x;y"}); err == nil {
-		t.Error("RenderAccessLog with a ';' in the socket path = nil error")
+	if _, err := renderAccessLog(&logs.AccessLog{Path: "/run/x;y"}); err == nil {
+		t.Error("renderAccessLog with a ';' in the socket path = nil error")
 	}
 }
 

@@ -54,9 +54,9 @@ func (l ClientLimits) Check() error {
 	return nil
 }
 
-// RenderClientLimits renders client-limits.conf, route-limits.conf and
+// renderClientLimits renders client-limits.conf, route-limits.conf and
 // batch-limits.conf, in that order.
-func RenderClientLimits(l ClientLimits) ([3][]byte, error) {
+func renderClientLimits(l ClientLimits) ([3][]byte, error) {
 	var files [3][]byte
 	if err := l.Check(); err != nil {
 		return files, err

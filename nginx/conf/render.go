@@ -285,11 +285,11 @@ func parseList[T any](items []string, parse func(string) (T, error)) ([]T, error
 	return out, nil
 }
 
-// RenderTrustedClients renders the entries of nginx.conf's
+// renderTrustedClients renders the entries of nginx.conf's
 // geo $sudoku_limit_exempt block: one "prefix 1;" line per trusted
 // prefix, whose requests skip the per-client request rate
 // limits (a load balancer in front, a monitoring or load-test host).
-func RenderTrustedClients(prefixes []netip.Prefix) ([]byte, error) {
+func renderTrustedClients(prefixes []netip.Prefix) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := templates.ExecuteTemplate(&buf, "trusted-clients.conf.tmpl", prefixes); err != nil {
 		return nil, fmt.Errorf("rendering trusted-clients.conf: %w", err)
@@ -297,10 +297,10 @@ func RenderTrustedClients(prefixes []netip.Prefix) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// RenderRealIP renders real-ip.conf, included at http level: the
+// renderRealIP renders real-ip.conf, included at http level: the
 // balancers whose X-Forwarded-For, or with proxyProtocol whose PROXY
 // protocol header, nginx believes (ngx_http_realip_module).
-func RenderRealIP(from []netip.Prefix, proxyProtocol bool) ([]byte, error) {
+func renderRealIP(from []netip.Prefix, proxyProtocol bool) ([]byte, error) {
 	var buf bytes.Buffer
 	err := templates.ExecuteTemplate(&buf, "real-ip.conf.tmpl", struct {
 		From          []netip.Prefix
@@ -312,9 +312,9 @@ func RenderRealIP(from []netip.Prefix, proxyProtocol bool) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// RenderAccessLog renders access-log.conf, included at http level: the
+// renderAccessLog renders access-log.conf, included at http level: the
 // log lines nginx sends to the AccessLog's socket, none without a Path.
-func RenderAccessLog(a *logs.AccessLog) ([]byte, error) {
+func renderAccessLog(a *logs.AccessLog) ([]byte, error) {
 	if strings.ContainsAny(a.Path, ";{}#\"'\\\n\r$ \t,") {
 		return nil, fmt.Errorf("access log socket path %q: a character nginx would misread", a.Path)
 	}
@@ -330,10 +330,10 @@ func RenderAccessLog(a *logs.AccessLog) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// RenderListen renders listen.conf, the plain HTTP server's listen
+// renderListen renders listen.conf, the plain HTTP server's listen
 // directive in nginx.conf: listen (ParseListen's form), with the PROXY
 // protocol when proxyProtocol is set; comments only for an empty listen.
-func RenderListen(listen string, proxyProtocol bool) ([]byte, error) {
+func renderListen(listen string, proxyProtocol bool) ([]byte, error) {
 	if listen != "" {
 		if _, err := parseListen(listen); err != nil {
 			return nil, err
@@ -376,10 +376,10 @@ func shareOf(total, processes int) share {
 	return share{total, processes, max(per, 1)}
 }
 
-// RenderProcessLimits renders events.conf (worker_connections, in the
+// renderProcessLimits renders events.conf (worker_connections, in the
 // events block) and keepalive.conf (keepalive, in the upstream block) for
 // processes nginx worker processes.
-func RenderProcessLimits(l ProcessLimits, processes int) (events, keepalive []byte, err error) {
+func renderProcessLimits(l ProcessLimits, processes int) (events, keepalive []byte, err error) {
 	if l.Connections < 1 || l.Keepalive < 1 {
 		return nil, nil, fmt.Errorf("nginx: connection limits %+v: each must be at least 1", l)
 	}

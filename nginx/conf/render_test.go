@@ -162,7 +162,7 @@ func TestRenderRealIP(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParsePrefixes(%q) error: %v", list, err)
 			}
-			got, err := RenderRealIP(ps, false)
+			got, err := renderRealIP(ps, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,7 +185,7 @@ func TestRenderTrustedClients(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParsePrefixes(%q) error: %v", tt.list, err)
 			}
-			got, err := RenderTrustedClients(ps)
+			got, err := renderTrustedClients(ps)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -299,7 +299,7 @@ func TestProcessLimitsFollowTheProcesses(t *testing.T) {
 		{0, "worker_connections 8192;", "keepalive 512;"}, // nginx.conf's own count: the totals each
 		{1024, "worker_connections 8;", "keepalive 1;"},
 	} {
-		events, keepalive, err := RenderProcessLimits(DefaultProcessLimits, tc.processes)
+		events, keepalive, err := renderProcessLimits(DefaultProcessLimits, tc.processes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -307,7 +307,7 @@ func TestProcessLimitsFollowTheProcesses(t *testing.T) {
 			t.Errorf("%d processes: events.conf\n%s\nkeepalive.conf\n%s\nwant %q and %q", tc.processes, events, keepalive, tc.connections, tc.keepalive)
 		}
 	}
-	if _, _, err := RenderProcessLimits(ProcessLimits{Connections: 8192}, 2); err == nil {
+	if _, _, err := renderProcessLimits(ProcessLimits{Connections: 8192}, 2); err == nil {
 		t.Error("keepalive 0: nil error")
 	}
 }
