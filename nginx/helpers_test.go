@@ -2,11 +2,7 @@ package nginx
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net/http"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -75,66 +71,14 @@ type fakeNginx struct{ checks, reloads int }
 func (f *fakeNginx) Check(context.Context) error { f.checks++; return nil }
 func (f *fakeNginx) Reload() error               { f.reloads++; return nil }
 
-// testNginx writes a minimal host nginx.conf whose upstream includes
-// runDir/servers.conf and whose server on port proxies every request to it;
-// http and server are further directives for the http and server blocks.
+// testNginx is nginxtest.ProxyConf with 2 worker processes.
 func testNginx(t *testing.T, dir, runDir string, port int, http, server string) string {
 	t.Helper()
-	return testNginxWorkers(t, 2, dir, runDir, port, http, server)
+	return nginxtest.ProxyConf(t, 2, dir, runDir, port, http, server)
 }
 
-// testNginxWorkers is testNginx with workers worker processes; 0 leaves
-// them to the supervisor.
+// testNginxWorkers is nginxtest.ProxyConf.
 func testNginxWorkers(t *testing.T, workers int, dir, runDir string, port int, http, server string) string {
 	t.Helper()
-	return nginxtest.WriteConf(t, dir, workers, 256, fmt.Sprintf(`
-    upstream backends {
-        zone backends 64k;
-        random two least_conn;
-        include %[1]s/servers.conf;
-        keepalive 8;
-    }%[3]s
-    server {
-        listen 127.0.0.1:%[2]d;%[4]s
-        location / {
-            proxy_pass http://backends;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-    }
-`, runDir, port, http, server))
-}
-
-func get(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
-}
-
-// waitFor polls url until the body is want (a reload takes effect when new
-// workers start).
-func waitFor(t *testing.T, url, want string) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(url)
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			last = string(b)
-			if resp.StatusCode == 200 && last == want {
-				return
-			}
-		} else {
-			last = err.Error()
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("GET %s: still %q after 5s, want %q", url, last, want)
+	return nginxtest.ProxyConf(t, workers, dir, runDir, port, http, server)
 }

@@ -263,3 +263,28 @@ func ServeHTTP(_ zerolog.Logger, name, addr string, h http.Handler) (*http.Serve
 	srv.Start()
 	return srv.Config, nil
 }
+
+// ProxyConf writes a minimal host nginx.conf (WriteConf, with workers
+// worker processes; 0 leaves them to sudoku-edge) whose upstream includes
+// runDir/servers.conf and whose server on 127.0.0.1:port proxies every
+// request to it; http and server are further directives for the http and
+// server blocks.
+func ProxyConf(t testing.TB, workers int, dir, runDir string, port int, http, server string) string {
+	t.Helper()
+	return WriteConf(t, dir, workers, 256, fmt.Sprintf(`
+    upstream backends {
+        zone backends 64k;
+        random two least_conn;
+        include %[1]s/servers.conf;
+        keepalive 8;
+    }%[3]s
+    server {
+        listen 127.0.0.1:%[2]d;%[4]s
+        location / {
+            proxy_pass http://backends;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+`, runDir, port, http, server))
+}

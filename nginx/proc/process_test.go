@@ -17,34 +17,10 @@ import (
 	"sudoku-fcgi/nginx/nginxtest"
 )
 
-// testNginx writes a minimal host nginx.conf whose upstream includes
-// runDir/servers.conf and whose server on port proxies every request to it;
-// http and server are further directives for the http and server blocks.
+// testNginx is nginxtest.ProxyConf with 2 worker processes.
 func testNginx(t *testing.T, dir, runDir string, port int, http, server string) string {
 	t.Helper()
-	return testNginxWorkers(t, 2, dir, runDir, port, http, server)
-}
-
-// testNginxWorkers is testNginx with workers worker processes; 0 leaves
-// them to the supervisor.
-func testNginxWorkers(t *testing.T, workers int, dir, runDir string, port int, http, server string) string {
-	t.Helper()
-	return nginxtest.WriteConf(t, dir, workers, 256, fmt.Sprintf(`
-    upstream backends {
-        zone backends 64k;
-        random two least_conn;
-        include %[1]s/servers.conf;
-        keepalive 8;
-    }%[3]s
-    server {
-        listen 127.0.0.1:%[2]d;%[4]s
-        location / {
-            proxy_pass http://backends;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-    }
-`, runDir, port, http, server))
+	return nginxtest.ProxyConf(t, 2, dir, runDir, port, http, server)
 }
 
 func backend(t *testing.T, id string) discover.Addr {
