@@ -89,7 +89,7 @@ func (m *Master) Sockets() int { return len(m.listeners) }
 
 // Start opens the listening sockets and starts the first master.
 func (m *Master) Start() error {
-	ls, err := OpenListeners(m.Listen)
+	ls, err := openListeners(m.Listen)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (m *Master) Start() error {
 
 // Close closes the listening sockets; Stop closes them first.
 func (m *Master) Close() {
-	if err := CloseAll(m.listeners); err != nil {
+	if err := closeAll(m.listeners); err != nil {
 		m.Log.Warn().Err(err).Msg("closing the listening sockets")
 	}
 	m.listeners = nil
@@ -134,7 +134,7 @@ func (m *Master) KeepRunning(ctx context.Context) bool {
 		if time.Since(lastStart) > restartReset {
 			backoff = 0
 		}
-		cannotRun := FailedToRun(err)
+		cannotRun := failedToRun(err)
 		for {
 			if cannotRun {
 				m.refuse()
@@ -186,7 +186,7 @@ func (m *Master) listenAgain() error {
 	if m.listeners != nil || len(m.Listen) == 0 {
 		return nil
 	}
-	ls, err := OpenListeners(m.Listen)
+	ls, err := openListeners(m.Listen)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ type Process struct {
 	// (nginx.conf then has none).
 	WorkerProcesses int
 	// Listeners are handed to nginx as inherited sockets (see
-	// OpenListeners); its listen directives for the same addresses use
+	// openListeners); its listen directives for the same addresses use
 	// them instead of binding their own.
 	Listeners []*os.File
 
@@ -181,11 +181,11 @@ func ExitCode(err error) int {
 	return 1
 }
 
-// FailedToRun reports whether a master's exit says that nginx cannot run:
+// failedToRun reports whether a master's exit says that nginx cannot run:
 // it exits with a status of its own (1) when it fails to start (a
 // configuration it refuses, a file it cannot open), while a master that is
 // killed, or told to stop, exits on a signal or with 0.
-func FailedToRun(err error) bool {
+func failedToRun(err error) bool {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
 		return false

@@ -21,17 +21,17 @@ import (
 // sets backlog=.
 const listenBacklog = 65535
 
-// OpenListeners opens a listening TCP socket for each address, as nginx
+// openListeners opens a listening TCP socket for each address, as nginx
 // would open it for its listen directive (SO_REUSEADDR, IPV6_V6ONLY for
 // IPv6, non-blocking), to hand it to every nginx master it starts. The
 // sockets then outlive nginx: a restart never refuses a connection, the
 // kernel queues them in the backlog meanwhile.
-func OpenListeners(addrs []netip.AddrPort) ([]*os.File, error) {
+func openListeners(addrs []netip.AddrPort) ([]*os.File, error) {
 	var files []*os.File
 	for _, ap := range addrs {
 		f, err := openListener(ap)
 		if err != nil {
-			CloseAll(files)
+			closeAll(files)
 			return nil, err
 		}
 		files = append(files, f)
@@ -91,7 +91,7 @@ func inheritEnv(n int) string {
 	return b.String()
 }
 
-func CloseAll(files []*os.File) error {
+func closeAll(files []*os.File) error {
 	var errs []error
 	for _, f := range files {
 		errs = append(errs, f.Close())
