@@ -52,7 +52,6 @@ type Supervisor struct {
 
 	cfg       Config // Config, resolved once (Config.resolve)
 	challenge atomic.Pointer[http.Handler]
-	resolver  discover.Resolver // nil means net.DefaultResolver
 	master    *proc.Master
 	applier   *proc.Applier
 	disc      *discover.Discovery
@@ -109,7 +108,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if err := os.MkdirAll(s.cfg.RunDir, 0o755); err != nil {
 		return fmt.Errorf("creating run directory: %w", err)
 	}
-	s.disc = &discover.Discovery{Targets: s.cfg.Workers, Resolver: s.resolver, Timeout: s.cfg.ResolveInterval, DropRefusing: true}
+	s.disc = &discover.Discovery{Targets: s.cfg.Workers, Timeout: s.cfg.ResolveInterval, DropRefusing: true}
 	s.wake = make(chan struct{}, 1)
 	// nginx's error log (its stderr) goes through a relay that holds back
 	// floods; its access log (stdout) is buffered by nginx itself.
@@ -230,7 +229,7 @@ func (s *Supervisor) Render(ctx context.Context) error {
 	if err := os.MkdirAll(s.cfg.RunDir, 0o755); err != nil {
 		return fmt.Errorf("creating run directory: %w", err)
 	}
-	s.disc = &discover.Discovery{Targets: s.cfg.Workers, Resolver: s.resolver, Timeout: s.cfg.ResolveInterval}
+	s.disc = &discover.Discovery{Targets: s.cfg.Workers, Timeout: s.cfg.ResolveInterval}
 	if err := s.writeStartFiles(ctx); err != nil {
 		return err
 	}
@@ -242,9 +241,9 @@ func (s *Supervisor) Render(ctx context.Context) error {
 	return tls.Prepare(ctx)
 }
 
-// writeStartFiles writes the upstream,
-// trusted-clients and access log files before nginx starts: it refuses to
-// start while an include is missing.
+// writeStartFiles writes the run directory's files before nginx starts,
+// which refuses to start while an include is missing: the upstream's, from
+// a first lookup, and the start files (conf.RenderStart).
 func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 	addrs, err := s.disc.Resolve(ctx)
 	s.Metrics.round(err)

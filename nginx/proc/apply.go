@@ -44,6 +44,7 @@ const (
 	Failed                   // writing, restoring or reloading failed
 )
 
+// String names the outcome, as logs and the reloads metric's label do.
 func (o Outcome) String() string {
 	switch o {
 	case Unchanged:
@@ -136,6 +137,7 @@ type FileChange struct {
 	Perm fs.FileMode // 0 means 0644
 }
 
+// String names the change by its file.
 func (f FileChange) String() string { return f.Path }
 
 // Stage writes f.Data atomically when it differs from the file's content.
