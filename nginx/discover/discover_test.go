@@ -36,16 +36,6 @@ func (f *fakeResolver) LookupHost(ctx context.Context, host string) ([]string, e
 	return a, nil
 }
 
-func (f *fakeResolver) set(host string, addrs ...string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if addrs == nil {
-		delete(f.answers, host)
-		return
-	}
-	f.answers[host] = addrs
-}
-
 // aps parses worker addresses: ip:port, or unix:<path>.
 func aps(ss ...string) []Addr {
 	var out []Addr
