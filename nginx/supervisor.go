@@ -110,37 +110,14 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	}
 	s.disc = &discover.Discovery{Targets: s.cfg.Workers, Timeout: s.cfg.ResolveInterval, DropRefusing: true}
 	s.wake = make(chan struct{}, 1)
-	// nginx's error log (its stderr) goes through a relay that holds back
-	// floods; its access log (stdout) is buffered by nginx itself.
-	errR, errW, err := os.Pipe()
+	out, err := logs.OpenOutputs(stdout)
 	if err != nil {
-		return fmt.Errorf("error log pipe: %w", err)
+		return err
 	}
-	defer errR.Close()
-	defer errW.Close() // when nginx never started
-	// nginx gets files, not pipes that os/exec copies: exec.Cmd.Wait waits
-	// for such a copy to end, which a dead master's orphaned workers would
-	// hold up while they finish. It never gets Stdout itself: a process
-	// blocks in write(2) while its output is full, and an nginx worker
-	// blocked on its access log answers nothing and accepts nothing; the
-	// supervisor drains the pipe at once, whatever Stdout does.
-	outR, outFile, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("access log pipe: %w", err)
-	}
-	copied := make(chan struct{})
-	go func() { defer close(copied); logs.CopyLines(stdout, outR) }()
-	defer func() {
-		outFile.Close()
-		select { // EOF once every nginx process is gone
-		case <-copied:
-		case <-time.After(2 * time.Second):
-		}
-		outR.Close()
-	}()
+	defer out.Close()
 	s.master = &proc.Master{
 		New: func() *proc.Process {
-			return &proc.Process{Bin: s.cfg.Bin, Prefix: s.cfg.Prefix, Conf: s.cfg.Conf, WorkerProcesses: s.cfg.WorkerProcesses, Stdout: outFile, Stderr: errW}
+			return &proc.Process{Bin: s.cfg.Bin, Prefix: s.cfg.Prefix, Conf: s.cfg.Conf, WorkerProcesses: s.cfg.WorkerProcesses, Stdout: out.Stdout, Stderr: out.Stderr}
 		},
 		Listen: s.cfg.Listen, Restarted: s.Metrics.restarted, Log: s.Log,
 	}
@@ -178,26 +155,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return err
 	}
 	defer s.master.Close() // Stop closes the sockets first
-	relayed := make(chan struct{})
-	go func() {
-		defer close(relayed)
-		errLog := &logs.ErrorLogRelay{Out: stderr, Log: s.Log, Metrics: s.Metrics.logMetrics(), Unreachable: s.wakeRound}
-		if err := errLog.Relay(errR); err != nil {
-			// Keep reading: a full pipe would stall nginx.
-			s.Log.Error().Err(err).Msg("relaying nginx's error log; dropping it from now on")
-			io.Copy(io.Discard, errR)
-		}
-	}()
-	// The last lines nginx wrote before it exited (EOF comes once every
-	// process holding the pipe is gone; the supervisor holds it until the
-	// end, for the masters it may start again).
-	defer func() {
-		errW.Close()
-		select {
-		case <-relayed:
-		case <-time.After(2 * time.Second):
-		}
-	}()
+	out.RelayErrors(&logs.ErrorLogRelay{Out: stderr, Log: s.Log, Metrics: s.Metrics.logMetrics(), Unreachable: s.wakeRound}, s.Log)
 	s.Log.Info().Int("pid", s.master.Pid()).Str("conf", s.cfg.Conf).Int("inherited_sockets", s.master.Sockets()).Msg("nginx started")
 
 	bg, cancelBg := context.WithCancel(context.Background())
