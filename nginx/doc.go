@@ -4,9 +4,10 @@
 // so sudoku-edge does both on its behalf and tells nginx about the result.
 // This package is the wiring: its [Supervisor] runs nginx in the
 // foreground, keeps the upstream and the certificates in step, counts
-// what it does ([Metrics]) and stops nginx gracefully. The command serves its ACME challenge handler and the
-// metrics on listeners of its own. Each job has a
-// room of its own, and the imports point one way, from here to them:
+// what it does ([Metrics]) and stops nginx gracefully; the command serves
+// its ACME challenge handler and the metrics on listeners of its own.
+// Each job has a room of its own, and the imports point one way, from
+// here to them (cmd/imports_test.go):
 //
 //   - conf renders the configuration: nginx.conf and the files beside it
 //     ([RenderSite] embeds them from this directory) and the run
@@ -14,8 +15,8 @@
 //   - proc runs the nginx master, restarts it on the listening sockets it
 //     holds and applies a change only when `nginx -t` passes;
 //   - discover finds the workers and keeps their budget;
-//   - logs counts nginx's answers from its access log and relays its error
-//     log;
+//   - logs drains nginx's output, counts its answers from the access log
+//     and relays its error log;
 //   - edgetls keeps the certificates with certmagic and renders tls.conf.
 //
 // The packages never read environment variables or flags; cmd/sudoku-edge
