@@ -79,15 +79,13 @@ type Applier struct {
 // whole configuration and then reloads nginx. When the check fails it
 // reverts every staged change, newest first, and returns an error wrapping
 // ErrRejected and the check's output: nginx keeps running on the old files.
-func (a *Applier) Apply(ctx context.Context, changes ...Change) (Outcome, error) {
-	o, err := a.apply(ctx, changes)
-	if a.Count != nil && o != Unchanged {
-		a.Count(o)
-	}
-	return o, err
-}
-
-func (a *Applier) apply(ctx context.Context, changes []Change) (Outcome, error) {
+// Count sees the outcome once the lock is released.
+func (a *Applier) Apply(ctx context.Context, changes ...Change) (o Outcome, err error) {
+	defer func() {
+		if a.Count != nil && o != Unchanged {
+			a.Count(o)
+		}
+	}()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 

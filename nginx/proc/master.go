@@ -76,10 +76,26 @@ func (m *Master) next() *Process {
 
 // Check checks the configuration with the master running now, or before
 // Start with the one it will start.
-func (m *Master) Check(ctx context.Context) error { return m.current().Check(ctx) }
+func (m *Master) Check(ctx context.Context) error {
+	m.mu.Lock()
+	p := m.p
+	m.mu.Unlock()
+	if p == nil {
+		p = m.New() // not started: only its command line counts
+	}
+	return p.Check(ctx)
+}
 
-// Reload reloads the master running now.
-func (m *Master) Reload() error { return m.current().Reload() }
+// Reload sends SIGHUP to the master running now (see Process.Reload).
+func (m *Master) Reload() error {
+	m.mu.Lock()
+	p := m.p
+	m.mu.Unlock()
+	if p == nil {
+		return errNotRunning
+	}
+	return p.signal(syscall.SIGHUP)
+}
 
 // Pid is the process id of the master running now.
 func (m *Master) Pid() int { return m.current().Pid() }
