@@ -94,91 +94,48 @@ func (u Upstream) Check() error {
 	return nil
 }
 
-// params renders u as the parameters after the address a, max_conns
-// replaced by maxConns (0: none).
-func (u Upstream) params(a discover.Addr, maxConns int) string {
-	var p string
-	if u.MaxFails > 0 && a.Path() == "" {
-		p = fmt.Sprintf("max_fails=%d fail_timeout=%ds", u.MaxFails, u.FailTimeout/time.Second)
-	} else {
-		p = "max_fails=0"
-	}
-	if maxConns > 0 {
-		p += " max_conns=" + strconv.Itoa(maxConns)
-	}
-	return p
-}
-
-// renderServers renders the `server` lines for the upstream block: one per
-// address, in the order given, each followed by params(address) (nil:
-// none); a single
-// `server 127.0.0.1:9 down;` when addrs is empty so that nginx still starts.
-// source names where the addresses came from, for the comment at the top.
-func renderServers(source string, addrs []discover.Addr, params func(discover.Addr) string) ([]byte, error) {
-	if strings.ContainsAny(source, "\n\r") {
-		return nil, fmt.Errorf("%w: source %q has a line break", ErrUnsafe, source)
-	}
-	for _, a := range addrs {
-		if a.Path() != "" && !discover.SafeSocketPath(a.Path()) {
-			return nil, fmt.Errorf("%w: socket path %q", ErrUnsafe, a.Path())
-		}
-	}
-	type server struct{ Addr, Params string }
-	servers := make([]server, len(addrs))
-	for i, a := range addrs {
-		servers[i].Addr = a.String()
-		if params != nil {
-			servers[i].Params = params(a)
-		}
-	}
-	var buf bytes.Buffer
-	err := templates.ExecuteTemplate(&buf, "servers.conf.tmpl", struct {
-		Source  string
-		Servers []server
-	}{source, servers})
-	if err != nil {
-		return nil, fmt.Errorf("rendering servers.conf: %w", err)
-	}
-	return buf.Bytes(), nil
-}
-
-// RenderUpstream renders the two files that follow the set of workers:
-// servers.conf (renderServers) and admission.conf, the `limit_conn` line
-// of the /sudoku location. budget is how many workers' share nginx admits
-// (see discover.Budget): while fewer answer, each one's max_conns is raised so
-// that together they take what budget workers take, within the idle
-// connections nginx keeps in all (pool, -keepalive; see shareMaxConns).
-// The admission limit is the sum of the servers' max_conns (none without
-// workers: nginx answers "no live upstreams" at once).
+// RenderUpstream renders the two files that follow the set of workers from
+// their templates: servers.conf, the `server` lines of the upstream block,
+// one per address in the order given (a single `server 127.0.0.1:9 down;`
+// when addrs is empty, so that nginx still starts; source names where the
+// addresses came from, for the comment at the top), and admission.conf, the
+// `limit_conn` line of the /sudoku location. budget is how many workers'
+// share nginx admits (see discover.Budget): while fewer answer, each one's
+// max_conns is raised so that together they take what budget workers take,
+// within the idle connections nginx keeps in all (pool, -keepalive; see
+// shareMaxConns). The admission limit is the sum of the servers' max_conns,
+// so that nginx turns the excess away before it builds a FastCGI request
+// for it (a request over every worker's max_conns costs nginx that
+// request, a failed pick of a worker and an error-log line); there is none
+// without workers (nginx answers "no live upstreams" at once) or with
+// MaxConns 0, where the upstream's own checks stay.
 func RenderUpstream(source string, addrs []discover.Addr, budget, pool int, u Upstream) (servers, admission []byte, err error) {
 	if err := u.Check(); err != nil {
 		return nil, nil, err
 	}
+	if strings.ContainsAny(source, "\n\r") {
+		return nil, nil, fmt.Errorf("%w: source %q has a line break", ErrUnsafe, source)
+	}
+	for _, a := range addrs {
+		if a.Path() != "" && !discover.SafeSocketPath(a.Path()) {
+			return nil, nil, fmt.Errorf("%w: socket path %q", ErrUnsafe, a.Path())
+		}
+	}
 	share := shareMaxConns(u.MaxConns, len(addrs), budget, pool)
-	params := func(a discover.Addr) string { return u.params(a, share) }
-	if servers, err = renderServers(source, addrs, params); err != nil {
-		return nil, nil, err
+	// The templates write each server's parameters: max_fails over TCP
+	// only (see Upstream.MaxFails), and max_conns when there is a cap.
+	data := struct {
+		Source                                          string
+		Servers                                         []discover.Addr
+		MaxFails, FailTimeout, MaxConns, Workers, Limit int
+	}{source, addrs, u.MaxFails, int(u.FailTimeout / time.Second), share, len(addrs), len(addrs) * share}
+	var out [2]bytes.Buffer
+	for i, name := range []string{"servers.conf", "admission.conf"} {
+		if err := templates.ExecuteTemplate(&out[i], name+".tmpl", data); err != nil {
+			return nil, nil, fmt.Errorf("rendering %s: %w", name, err)
+		}
 	}
-	if admission, err = renderAdmission(len(addrs), share); err != nil {
-		return nil, nil, err
-	}
-	return servers, admission, nil
-}
-
-// renderAdmission renders the `limit_conn` line of the /sudoku location:
-// as many requests at once as the workers take, workers x maxConns
-// (Upstream.MaxConns), so that nginx turns the excess away before it builds
-// a FastCGI request for it (a request over every worker's max_conns costs
-// nginx that request, a failed pick of a worker and an error-log line). No limit when workers or maxConns is 0: the upstream's
-// own checks stay.
-func renderAdmission(workers, maxConns int) ([]byte, error) {
-	var buf bytes.Buffer
-	err := templates.ExecuteTemplate(&buf, "admission.conf.tmpl", struct{ Workers, MaxConns, Limit int }{
-		workers, maxConns, workers * maxConns})
-	if err != nil {
-		return nil, fmt.Errorf("rendering admission.conf: %w", err)
-	}
-	return buf.Bytes(), nil
+	return out[0].Bytes(), out[1].Bytes(), nil
 }
 
 // shareMaxConns returns the max_conns of each of workers servers so that,

@@ -46,7 +46,10 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-func TestRenderServers(t *testing.T) {
+// TestRenderUpstreamServers (formerly TestRenderServers): servers.conf
+// against the golden files, each server at its own max_conns (a budget of
+// as many workers as there are).
+func TestRenderUpstreamServers(t *testing.T) {
 	ap := func(s string) discover.Addr { return aps(s)[0] }
 	tests := []struct {
 		name  string
@@ -61,9 +64,9 @@ func TestRenderServers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := renderServers("sudoku:9000", tt.addrs, func(a discover.Addr) string { return tt.u.params(a, tt.u.MaxConns) })
+			got, _, err := RenderUpstream("sudoku:9000", tt.addrs, len(tt.addrs), 0, tt.u)
 			if err != nil {
-				t.Fatalf("RenderServers(%v, %+v) error: %v", tt.addrs, tt.u, err)
+				t.Fatalf("RenderUpstream(%v, %+v) error: %v", tt.addrs, tt.u, err)
 			}
 			golden(t, tt.name, got)
 		})
@@ -78,10 +81,12 @@ func TestRenderUpstreamRejectsNegativeParams(t *testing.T) {
 	}
 }
 
-func TestRenderServersRejectsUnsafeSocketPath(t *testing.T) {
+// TestRenderUpstreamRejectsUnsafeSocketPath (formerly
+// TestRenderServersRejectsUnsafeSocketPath).
+func TestRenderUpstreamRejectsUnsafeSocketPath(t *testing.T) {
 	for _, p := range []string{"/run/a;b.sock", "/run/a b.sock", "/run/{.sock", "/run/$x.sock", "/run/a+b.sock", "/run/.x.sock", "/r;un/a.sock"} {
-		if _, err := renderServers("s", []discover.Addr{discover.UnixAddr(p)}, nil); !errors.Is(err, ErrUnsafe) {
-			t.Errorf("RenderServers(unix:%s) error = %v, want ErrUnsafe", p, err)
+		if _, _, err := RenderUpstream("s", []discover.Addr{discover.UnixAddr(p)}, 1, 0, Upstream{}); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("RenderUpstream(unix:%s) error = %v, want ErrUnsafe", p, err)
 		}
 	}
 }
@@ -202,7 +207,10 @@ func TestParseTrustedClientsRejects(t *testing.T) {
 	}
 }
 
-func TestRenderAdmission(t *testing.T) {
+// TestRenderUpstreamAdmission (formerly TestRenderAdmission): the
+// limit_conn line is workers x max_conns, each worker at its own max_conns
+// (a budget of as many workers as there are).
+func TestRenderUpstreamAdmission(t *testing.T) {
 	tests := []struct {
 		workers, maxConns int
 		want              string // the limit_conn line, or "" for none
@@ -213,9 +221,13 @@ func TestRenderAdmission(t *testing.T) {
 		{2, 0, ""},
 	}
 	for _, tt := range tests {
-		got, err := renderAdmission(tt.workers, tt.maxConns)
+		var addrs []discover.Addr
+		for i := range tt.workers {
+			addrs = append(addrs, discover.TCPAddr(netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)}), 9000)))
+		}
+		_, got, err := RenderUpstream("sudoku:9000", addrs, tt.workers, 0, Upstream{MaxConns: tt.maxConns})
 		if err != nil {
-			t.Fatalf("renderAdmission(%d, %d) error: %v", tt.workers, tt.maxConns, err)
+			t.Fatalf("RenderUpstream(%d workers, max_conns %d) error: %v", tt.workers, tt.maxConns, err)
 		}
 		var line string
 		for _, l := range strings.Split(string(got), "\n") {
@@ -224,7 +236,7 @@ func TestRenderAdmission(t *testing.T) {
 			}
 		}
 		if line != tt.want {
-			t.Errorf("renderAdmission(%d, %d) limit line = %q, want %q; file:\n%s", tt.workers, tt.maxConns, line, tt.want, got)
+			t.Errorf("RenderUpstream(%d workers, max_conns %d) limit line = %q, want %q; file:\n%s", tt.workers, tt.maxConns, line, tt.want, got)
 		}
 	}
 }
