@@ -14,7 +14,8 @@
 //     directory's files, one per template in conf/templates;
 //   - proc runs the nginx master, restarts it on the listening sockets it
 //     holds and applies a change only when `nginx -t` passes;
-//   - discover finds the workers and keeps their budget;
+//   - discover finds the workers and keeps their budget, a round in one
+//     call (discover.Discovery.Next);
 //   - logs drains nginx's output, counts its answers from the access log
 //     and relays its error log;
 //   - edgetls keeps the certificates with certmagic and renders tls.conf.

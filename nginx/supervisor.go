@@ -56,9 +56,9 @@ type Supervisor struct {
 	applier   *proc.Applier
 	disc      *discover.Discovery
 	tls       *edgetls.Manager
+	source    string          // the worker targets, for servers.conf's comment
 	addrs     []discover.Addr // the workers in servers.conf
-	budget    discover.Budget
-	wake      chan struct{} // a round now: nginx could not connect to a worker
+	wake      chan struct{}   // a round now: nginx could not connect to a worker
 }
 
 // ChallengeHandler answers the ACME HTTP-01 challenges of the certificates
@@ -108,7 +108,8 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if err := os.MkdirAll(s.cfg.RunDir, 0o755); err != nil {
 		return fmt.Errorf("creating run directory: %w", err)
 	}
-	s.disc = &discover.Discovery{Targets: s.cfg.Workers, Timeout: s.cfg.ResolveInterval, DropRefusing: true}
+	s.disc = &discover.Discovery{Targets: s.cfg.Workers, Timeout: s.cfg.ResolveInterval, DropRefusing: true,
+		Budget: discover.Budget{Hold: s.cfg.BudgetHold}}
 	s.wake = make(chan struct{}, 1)
 	out, err := logs.OpenOutputs(stdout)
 	if err != nil {
@@ -187,7 +188,8 @@ func (s *Supervisor) Render(ctx context.Context) error {
 	if err := os.MkdirAll(s.cfg.RunDir, 0o755); err != nil {
 		return fmt.Errorf("creating run directory: %w", err)
 	}
-	s.disc = &discover.Discovery{Targets: s.cfg.Workers, Timeout: s.cfg.ResolveInterval}
+	s.disc = &discover.Discovery{Targets: s.cfg.Workers, Timeout: s.cfg.ResolveInterval,
+		Budget: discover.Budget{Hold: s.cfg.BudgetHold}}
 	if err := s.writeStartFiles(ctx); err != nil {
 		return err
 	}
@@ -203,28 +205,27 @@ func (s *Supervisor) Render(ctx context.Context) error {
 // which refuses to start while an include is missing: the upstream's, from
 // a first lookup, and the start files (conf.RenderStart).
 func (s *Supervisor) writeStartFiles(ctx context.Context) error {
-	addrs, err := s.disc.Resolve(ctx)
+	// The budget is the most workers seen: while fewer answer, those take
+	// the missing ones' share of the requests in flight (conf.RenderUpstream),
+	// for BudgetHold at most.
+	w, err := s.disc.Next(ctx, nil)
 	s.Metrics.round(err)
 	if err != nil {
 		s.Log.Warn().Err(err).Msg("first worker lookup failed; starting with no upstream server")
 	}
-	// The budget is the most workers seen: while fewer answer, those take
-	// the missing ones' share of the requests in flight (conf.RenderUpstream),
-	// for BudgetHold at most.
-	s.budget = discover.Budget{Hold: s.cfg.BudgetHold}
-	n := s.budget.Update(len(addrs), time.Now())
-	upstream, err := s.upstreamFiles(addrs, n)
+	s.source = discover.JoinTargets(s.cfg.Workers)
+	servers, admission, err := conf.RenderUpstream(s.source, w.Addrs, w.Budget, s.cfg.Limits.Keepalive, s.cfg.Upstream)
 	if err != nil {
 		return err
 	}
-	for _, f := range upstream {
+	for _, f := range []proc.FileChange{{Path: s.path("servers.conf"), Data: servers}, {Path: s.path("admission.conf"), Data: admission}} {
 		if _, _, err := f.Stage(); err != nil {
 			return fmt.Errorf("writing %s: %w", f, err)
 		}
 	}
-	s.addrs = addrs
-	s.Metrics.workersNow(len(addrs), n)
-	s.Log.Info().Strs("workers", discover.Strings(addrs)).Str("file", s.path("servers.conf")).Msg("upstream servers written")
+	s.addrs = w.Addrs
+	s.Metrics.workersNow(len(w.Addrs), w.Budget)
+	s.Log.Info().Strs("workers", discover.Strings(w.Addrs)).Str("file", s.path("servers.conf")).Msg("upstream servers written")
 	files, err := conf.RenderStart(conf.Start{
 		Processes: s.cfg.WorkerProcesses, Limits: s.cfg.Limits, Clients: s.cfg.Clients,
 		TrustedClients: s.cfg.TrustedClients, RealIPFrom: s.cfg.RealIPFrom,
@@ -245,13 +246,14 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 	return nil
 }
 
-// round resolves the workers once and applies a new set, or the lower
-// budget once the missing workers' hold has run out (the set may stay the
-// same meanwhile). A failed lookup keeps the set. Only one round runs at
-// a time: it owns addrs and budget.
+// round finds the workers once (discover.Discovery.Next) and, when the set
+// changed or the budget fell, renders the upstream files for them and
+// hands both to the applier, which reloads nginx when they pass its check.
+// A failed lookup keeps the set. Only one round runs at a time: it owns
+// addrs.
 func (s *Supervisor) round(ctx context.Context) {
 	start := time.Now()
-	next, err := s.disc.Resolve(ctx)
+	w, err := s.disc.Next(ctx, s.addrs)
 	if ctx.Err() != nil {
 		return
 	}
@@ -259,50 +261,33 @@ func (s *Supervisor) round(ctx context.Context) {
 	s.Metrics.round(err)
 	if err != nil {
 		s.Log.Warn().Err(err).Msg("worker lookup failed; keeping the current upstream")
-		next = s.addrs
 	}
-	switch {
-	case !slices.Equal(next, s.addrs):
-		s.applyWorkers(ctx, next, resolved, "worker set changed")
-	case s.budget.Expired(len(next), time.Now()):
-		s.applyWorkers(ctx, next, resolved, "missing workers count as gone; budget lowered")
+	if !w.Changed() {
+		return
 	}
-}
-
-// applyWorkers renders and loads the upstream files for next, which a
-// lookup found in resolved.
-func (s *Supervisor) applyWorkers(ctx context.Context, next []discover.Addr, resolved time.Duration, msg string) {
-	added, removed := discover.Diff(s.addrs, next)
-	start := time.Now()
-	n := s.budget.Update(len(next), start)
-	upstream, err := s.upstreamFiles(next, n)
+	msg := "worker set changed"
+	if len(w.Added) == 0 && len(w.Removed) == 0 {
+		msg = "missing workers count as gone; budget lowered"
+	}
+	start = time.Now()
+	servers, admission, err := conf.RenderUpstream(s.source, w.Addrs, w.Budget, s.cfg.Limits.Keepalive, s.cfg.Upstream)
 	if err != nil {
 		s.Log.Error().Err(err).Msg("rendering the upstream files")
 		return
 	}
-	outcome, err := s.applier.Apply(ctx, upstream...)
+	// servers.conf and admission.conf always change together.
+	outcome, err := s.applier.Apply(ctx,
+		proc.FileChange{Path: s.path("servers.conf"), Data: servers},
+		proc.FileChange{Path: s.path("admission.conf"), Data: admission})
 	ev := s.Log.Info()
 	if err != nil {
 		ev = s.Log.Error().Err(err)
 	}
-	ev.Strs("added", discover.Strings(added)).Strs("removed", discover.Strings(removed)).
-		Strs("workers", discover.Strings(next)).Int("budget", n).Stringer("outcome", outcome).
+	ev.Strs("added", discover.Strings(w.Added)).Strs("removed", discover.Strings(w.Removed)).
+		Strs("workers", discover.Strings(w.Addrs)).Int("budget", w.Budget).Stringer("outcome", outcome).
 		Dur("resolved_ms", resolved).Dur("applied_ms", time.Since(start)).Msg(msg)
-	s.addrs = next
-	s.Metrics.workersNow(len(next), n)
-}
-
-// upstreamFiles renders servers.conf and admission.conf for addrs and the
-// budget of workers (conf.RenderUpstream). They always change together.
-func (s *Supervisor) upstreamFiles(addrs []discover.Addr, budget int) ([]proc.Change, error) {
-	servers, admission, err := conf.RenderUpstream(discover.JoinTargets(s.cfg.Workers), addrs, budget, s.cfg.Limits.Keepalive, s.cfg.Upstream)
-	if err != nil {
-		return nil, err
-	}
-	return []proc.Change{
-		proc.FileChange{Path: s.path("servers.conf"), Data: servers},
-		proc.FileChange{Path: s.path("admission.conf"), Data: admission},
-	}, nil
+	s.addrs = w.Addrs
+	s.Metrics.workersNow(len(w.Addrs), w.Budget)
 }
 
 // wakeRound asks for a discovery round now, without waiting for the next

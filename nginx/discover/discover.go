@@ -1,8 +1,9 @@
 // Package discover finds the workers behind sudoku-edge's -workers targets:
 // it resolves host:port names and lists unix:<glob> sockets, leaves out the
 // addresses that refuse a connection, and keeps the budget of workers whose
-// share of requests nginx admits ([Budget]). It knows nothing of nginx's
-// files or process.
+// share of requests nginx admits ([Budget]). [Discovery.Next] does all of it
+// in one round and returns the set against the previous one. It knows
+// nothing of nginx's files or process.
 package discover
 
 import (
@@ -112,6 +113,9 @@ type Discovery struct {
 	// refuses (left by a killed worker) or has gone since the listing counts
 	// as refusing.
 	DropRefusing bool
+	// Budget is how many workers' share nginx admits, kept by Next; set
+	// its Hold.
+	Budget Budget
 
 	// dropped holds the addresses left out and not accepted since; probe
 	// replaces the connect in tests.
@@ -238,6 +242,49 @@ func listSockets(pattern string) ([]Addr, error) {
 	return out, nil
 }
 
+// Workers is what one round of Next found: the worker set, what changed
+// since the previous one, and the budget for it.
+type Workers struct {
+	Addrs          []Addr // sorted, as Resolve returns them
+	Added, Removed []Addr // against the previous set
+	Budget         int    // Budget.Update's
+	// Lowered reports that the budget fell: the missing workers' Hold
+	// has run out, so nginx needs new files even for the same set.
+	Lowered bool
+}
+
+// Changed reports whether nginx's upstream files must change: the set did,
+// or the budget fell.
+func (w Workers) Changed() bool { return len(w.Added) > 0 || len(w.Removed) > 0 || w.Lowered }
+
+// Next resolves the workers (Resolve) and returns them against prev, the
+// set nginx has now, with the budget updated for them. A failed lookup
+// returns its error with prev as the set, so that a DNS hiccup never
+// empties the upstream. When ctx ends during the lookup it returns ctx's
+// error and changes nothing. It is not safe for concurrent use.
+func (d *Discovery) Next(ctx context.Context, prev []Addr) (Workers, error) {
+	next, err := d.Resolve(ctx)
+	if ctx.Err() != nil {
+		return Workers{Addrs: prev}, ctx.Err()
+	}
+	if err != nil {
+		next = prev
+	}
+	w := Workers{Addrs: next}
+	w.Budget, w.Lowered = d.Budget.Update(len(next), time.Now())
+	for _, a := range next {
+		if _, found := slices.BinarySearchFunc(prev, a, Addr.Compare); !found {
+			w.Added = append(w.Added, a)
+		}
+	}
+	for _, a := range prev {
+		if _, found := slices.BinarySearchFunc(next, a, Addr.Compare); !found {
+			w.Removed = append(w.Removed, a)
+		}
+	}
+	return w, err
+}
+
 // Resolve returns the sorted, de-duplicated addresses of all targets. A name
 // that does not exist (every replica gone) contributes no address and no
 // error; any other lookup failure is an error, so that a DNS hiccup never
@@ -349,22 +396,6 @@ func connect(ctx context.Context, a Addr) error {
 	return err
 }
 
-// Diff returns the addresses only in next (added) and only in prev
-// (removed). Both inputs must be sorted.
-func Diff(prev, next []Addr) (added, removed []Addr) {
-	for _, a := range next {
-		if _, found := slices.BinarySearchFunc(prev, a, Addr.Compare); !found {
-			added = append(added, a)
-		}
-	}
-	for _, a := range prev {
-		if _, found := slices.BinarySearchFunc(next, a, Addr.Compare); !found {
-			removed = append(removed, a)
-		}
-	}
-	return added, removed
-}
-
 // Strings writes addrs as nginx's server directive takes them, for logs.
 func Strings(addrs []Addr) []string {
 	out := make([]string, len(addrs))
@@ -372,4 +403,30 @@ func Strings(addrs []Addr) []string {
 		out[i] = a.String()
 	}
 	return out
+}
+
+// Budget is how many workers' share of requests nginx admits at once (see
+// conf.RenderUpstream). It is the most workers seen, so that while some are
+// missing (a restart, a crash) the others take their share. Once fewer have
+// answered for Hold, the missing ones count as gone (a scale-down, a worker
+// that never came back) and the budget falls to the workers there are.
+// The zero Hold never lets the budget fall.
+type Budget struct {
+	Hold time.Duration
+
+	most  int
+	short time.Time // since when fewer than most have answered; zero if none missing
+}
+
+// Update records that n workers answer at now and returns the budget, and
+// whether it fell: fewer than the budget have answered for Hold or longer.
+func (b *Budget) Update(n int, now time.Time) (budget int, lowered bool) {
+	lowered = n < b.most && !b.short.IsZero() && b.Hold > 0 && now.Sub(b.short) >= b.Hold
+	switch {
+	case n >= b.most, lowered:
+		b.most, b.short = n, time.Time{}
+	case b.short.IsZero():
+		b.short = now
+	}
+	return b.most, lowered
 }

@@ -120,10 +120,16 @@ func TestParseTargets(t *testing.T) {
 	}
 }
 
-func TestDiff(t *testing.T) {
-	added, removed := Diff(aps("10.0.0.1:1", "10.0.0.2:1"), aps("10.0.0.2:1", "10.0.0.3:1"))
-	if !slices.Equal(added, aps("10.0.0.3:1")) || !slices.Equal(removed, aps("10.0.0.1:1")) {
-		t.Errorf("Diff = +%v -%v, want +[10.0.0.3:1] -[10.0.0.1:1]", added, removed)
+// TestNextDiff (formerly TestDiff): Next returns what was added and removed
+// against the previous set.
+func TestNextDiff(t *testing.T) {
+	d := &Discovery{Targets: targets(t, "10.0.0.2:1", "10.0.0.3:1")}
+	w, err := d.Next(context.Background(), aps("10.0.0.1:1", "10.0.0.2:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(w.Added, aps("10.0.0.3:1")) || !slices.Equal(w.Removed, aps("10.0.0.1:1")) {
+		t.Errorf("Next = +%v -%v, want +[10.0.0.3:1] -[10.0.0.1:1]", w.Added, w.Removed)
 	}
 }
 
@@ -347,4 +353,43 @@ func targets(t *testing.T, list ...string) []Target {
 		t.Fatal(err)
 	}
 	return out
+}
+
+func TestBudget(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	b := Budget{Hold: time.Minute}
+	steps := []struct {
+		sec, workers, want int
+		lowered            bool // Update's report that the budget fell
+	}{
+		{0, 2, 2, false},
+		{10, 1, 2, false},  // a restart: the other takes the missing share
+		{25, 2, 2, false},  // back within Hold
+		{30, 4, 4, false},  // a scale-up counts at once
+		{40, 3, 4, false},  // one missing ...
+		{90, 2, 4, false},  // ... then two, still within Hold of the first miss
+		{100, 2, 2, true},  // Hold since the first miss: a scale-down to 2
+		{110, 0, 2, false}, // all down
+		{170, 0, 0, true},  // gone for Hold: no budget
+		{180, 2, 2, false},
+	}
+	for _, s := range steps {
+		got, lowered := b.Update(s.workers, at(s.sec))
+		if lowered != s.lowered {
+			t.Errorf("at %ds with %d workers: lowered = %v, want %v", s.sec, s.workers, lowered, s.lowered)
+		}
+		if got != s.want {
+			t.Errorf("at %ds with %d workers: budget %d, want %d", s.sec, s.workers, got, s.want)
+		}
+	}
+
+	never := Budget{}
+	never.Update(3, at(0))
+	if got, _ := never.Update(1, at(0)); got != 3 {
+		t.Errorf("zero Hold: budget %d after a miss, want 3", got)
+	}
+	if got, lowered := never.Update(1, at(1e6)); lowered || got != 3 {
+		t.Error("zero Hold: the budget fell, want it kept")
+	}
 }
