@@ -83,8 +83,6 @@ func (e *ExitError) Error() string { return "nginx exited: " + e.Err.Error() }
 func (e *ExitError) Unwrap() error { return e.Err }
 func (e *ExitError) ExitCode() int { return proc.ExitCode(e.Err) }
 
-func (s *Supervisor) path(name string) string { return filepath.Join(s.cfg.RunDir, name) }
-
 // Run writes the files nginx needs, starts it and keeps it in step until
 // ctx ends; then it stops nginx gracefully (SIGQUIT) and waits for it.
 // It returns nil when nginx exits with status 0, an *ExitError when nginx
@@ -218,14 +216,17 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, f := range []proc.FileChange{{Path: s.path("servers.conf"), Data: servers}, {Path: s.path("admission.conf"), Data: admission}} {
+	for _, f := range []proc.FileChange{
+		{Path: filepath.Join(s.cfg.RunDir, "servers.conf"), Data: servers},
+		{Path: filepath.Join(s.cfg.RunDir, "admission.conf"), Data: admission},
+	} {
 		if _, _, err := f.Stage(); err != nil {
 			return fmt.Errorf("writing %s: %w", f, err)
 		}
 	}
 	s.addrs = w.Addrs
 	s.Metrics.workersNow(len(w.Addrs), w.Budget)
-	s.Log.Info().Strs("workers", discover.Strings(w.Addrs)).Str("file", s.path("servers.conf")).Msg("upstream servers written")
+	s.Log.Info().Strs("workers", discover.Strings(w.Addrs)).Str("file", filepath.Join(s.cfg.RunDir, "servers.conf")).Msg("upstream servers written")
 	files, err := conf.RenderStart(conf.Start{
 		Processes: s.cfg.WorkerProcesses, Limits: s.cfg.Limits, Clients: s.cfg.Clients,
 		TrustedClients: s.cfg.TrustedClients, RealIPFrom: s.cfg.RealIPFrom,
@@ -235,7 +236,7 @@ func (s *Supervisor) writeStartFiles(ctx context.Context) error {
 		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(files)) {
-		if err := proc.WriteFileAtomic(s.path(name), files[name], 0o644); err != nil {
+		if err := proc.WriteFileAtomic(filepath.Join(s.cfg.RunDir, name), files[name], 0o644); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
@@ -262,12 +263,14 @@ func (s *Supervisor) round(ctx context.Context) {
 	if err != nil {
 		s.Log.Warn().Err(err).Msg("worker lookup failed; keeping the current upstream")
 	}
-	if !w.Changed() {
-		return
-	}
-	msg := "worker set changed"
-	if len(w.Added) == 0 && len(w.Removed) == 0 {
+	var msg string
+	switch {
+	case len(w.Added) > 0 || len(w.Removed) > 0:
+		msg = "worker set changed"
+	case w.Lowered:
 		msg = "missing workers count as gone; budget lowered"
+	default:
+		return // nginx has these files already
 	}
 	start = time.Now()
 	servers, admission, err := conf.RenderUpstream(s.source, w.Addrs, w.Budget, s.cfg.Limits.Keepalive, s.cfg.Upstream)
@@ -277,8 +280,8 @@ func (s *Supervisor) round(ctx context.Context) {
 	}
 	// servers.conf and admission.conf always change together.
 	outcome, err := s.applier.Apply(ctx,
-		proc.FileChange{Path: s.path("servers.conf"), Data: servers},
-		proc.FileChange{Path: s.path("admission.conf"), Data: admission})
+		proc.FileChange{Path: filepath.Join(s.cfg.RunDir, "servers.conf"), Data: servers},
+		proc.FileChange{Path: filepath.Join(s.cfg.RunDir, "admission.conf"), Data: admission})
 	ev := s.Log.Info()
 	if err != nil {
 		ev = s.Log.Error().Err(err)

@@ -253,10 +253,6 @@ type Workers struct {
 	Lowered bool
 }
 
-// Changed reports whether nginx's upstream files must change: the set did,
-// or the budget fell.
-func (w Workers) Changed() bool { return len(w.Added) > 0 || len(w.Removed) > 0 || w.Lowered }
-
 // Next resolves the workers (Resolve) and returns them against prev, the
 // set nginx has now, with the budget updated for them. A failed lookup
 // returns its error with prev as the set, so that a DNS hiccup never
