@@ -257,7 +257,7 @@ type Workers struct {
 // set nginx has now, with the budget updated for them. A failed lookup
 // returns its error with prev as the set, so that a DNS hiccup never
 // empties the upstream. When ctx ends during the lookup it returns ctx's
-// error and changes nothing. It is not safe for concurrent use.
+// error and leaves the budget as it was. It is not safe for concurrent use.
 func (d *Discovery) Next(ctx context.Context, prev []Addr) (Workers, error) {
 	next, err := d.Resolve(ctx)
 	if ctx.Err() != nil {
