@@ -62,10 +62,12 @@ func TestSharedLimits(t *testing.T) {
 	size, _ := strconv.Atoi(m[2])
 	size <<= 10
 	// The request line takes one buffer, so its URI (at most size) is in
-	// the params up to three times (REQUEST_URI, then SCRIPT_NAME and
-	// DOCUMENT_URI, or QUERY_STRING). The header lines (at most n buffers)
-	// grow as params: the 3-byte line "a:\n" is the 8-byte pair HTTP_A="".
-	// fixedParams bounds the rest of sudoku-fastcgi.conf's params.
+	// the params once with sudoku-fastcgi.conf (REQUEST_URI) and up to
+	// three times with Debian's fastcgi_params (then SCRIPT_NAME and
+	// DOCUMENT_URI, or QUERY_STRING), the bound the worker keeps room
+	// for. The header lines (at most n buffers) grow as params: the 3-byte
+	// line "a:\n" is the 8-byte pair HTTP_A="". fixedParams bounds the rest
+	// of the params.
 	const fixedParams = 4 << 10
 	if worst := 3*size + n*size*8/3 + fixedParams; worst > serve.MaxParamsBytes {
 		t.Errorf("large_client_header_buffers %d %dk admit requests of up to %d bytes of params, over the worker's limit of %d", n, size>>10, worst, serve.MaxParamsBytes)
