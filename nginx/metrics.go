@@ -1,6 +1,8 @@
 package nginx
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"sudoku-fcgi/nginx/edgetls"
@@ -52,7 +54,8 @@ func NewMetrics() *Metrics {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.rounds, m.lookupErrors, m.workers, m.budget, m.configApplies, m.restarts, m.logs, m.tls}
+	own := []prometheus.Collector{m.rounds, m.lookupErrors, m.workers, m.budget, m.configApplies, m.restarts}
+	return slices.Concat(own, m.logs.Collectors(), m.tls.Collectors())
 }
 
 // Describe implements prometheus.Collector.

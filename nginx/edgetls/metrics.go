@@ -7,14 +7,13 @@ import (
 )
 
 // Metrics reports the certificates nginx serves and the orders that
-// failed. It is a prometheus.Collector; a nil *Metrics counts nothing.
+// failed, gathered by nginx.Metrics (Collectors); a nil *Metrics counts
+// nothing.
 type Metrics struct {
 	certExpiry      *prometheus.GaugeVec
 	certPlaceholder *prometheus.GaugeVec
 	certFailures    prometheus.Counter
 }
-
-var _ prometheus.Collector = (*Metrics)(nil)
 
 // NewMetrics returns unregistered metrics in the sudoku_edge namespace.
 func NewMetrics() *Metrics {
@@ -33,22 +32,10 @@ func NewMetrics() *Metrics {
 	}
 }
 
-func (m *Metrics) collectors() []prometheus.Collector {
+// Collectors lists the metrics, for the edge's one collector (nginx.Metrics)
+// to gather.
+func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.certExpiry, m.certPlaceholder, m.certFailures}
-}
-
-// Describe implements prometheus.Collector.
-func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, c := range m.collectors() {
-		c.Describe(ch)
-	}
-}
-
-// Collect implements prometheus.Collector.
-func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	for _, c := range m.collectors() {
-		c.Collect(ch)
-	}
 }
 
 // certLive reports the pair nginx reads for domain. A placeholder's

@@ -8,7 +8,8 @@ import (
 
 // Metrics counts nginx's answers from its logs: the access log's lines by
 // status and source, and the error log's limit refusals and truncated
-// answers. It is a prometheus.Collector; a nil *Metrics counts nothing.
+// answers, gathered by nginx.Metrics (Collectors); a nil *Metrics counts
+// nothing.
 type Metrics struct {
 	responses       *prometheus.CounterVec
 	requestSeconds  *prometheus.HistogramVec
@@ -16,8 +17,6 @@ type Metrics struct {
 	truncated       prometheus.Counter
 	limited         *prometheus.CounterVec
 }
-
-var _ prometheus.Collector = (*Metrics)(nil)
 
 // requestBuckets span nginx's own 503 (under 1 ms) to the batch read
 // timeout (35 s).
@@ -45,22 +44,10 @@ func NewMetrics() *Metrics {
 	}
 }
 
-func (m *Metrics) collectors() []prometheus.Collector {
+// Collectors lists the metrics, for the edge's one collector (nginx.Metrics)
+// to gather.
+func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.responses, m.requestSeconds, m.accessLogErrors, m.truncated, m.limited}
-}
-
-// Describe implements prometheus.Collector.
-func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, c := range m.collectors() {
-		c.Describe(ch)
-	}
-}
-
-// Collect implements prometheus.Collector.
-func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	for _, c := range m.collectors() {
-		c.Collect(ch)
-	}
 }
 
 func (m *Metrics) response(code []byte, source string, weight float64) {
