@@ -8,33 +8,12 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"sudoku-fcgi/nginx/nginxtest"
 )
-
-// fakeResolver answers from a map that tests change between calls.
-type fakeResolver struct {
-	mu      sync.Mutex
-	answers map[string][]string
-	err     error
-	calls   int
-}
-
-func (f *fakeResolver) LookupHost(ctx context.Context, host string) ([]string, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls++
-	if f.err != nil {
-		return nil, f.err
-	}
-	a, ok := f.answers[host]
-	if !ok {
-		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-	}
-	return a, nil
-}
 
 // aps parses worker addresses: ip:port, or unix:<path>.
 func aps(ss ...string) []Addr {
@@ -82,7 +61,7 @@ func TestResolve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &fakeResolver{answers: tt.answers, err: tt.err}
+			r := nginxtest.NewResolver(tt.answers, tt.err)
 			d := &Discovery{Targets: targets(t, tt.targets...), Resolver: r}
 			got, err := d.Resolve(context.Background())
 			if (err != nil) != tt.wantErr {

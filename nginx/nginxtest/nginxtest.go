@@ -9,6 +9,7 @@
 package nginxtest
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -287,4 +288,61 @@ func ProxyConf(t testing.TB, workers int, dir, runDir string, port int, http, se
         }
     }
 `, runDir, port, http, server))
+}
+
+// Resolver answers LookupHost from a map that a test changes between
+// calls, as discovery's resolver; a host it does not hold is not found.
+type Resolver struct {
+	mu      sync.Mutex
+	answers map[string][]string
+	err     error
+	calls   int
+}
+
+// NewResolver answers with answers (host -> addresses) and err.
+func NewResolver(answers map[string][]string, err error) *Resolver {
+	if answers == nil {
+		answers = map[string][]string{}
+	}
+	return &Resolver{answers: answers, err: err}
+}
+
+// LookupHost answers host, or the error set.
+func (r *Resolver) LookupHost(ctx context.Context, host string) ([]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls++
+	if r.err != nil {
+		return nil, r.err
+	}
+	a, ok := r.answers[host]
+	if !ok {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	return a, nil
+}
+
+// Set answers host with addrs from now on; no addrs: not found.
+func (r *Resolver) Set(host string, addrs ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if addrs == nil {
+		delete(r.answers, host)
+		return
+	}
+	r.answers[host] = addrs
+}
+
+// SetErr fails every lookup with err from now on; nil ends that.
+func (r *Resolver) SetErr(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.err = err
+}
+
+// Calls counts the lookups so far.
+func (r *Resolver) Calls() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls
 }
