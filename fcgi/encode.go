@@ -6,10 +6,9 @@ import (
 	"sudoku-fcgi/solver"
 )
 
-// The JSON answers are written by hand: through encoding/json they cost
-// 2.3% of a whole request (tests/bench/RESULTS.md, "Handler: standard
-// library vs hand-made paths"); FuzzAppendJSONString checks that
-// encoding/json reads them back.
+// The JSON answers are written by hand, cheaper than through encoding/json
+// (tests/bench/HISTORY.md, "the JSON encoder stays hand-made");
+// FuzzAppendJSONString checks that encoding/json reads them back.
 
 const hexDigits = "0123456789abcdef"
 
