@@ -45,7 +45,7 @@ run() { # name worker max-conns-per-worker edge-flags...: one load run, prints a
 	SUDOKU_EDGE=$work/bin/sudoku-edge nginx/render-host.sh "$work/nginx" 31880 31882 31881 >/dev/null
 	sed -i "s#access_log /dev/stdout#access_log $work/nginx/logs/access.log#" "$work/nginx/nginx.conf"
 	"$work/bin/sudoku-edge" -nginx-prefix "$work/nginx" -nginx-conf "$work/nginx/nginx.conf" -run-dir "$work/nginx/run" \
-		-listen 127.0.0.1:31880,127.0.0.1:31882 -http-listen 127.0.0.1:31880 -challenge-listen 127.0.0.1:31881 -metrics-listen 127.0.0.1:31885 \
+		-http-listen 127.0.0.1:31880 -status-listen 127.0.0.1:31882 -challenge-listen 127.0.0.1:31881 -metrics-listen 127.0.0.1:31885 \
 		-workers "$worker" -max-conns-per-worker "$maxconns" -worker-processes 2 -log-level warn "$@" 2>>"$work/edge.log" &
 	edge=$!
 	pids+=("$edge")
