@@ -18,10 +18,10 @@ import (
 	"sudoku-fcgi/nginx/proc"
 )
 
-// TestRoundFollowsTheWorkers (formerly Discovery.Watch's test, now the one
-// loop, Supervisor.round): a fake service scales 2 -> 3 -> 2 with a DNS
-// failure in between; each new set reaches servers.conf with one reload,
-// and the failure keeps the set and reloads nothing.
+// TestRoundFollowsTheWorkers: through Supervisor.round, a fake service
+// scales 2 -> 3 -> 2 with a DNS failure in between; each new set reaches
+// servers.conf with one reload, and the failure keeps the set and reloads
+// nothing.
 func TestRoundFollowsTheWorkers(t *testing.T) {
 	r := nginxtest.NewResolver(map[string][]string{"sudoku": {"10.0.0.1", "10.0.0.2"}}, nil)
 	fake := &fakeNginx{}

@@ -56,9 +56,9 @@ type Supervisor struct {
 	applier   *proc.Applier
 	disc      *discover.Discovery
 	tls       *edgetls.Manager
-	source    string          // the worker targets, for servers.conf's comment
-	addrs     []discover.Addr // the workers in servers.conf
-	wake      chan struct{}   // a round now: nginx could not connect to a worker
+	upstream  conf.UpstreamFiles // servers.conf and admission.conf, checked once
+	addrs     []discover.Addr    // the workers in servers.conf
+	wake      chan struct{}      // a round now: nginx could not connect to a worker
 }
 
 // ChallengeHandler answers the ACME HTTP-01 challenges of the certificates
@@ -203,16 +203,19 @@ func (s *Supervisor) Render(ctx context.Context) error {
 // which refuses to start while an include is missing: the upstream's, from
 // a first lookup, and the start files (conf.RenderStart).
 func (s *Supervisor) writeStartFiles(ctx context.Context) error {
+	var err error
+	if s.upstream, err = conf.NewUpstreamFiles(discover.JoinTargets(s.cfg.Workers), s.cfg.Limits.Keepalive, s.cfg.Upstream); err != nil {
+		return err
+	}
 	// The budget is the most workers seen: while fewer answer, those take
-	// the missing ones' share of the requests in flight (conf.RenderUpstream),
+	// the missing ones' share of the requests in flight (conf.UpstreamFiles),
 	// for BudgetHold at most.
 	w, err := s.disc.Next(ctx, nil)
 	s.Metrics.round(err)
 	if err != nil {
 		s.Log.Warn().Err(err).Msg("first worker lookup failed; starting with no upstream server")
 	}
-	s.source = discover.JoinTargets(s.cfg.Workers)
-	servers, admission, err := conf.RenderUpstream(s.source, w.Addrs, w.Budget, s.cfg.Limits.Keepalive, s.cfg.Upstream)
+	servers, admission, err := s.upstream.Render(w.Addrs, w.Budget)
 	if err != nil {
 		return err
 	}
@@ -273,7 +276,7 @@ func (s *Supervisor) round(ctx context.Context) {
 		return // nginx has these files already
 	}
 	start = time.Now()
-	servers, admission, err := conf.RenderUpstream(s.source, w.Addrs, w.Budget, s.cfg.Limits.Keepalive, s.cfg.Upstream)
+	servers, admission, err := s.upstream.Render(w.Addrs, w.Budget)
 	if err != nil {
 		s.Log.Error().Err(err).Msg("rendering the upstream files")
 		return

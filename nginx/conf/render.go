@@ -94,41 +94,55 @@ func (u Upstream) Check() error {
 	return nil
 }
 
-// RenderUpstream renders the two files that follow the set of workers from
+// UpstreamFiles renders the two files that follow the set of workers from
 // their templates: servers.conf, the `server` lines of the upstream block,
-// one per address in the order given (a single `server 127.0.0.1:9 down;`
-// when addrs is empty, so that nginx still starts; source names where the
-// addresses came from, for the comment at the top), and admission.conf, the
-// `limit_conn` line of the /sudoku location. budget is how many workers'
-// share nginx admits (see discover.Budget): while fewer answer, each one's
-// max_conns is raised so that together they take what budget workers take,
-// within the idle connections nginx keeps in all (pool, -keepalive; see
-// shareMaxConns). The admission limit is the sum of the servers' max_conns,
-// so that nginx turns the excess away before it builds a FastCGI request
-// for it (a request over every worker's max_conns costs nginx that
-// request, a failed pick of a worker and an error-log line); there is none
-// without workers (nginx answers "no live upstreams" at once) or with
-// MaxConns 0, where the upstream's own checks stay.
-func RenderUpstream(source string, addrs []discover.Addr, budget, pool int, u Upstream) (servers, admission []byte, err error) {
+// and admission.conf, the `limit_conn` line of the /sudoku location. What
+// holds for the edge's life (the source, nginx's idle connection pool and
+// each server's parameters) is checked once, by NewUpstreamFiles; a
+// discovery round then only hands Render the workers and their budget. The
+// zero value renders with no source, no pool and no server parameters.
+type UpstreamFiles struct {
+	source string
+	pool   int
+	u      Upstream
+}
+
+// NewUpstreamFiles checks the settings of the upstream files: source names
+// where the addresses come from, for the comment at the top of
+// servers.conf; pool is the idle connections nginx keeps in all
+// (-keepalive; see shareMaxConns); u is each server's parameters.
+func NewUpstreamFiles(source string, pool int, u Upstream) (UpstreamFiles, error) {
 	if err := u.Check(); err != nil {
-		return nil, nil, err
+		return UpstreamFiles{}, err
 	}
 	if strings.ContainsAny(source, "\n\r") {
-		return nil, nil, fmt.Errorf("%w: source %q has a line break", ErrUnsafe, source)
+		return UpstreamFiles{}, fmt.Errorf("%w: source %q has a line break", ErrUnsafe, source)
 	}
-	for _, a := range addrs {
-		if a.Path() != "" && !discover.SafeSocketPath(a.Path()) {
-			return nil, nil, fmt.Errorf("%w: socket path %q", ErrUnsafe, a.Path())
-		}
-	}
-	share := shareMaxConns(u.MaxConns, len(addrs), budget, pool)
+	return UpstreamFiles{source: source, pool: pool, u: u}, nil
+}
+
+// Render renders servers.conf, one `server` line per address in the order
+// given (a single `server 127.0.0.1:9 down;` when addrs is empty, so that
+// nginx still starts), and admission.conf. Every discover.Addr is safe to
+// paste into nginx's configuration as it is (discover.ParseAddr). budget is
+// how many workers' share nginx admits (see discover.Budget): while fewer
+// answer, each one's max_conns is raised so that together they take what
+// budget workers take, within the pool (shareMaxConns). The admission
+// limit is the sum of the servers' max_conns, so that nginx turns the
+// excess away before it builds a FastCGI request for it (a request over
+// every worker's max_conns costs nginx that request, a failed pick of a
+// worker and an error-log line); there is none without workers (nginx
+// answers "no live upstreams" at once) or with MaxConns 0, where the
+// upstream's own checks stay.
+func (f UpstreamFiles) Render(addrs []discover.Addr, budget int) (servers, admission []byte, err error) {
+	share := shareMaxConns(f.u.MaxConns, len(addrs), budget, f.pool)
 	// The templates write each server's parameters: max_fails over TCP
 	// only (see Upstream.MaxFails), and max_conns when there is a cap.
 	data := struct {
 		Source                                          string
 		Servers                                         []discover.Addr
 		MaxFails, FailTimeout, MaxConns, Workers, Limit int
-	}{source, addrs, u.MaxFails, int(u.FailTimeout / time.Second), share, len(addrs), len(addrs) * share}
+	}{f.source, addrs, f.u.MaxFails, int(f.u.FailTimeout / time.Second), share, len(addrs), len(addrs) * share}
 	var out [2]bytes.Buffer
 	for i, name := range []string{"servers.conf", "admission.conf"} {
 		if err := templates.ExecuteTemplate(&out[i], name+".tmpl", data); err != nil {

@@ -15,13 +15,13 @@ import (
 
 // aps parses worker addresses: ip:port, or unix:<path>.
 func aps(ss ...string) []discover.Addr {
-	var out []discover.Addr
-	for _, s := range ss {
-		if path, ok := strings.CutPrefix(s, "unix:"); ok {
-			out = append(out, discover.UnixAddr(path))
-		} else {
-			out = append(out, discover.TCPAddr(netip.MustParseAddrPort(s)))
+	out := make([]discover.Addr, len(ss))
+	for i, s := range ss {
+		a, err := discover.ParseAddr(s)
+		if err != nil {
+			panic(err)
 		}
+		out[i] = a
 	}
 	return out
 }
@@ -46,10 +46,10 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-// TestRenderUpstreamServers (formerly TestRenderServers): servers.conf
+// TestUpstreamFilesServers: servers.conf
 // against the golden files, each server at its own max_conns (a budget of
 // as many workers as there are).
-func TestRenderUpstreamServers(t *testing.T) {
+func TestUpstreamFilesServers(t *testing.T) {
 	ap := func(s string) discover.Addr { return aps(s)[0] }
 	tests := []struct {
 		name  string
@@ -64,31 +64,36 @@ func TestRenderUpstreamServers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := RenderUpstream("sudoku:9000", tt.addrs, len(tt.addrs), 0, tt.u)
-			if err != nil {
-				t.Fatalf("RenderUpstream(%v, %+v) error: %v", tt.addrs, tt.u, err)
-			}
+			got, _ := render(t, "sudoku:9000", 0, tt.u, tt.addrs, len(tt.addrs))
 			golden(t, tt.name, got)
 		})
 	}
 }
 
-func TestRenderUpstreamRejectsNegativeParams(t *testing.T) {
+func TestNewUpstreamFilesRejects(t *testing.T) {
 	for _, u := range []Upstream{{MaxConns: -1}, {MaxFails: -1}, {MaxFails: 1}, {MaxFails: 1, FailTimeout: 1500 * time.Millisecond}} {
-		if _, _, err := RenderUpstream("s", aps("10.0.0.1:9000"), 1, 512, u); !errors.Is(err, ErrUnsafe) {
-			t.Errorf("RenderUpstream(%+v) error = %v, want ErrUnsafe", u, err)
+		if _, err := NewUpstreamFiles("s", 512, u); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("NewUpstreamFiles(%+v) error = %v, want ErrUnsafe", u, err)
 		}
+	}
+	if _, err := NewUpstreamFiles("a\nb", 512, DefaultUpstream); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("NewUpstreamFiles(source with a line break) error = %v, want ErrUnsafe", err)
 	}
 }
 
-// TestRenderUpstreamRejectsUnsafeSocketPath (formerly
-// TestRenderServersRejectsUnsafeSocketPath).
-func TestRenderUpstreamRejectsUnsafeSocketPath(t *testing.T) {
-	for _, p := range []string{"/run/a;b.sock", "/run/a b.sock", "/run/{.sock", "/run/$x.sock", "/run/a+b.sock", "/run/.x.sock", "/r;un/a.sock"} {
-		if _, _, err := RenderUpstream("s", []discover.Addr{discover.UnixAddr(p)}, 1, 0, Upstream{}); !errors.Is(err, ErrUnsafe) {
-			t.Errorf("RenderUpstream(unix:%s) error = %v, want ErrUnsafe", p, err)
-		}
+// render renders the upstream files for addrs and budget with the
+// settings given, failing t on an error.
+func render(t *testing.T, source string, pool int, u Upstream, addrs []discover.Addr, budget int) (servers, admission []byte) {
+	t.Helper()
+	f, err := NewUpstreamFiles(source, pool, u)
+	if err != nil {
+		t.Fatal(err)
 	}
+	servers, admission, err = f.Render(addrs, budget)
+	if err != nil {
+		t.Fatalf("Render(%v, %d) with %+v: %v", addrs, budget, u, err)
+	}
+	return servers, admission
 }
 
 func TestRenderTLS(t *testing.T) {
@@ -207,10 +212,10 @@ func TestParseTrustedClientsRejects(t *testing.T) {
 	}
 }
 
-// TestRenderUpstreamAdmission (formerly TestRenderAdmission): the
+// TestUpstreamFilesAdmission: the
 // limit_conn line is workers x max_conns, each worker at its own max_conns
 // (a budget of as many workers as there are).
-func TestRenderUpstreamAdmission(t *testing.T) {
+func TestUpstreamFilesAdmission(t *testing.T) {
 	tests := []struct {
 		workers, maxConns int
 		want              string // the limit_conn line, or "" for none
@@ -225,10 +230,7 @@ func TestRenderUpstreamAdmission(t *testing.T) {
 		for i := range tt.workers {
 			addrs = append(addrs, discover.TCPAddr(netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)}), 9000)))
 		}
-		_, got, err := RenderUpstream("sudoku:9000", addrs, tt.workers, 0, Upstream{MaxConns: tt.maxConns})
-		if err != nil {
-			t.Fatalf("RenderUpstream(%d workers, max_conns %d) error: %v", tt.workers, tt.maxConns, err)
-		}
+		_, got := render(t, "sudoku:9000", 0, Upstream{MaxConns: tt.maxConns}, addrs, tt.workers)
 		var line string
 		for _, l := range strings.Split(string(got), "\n") {
 			if strings.HasPrefix(l, "limit_conn") {
@@ -236,7 +238,7 @@ func TestRenderUpstreamAdmission(t *testing.T) {
 			}
 		}
 		if line != tt.want {
-			t.Errorf("RenderUpstream(%d workers, max_conns %d) limit line = %q, want %q; file:\n%s", tt.workers, tt.maxConns, line, tt.want, got)
+			t.Errorf("Render(%d workers, max_conns %d) limit line = %q, want %q; file:\n%s", tt.workers, tt.maxConns, line, tt.want, got)
 		}
 	}
 }
@@ -264,15 +266,12 @@ func TestShareMaxConns(t *testing.T) {
 	}
 }
 
-// RenderUpstream: the worker left of a budget of two takes both shares,
+// UpstreamFiles.Render: the worker left of a budget of two takes both shares,
 // and the admission limit stays; two left of three stay within the pool of
 // idle connections; with no worker there is no limit.
-func TestRenderUpstream(t *testing.T) {
+func TestUpstreamFilesRender(t *testing.T) {
 	one := aps("10.0.0.2:9000")
-	servers, admission, err := RenderUpstream("sudoku:9000", one, 2, 512, DefaultUpstream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	servers, admission := render(t, "sudoku:9000", 512, DefaultUpstream, one, 2)
 	if !strings.Contains(string(servers), "server 10.0.0.2:9000 max_fails=1 fail_timeout=1s max_conns=512;") {
 		t.Errorf("servers.conf for one of two workers:\n%s", servers)
 	}
@@ -280,18 +279,12 @@ func TestRenderUpstream(t *testing.T) {
 		t.Errorf("admission.conf for a budget of two:\n%s", admission)
 	}
 	two := aps("10.0.0.2:9000", "10.0.0.3:9000")
-	servers, admission, err = RenderUpstream("sudoku:9000", two, 3, 512, DefaultUpstream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	servers, admission = render(t, "sudoku:9000", 512, DefaultUpstream, two, 3)
 	if !strings.Contains(string(servers), "server 10.0.0.3:9000 max_fails=1 fail_timeout=1s max_conns=256;") ||
 		!strings.Contains(string(admission), "limit_conn sudoku_admission 512;") {
 		t.Errorf("two of three workers with a pool of 512 take 256 each, 512 in all:\n%s\n%s", servers, admission)
 	}
-	_, admission, err = RenderUpstream("sudoku:9000", nil, 2, 512, DefaultUpstream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, admission = render(t, "sudoku:9000", 512, DefaultUpstream, nil, 2)
 	if strings.Contains(string(admission), "limit_conn ") {
 		t.Errorf("admission.conf with no worker has a limit:\n%s", admission)
 	}

@@ -8,7 +8,7 @@ import (
 
 // Start holds the values of the run directory's files that are written
 // once, before nginx starts: every file of RunDirFiles but the upstream's
-// (RenderUpstream) and tls.conf (RenderTLS), which change while it runs.
+// (UpstreamFiles) and tls.conf (RenderTLS), which change while it runs.
 type Start struct {
 	Processes      int // nginx worker processes; < 1 leaves each limit whole (nginx.conf's own count)
 	Limits         ProcessLimits

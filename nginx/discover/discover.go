@@ -35,8 +35,23 @@ type Addr struct {
 // TCPAddr is the worker address ap.
 func TCPAddr(ap netip.AddrPort) Addr { return Addr{ip: ap} }
 
-// UnixAddr is the worker address of the unix socket at path.
-func UnixAddr(path string) Addr { return Addr{path: path} }
+// ParseAddr parses a worker address as String writes it: "ip:port", or
+// "unix:<path>" for a socket path nginx can take as it is and whose name
+// keeps the contract's rule (SafeSocketPath). Every unix Addr passes that
+// check, so nginx's configuration can take any Addr as it is.
+func ParseAddr(s string) (Addr, error) {
+	if path, ok := strings.CutPrefix(s, unixPrefix); ok {
+		if !filepath.IsAbs(path) || !SafeSocketPath(path) {
+			return Addr{}, fmt.Errorf("worker address %q: not an absolute socket path nginx can take", s)
+		}
+		return Addr{path: path}, nil
+	}
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return Addr{}, fmt.Errorf("worker address %q: %w", s, err)
+	}
+	return Addr{ip: ap}, nil
+}
 
 // Path is the unix socket's path, or empty for a TCP address.
 func (a Addr) Path() string { return a.path }
@@ -237,7 +252,7 @@ func listSockets(pattern string) ([]Addr, error) {
 		if err != nil || fi.Mode().Type() != fs.ModeSocket || !SafeSocketPath(p) {
 			continue // gone since the listing, not a socket, or unfit for nginx
 		}
-		out = append(out, UnixAddr(p))
+		out = append(out, Addr{path: p})
 	}
 	return out, nil
 }
@@ -309,7 +324,7 @@ func (d *Discovery) Resolve(ctx context.Context) ([]Addr, error) {
 		}
 		host, port := t.host, t.port
 		if ip, err := netip.ParseAddr(host); err == nil {
-			out = append(out, TCPAddr(netip.AddrPortFrom(ip.Unmap(), port)))
+			out = append(out, Addr{ip: netip.AddrPortFrom(ip.Unmap(), port)})
 			continue
 		}
 		hosts, err := r.LookupHost(ctx, host)
@@ -324,7 +339,7 @@ func (d *Discovery) Resolve(ctx context.Context) ([]Addr, error) {
 			if err != nil {
 				return nil, fmt.Errorf("resolving %s: bad address %q", host, h)
 			}
-			out = append(out, TCPAddr(netip.AddrPortFrom(ip.Unmap(), port)))
+			out = append(out, Addr{ip: netip.AddrPortFrom(ip.Unmap(), port)})
 		}
 	}
 	slices.SortFunc(out, Addr.Compare)
@@ -402,7 +417,7 @@ func Strings(addrs []Addr) []string {
 }
 
 // Budget is how many workers' share of requests nginx admits at once (see
-// conf.RenderUpstream). It is the most workers seen, so that while some are
+// conf.UpstreamFiles.Render). It is the most workers seen, so that while some are
 // missing (a restart, a crash) the others take their share. Once fewer have
 // answered for Hold, the missing ones count as gone (a scale-down, a worker
 // that never came back) and the budget falls to the workers there are.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -17,13 +16,13 @@ import (
 
 // aps parses worker addresses: ip:port, or unix:<path>.
 func aps(ss ...string) []Addr {
-	var out []Addr
-	for _, s := range ss {
-		if path, ok := strings.CutPrefix(s, "unix:"); ok {
-			out = append(out, UnixAddr(path))
-		} else {
-			out = append(out, TCPAddr(netip.MustParseAddrPort(s)))
+	out := make([]Addr, len(ss))
+	for i, s := range ss {
+		a, err := ParseAddr(s)
+		if err != nil {
+			panic(err)
 		}
+		out[i] = a
 	}
 	return out
 }
@@ -99,7 +98,7 @@ func TestParseTargets(t *testing.T) {
 	}
 }
 
-// TestNextDiff (formerly TestDiff): Next returns what was added and removed
+// TestNextDiff: Next returns what was added and removed
 // against the previous set.
 func TestNextDiff(t *testing.T) {
 	d := &Discovery{Targets: targets(t, "10.0.0.2:1", "10.0.0.3:1")}
@@ -296,15 +295,15 @@ func TestResolveDropsStaleSocket(t *testing.T) {
 // refusing, and the probe dials it over unix.
 func TestConnectUnix(t *testing.T) {
 	dir := t.TempDir()
-	if err := connect(context.Background(), UnixAddr(dir+"/gone.sock")); !errors.Is(err, syscall.ENOENT) {
+	if err := connect(context.Background(), aps("unix:" + dir + "/gone.sock")[0]); !errors.Is(err, syscall.ENOENT) {
 		t.Errorf("connect to a missing socket = %v, want ENOENT", err)
 	}
 	listenUnix(t, dir+"/stale.sock", true)
-	if err := connect(context.Background(), UnixAddr(dir+"/stale.sock")); !errors.Is(err, syscall.ECONNREFUSED) {
+	if err := connect(context.Background(), aps("unix:" + dir + "/stale.sock")[0]); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("connect to a stale socket = %v, want ECONNREFUSED", err)
 	}
 	listenUnix(t, dir+"/live.sock", false)
-	if err := connect(context.Background(), UnixAddr(dir+"/live.sock")); err != nil {
+	if err := connect(context.Background(), aps("unix:" + dir + "/live.sock")[0]); err != nil {
 		t.Errorf("connect to a live socket = %v, want nil", err)
 	}
 	d := &Discovery{DropRefusing: true, probe: func(context.Context, Addr) error { return syscall.ENOENT }}
@@ -370,5 +369,20 @@ func TestBudget(t *testing.T) {
 	}
 	if got, lowered := never.Update(1, at(1e6)); lowered || got != 3 {
 		t.Error("zero Hold: the budget fell, want it kept")
+	}
+}
+
+// ParseAddr takes only socket paths nginx can take as they are, named by
+// the contract's rule, so that every Addr is safe in its configuration.
+func TestParseAddr(t *testing.T) {
+	for _, s := range []string{"unix:/run/a;b.sock", "unix:/run/a b.sock", "unix:/run/{.sock", "unix:/run/$x.sock", "unix:/run/a+b.sock", "unix:/run/.x.sock", "unix:/r;un/a.sock", "unix:run/a.sock", "sudoku:9000", "10.0.0.1"} {
+		if a, err := ParseAddr(s); err == nil {
+			t.Errorf("ParseAddr(%q) = %v, want an error", s, a)
+		}
+	}
+	for _, s := range []string{"unix:/run/sudoku-fcgi/3f2a.sock", "10.0.0.1:9000", "[fd00::1]:9000"} {
+		if a, err := ParseAddr(s); err != nil || a.String() != s {
+			t.Errorf("ParseAddr(%q) = %v, %v; want it back", s, a, err)
+		}
 	}
 }

@@ -68,7 +68,7 @@ func TestCertManagerPebble(t *testing.T) {
 	logger := nginxtest.Logger(t)
 
 	back := discover.TCPAddr(nginxtest.Backend(t, "hello"))
-	servers, _, err := conf.RenderUpstream("test", []discover.Addr{back}, 1, 0, conf.Upstream{})
+	servers, _, err := conf.UpstreamFiles{}.Render([]discover.Addr{back}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

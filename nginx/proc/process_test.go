@@ -37,7 +37,7 @@ func TestProcessReload(t *testing.T) {
 	a, b := backend(t, "a"), backend(t, "b")
 	servers := filepath.Join(dir, "servers.conf")
 	write := func(addrs ...discover.Addr) []byte {
-		data, _, err := conf.RenderUpstream("test", addrs, len(addrs), 0, conf.Upstream{})
+		data, _, err := conf.UpstreamFiles{}.Render(addrs, len(addrs))
 		if err != nil {
 			t.Fatal(err)
 		}
