@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/rs/zerolog"
 
@@ -33,11 +32,9 @@ type config struct {
 	socketGID                           int // -1: the worker's own group
 	svc                                 fcgi.Config
 	serve                               fcgiserver.Options
-	gcPercent                           int
-	memoryLimit                         byteSize
+	rt                                  cli.Runtime
 	logLevel                            string
 	level                               zerolog.Level
-	logFlush                            time.Duration
 	healthcheck                         bool
 }
 
@@ -53,10 +50,8 @@ func defaultConfig() config {
 		internalListen: "127.0.0.1:9001",
 		svc:            fcgi.DefaultConfig(),
 		serve:          fcgiserver.DefaultOptions(),
-		gcPercent:      400,
-		memoryLimit:    48 << 20,
+		rt:             cli.DefaultRuntime(),
 		logLevel:       "info",
-		logFlush:       100 * time.Millisecond,
 	}
 	c.svc.WorkerID = host
 	c.serve.Linger = contract.DrainLinger
@@ -85,11 +80,9 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), out io.Wr
 	fs.Int64Var(&c.svc.MaxBodyBytes, "max-body", c.svc.MaxBodyBytes, "POST body `bytes` (413 above)")
 	fs.IntVar(&c.svc.BatchParallel, "batch-parallel", c.svc.BatchParallel, "puzzles of one batch solved at once (0: pool size)")
 	fs.DurationVar(&c.svc.BatchTimeout, "batch-timeout", c.svc.BatchTimeout, "deadline of one POST batch; lines still unsolved then are answered ServerTooBusy")
-	fs.IntVar(&c.gcPercent, "gc-percent", c.gcPercent, "GC target percentage (debug.SetGCPercent); 0 keeps GOGC or the runtime default")
-	fs.Var(&c.memoryLimit, "memory-limit", "the Go runtime's soft memory `limit` (debug.SetMemoryLimit), as GOMEMLIMIT writes it (48MiB, 1GiB); with -gc-percent 400 it caps the garbage that piles up when many connections open at once, far above the live memory; 0 sets none, and GOMEMLIMIT wins when set")
+	c.rt.AddFlags(fs)
 	fs.StringVar(&c.logLevel, "log-level", c.logLevel, "log `level`: debug, info, warn, error")
 	fs.BoolVar(&c.svc.AccessLog, "access-log", c.svc.AccessLog, "log one line per request")
-	fs.DurationVar(&c.logFlush, "log-flush", c.logFlush, "buffer log lines up to this long (0: write each line at once)")
 	fs.StringVar(&c.pprofListen, "pprof-listen", c.pprofListen, "serve net/http/pprof's /debug/pprof/ over HTTP on this `address` (off when empty; a port without a host, :6060, listens on 127.0.0.1 only)")
 	fs.BoolVar(&c.healthcheck, "healthcheck", false, "GET http://127.0.0.1:<internal port>/readyz and exit 0 if ready, 1 if not (for Docker HEALTHCHECK)")
 	if err := fs.Parse(args, lookupEnv); err != nil {
@@ -115,8 +108,11 @@ func (c *config) check() error {
 	switch s := &c.svc; {
 	case s.PoolSize < 0, s.QueueSize < 0, c.serve.MaxConns < 1, c.serve.MaxConnsPerPeer < 0, s.MaxBatchLines < 1, s.MaxBodyBytes < 1, s.BatchParallel < 0:
 		return errors.New("-pool, -queue, -batch-parallel, -max-conns-per-peer must be >= 0; -max-conns, -max-batch-lines, -max-body >= 1")
-	case s.QueueTimeout <= 0, s.SolveTimeout <= 0, s.BatchTimeout <= 0, c.serve.DrainTimeout <= 0, c.logFlush < 0, c.serve.Linger < 0:
-		return errors.New("-queue-timeout, -solve-timeout, -batch-timeout and -drain-timeout must be > 0; -log-flush and -drain-linger >= 0")
+	case s.QueueTimeout <= 0, s.SolveTimeout <= 0, s.BatchTimeout <= 0, c.serve.DrainTimeout <= 0, c.serve.Linger < 0:
+		return errors.New("-queue-timeout, -solve-timeout, -batch-timeout and -drain-timeout must be > 0; -drain-linger >= 0")
+	}
+	if err := c.rt.Check(); err != nil {
+		return err
 	}
 	if strings.HasPrefix(c.pprofListen, ":") {
 		c.pprofListen = "127.0.0.1" + c.pprofListen
@@ -151,41 +147,5 @@ func (c *config) check() error {
 	if c.level, err = zerolog.ParseLevel(c.logLevel); err != nil {
 		return fmt.Errorf("-log-level: %w", err)
 	}
-	return nil
-}
-
-// byteSize is a flag.Value for a size in bytes as GOMEMLIMIT writes it: a
-// number with an optional unit B, KiB, MiB, GiB or TiB.
-type byteSize int64
-
-func (b *byteSize) String() string {
-	if b == nil {
-		return "0"
-	}
-	n := int64(*b)
-	for _, u := range []string{"TiB", "GiB", "MiB", "KiB"} {
-		unit := byteUnits[u]
-		if n != 0 && n%unit == 0 {
-			return strconv.FormatInt(n/unit, 10) + u
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
-
-var byteUnits = map[string]int64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
-
-func (b *byteSize) Set(s string) error {
-	num, unit := s, "B"
-	for _, u := range []string{"KiB", "MiB", "GiB", "TiB", "B"} {
-		if n, ok := strings.CutSuffix(s, u); ok {
-			num, unit = n, u
-			break
-		}
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/byteUnits[unit] {
-		return fmt.Errorf("%q: want a size such as 48MiB (units B, KiB, MiB, GiB, TiB)", s)
-	}
-	*b = byteSize(n * byteUnits[unit])
 	return nil
 }

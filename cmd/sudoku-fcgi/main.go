@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/common/version"
@@ -37,19 +36,13 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return healthcheck(ctx, c.internalListen)
 	}
 	var log zerolog.Logger
-	logw, closeLog := cli.LogWriter(os.Stderr, c.logFlush, func(n int) {
+	logw, closeLog := cli.LogWriter(os.Stderr, c.rt.LogFlush, func(n int) {
 		log.Warn().Int("dropped", n).Msg("log lines dropped: stderr's reader did not keep up")
 	})
 	defer closeLog()
 	log = zerolog.New(logw).Level(c.level).With().Timestamp().
 		Str("service", "sudoku-fcgi").Str("worker", c.svc.WorkerID).Logger()
-	gogc, _ := lookupEnv("GOGC") // the runtime reads an empty GOGC as unset
-	if c.gcPercent > 0 && gogc == "" {
-		debug.SetGCPercent(c.gcPercent)
-	}
-	if gomemlimit, _ := lookupEnv("GOMEMLIMIT"); c.memoryLimit > 0 && gomemlimit == "" {
-		debug.SetMemoryLimit(int64(c.memoryLimit))
-	}
+	gogc := c.rt.Apply(lookupEnv)
 
 	conns := fcgiserver.NewMetrics("sudoku")
 	c.svc.OpenConns = conns.Open
@@ -78,8 +71,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	cfg := svc.Config()
 	log.Info().Str("version", version.Version).Str("revision", version.Revision).Str("listen", ln.Addr().String()).
-		Str("internal_listen", c.internalListen).Int("gomaxprocs", runtime.GOMAXPROCS(0)).Int("gc_percent", c.gcPercent).
-		Stringer("memory_limit", &c.memoryLimit).
+		Str("internal_listen", c.internalListen).Int("gomaxprocs", runtime.GOMAXPROCS(0)).Int("gc_percent", c.rt.GCPercent).
+		Stringer("memory_limit", &c.rt.MemoryLimit).
 		Str("gogc", gogc).Str("pprof_listen", c.pprofListen).
 		Int("pool", cfg.PoolSize).Int("queue", cfg.QueueSize).Dur("queue_timeout", cfg.QueueTimeout).
 		Dur("solve_timeout", cfg.SolveTimeout).Msg("starting")

@@ -145,15 +145,15 @@ func TestParseFlags(t *testing.T) {
 			t.Errorf("parseConfig() params cap %d, max conns %d; want fcgiserver.DefaultOptions' %d, %d", c.serve.MaxParamsBytes, c.serve.MaxConns, d.MaxParamsBytes, d.MaxConns)
 		}
 		// The stack's measured values are the binary's own (README.md).
-		if c.serve.Linger != 2*time.Second || c.memoryLimit != 48<<20 || c.memoryLimit.String() != "48MiB" {
-			t.Errorf("parseConfig() drain linger %v, memory limit %v; want 2s and 48MiB", c.serve.Linger, c.memoryLimit.String())
+		if c.serve.Linger != 2*time.Second || c.rt.MemoryLimit != 48<<20 || c.rt.MemoryLimit.String() != "48MiB" {
+			t.Errorf("parseConfig() drain linger %v, memory limit %v; want 2s and 48MiB", c.serve.Linger, c.rt.MemoryLimit.String())
 		}
 	})
 	t.Run("memory limit", func(t *testing.T) {
-		for in, want := range map[string]byteSize{"0": 0, "1GiB": 1 << 30, "512KiB": 512 << 10, "1000": 1000, "64B": 64, "3TiB": 3 << 40} {
+		for in, want := range map[string]cli.ByteSize{"0": 0, "1GiB": 1 << 30, "512KiB": 512 << 10, "1000": 1000, "64B": 64, "3TiB": 3 << 40} {
 			c, err := parseConfig(nil, env("SUDOKU_FCGI_MEMORY_LIMIT", in), io.Discard)
-			if err != nil || c.memoryLimit != want {
-				t.Errorf("$SUDOKU_FCGI_MEMORY_LIMIT=%s: %d, %v; want %d", in, c.memoryLimit, err, want)
+			if err != nil || c.rt.MemoryLimit != want {
+				t.Errorf("$SUDOKU_FCGI_MEMORY_LIMIT=%s: %d, %v; want %d", in, c.rt.MemoryLimit, err, want)
 			}
 		}
 		for _, in := range []string{"48M", "48 MiB", "-1MiB", "MiB", "1.5GiB", "99999999TiB"} {
@@ -185,6 +185,8 @@ func TestParseFlags(t *testing.T) {
 		{"socket path unfit for the edge", []string{"-listen", "/run/s/a+b.sock"}, env(), "no socket file name"},
 		{"hidden socket path", []string{"-listen", "/run/s/.w.sock"}, env(), "no socket file name"},
 		{"bad log level", []string{"-log-level", "loud"}, env(), "-log-level"},
+		{"negative log flush", []string{"-log-flush", "-1s"}, env(), "-log-flush"},
+		{"negative gc percent", nil, env("SUDOKU_FCGI_GC_PERCENT", "-1"), "-gc-percent"},
 		{"extra args", []string{"x"}, env(), "unexpected"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -82,7 +82,7 @@ start_anchor() {
 	worker_pids=() internal=()
 	for i in 1 2; do
 		port=$((31600 + 10 * i))
-		env GOMAXPROCS="$procs" GOGC=400 GOMEMLIMIT=48MiB "$work/bin/anchor" -listen 127.0.0.1:$port -id a$i 2>>"$out/anchor$i.log" &
+		env GOMAXPROCS="$procs" "$work/bin/anchor" -listen 127.0.0.1:$port -id a$i 2>>"$out/anchor$i.log" &
 		worker_pids+=($!)
 		pids+=($!)
 		servers+="server 127.0.0.1:$port; "

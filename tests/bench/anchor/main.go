@@ -6,16 +6,15 @@
 //
 // It runs as sudoku-fcgi does by default, so that what differs is the
 // protocol and its server alone: fcgi.DefaultConfig (the pool sized by
-// GOMAXPROCS, one access line per request at level info) and the logs
-// through cli.LogWriter batched every -log-flush. path.sh sets the
-// worker's GC defaults (GOGC, GOMEMLIMIT) from sudoku-fcgi -help.
+// GOMAXPROCS, one access line per request at level info), the worker's
+// runtime (cli.DefaultRuntime: its GC target, memory limit and log batch,
+// with the same flags) and the logs through cli.LogWriter.
 package main
 
 import (
 	"context"
 	"io"
 	"os"
-	"time"
 
 	"github.com/rs/zerolog"
 
@@ -29,11 +28,16 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fs := cli.NewFlagSet("anchor", "The worker's service over plain HTTP/1.1, the anchor of make bench-path.", stdout)
 	listen := fs.String("listen", "127.0.0.1:31700", "HTTP `address`")
 	id := fs.String("id", "anchor", "worker id sent as X-Sudoku-Worker")
-	flush := fs.Duration("log-flush", 100*time.Millisecond, "buffer log lines up to this long, as sudoku-fcgi's -log-flush")
+	rt := cli.DefaultRuntime()
+	rt.AddFlags(fs)
 	if err := fs.Parse(args, lookupEnv); err != nil {
 		return err
 	}
-	logw, closeLog := cli.LogWriter(os.Stderr, *flush, nil)
+	if err := rt.Check(); err != nil {
+		return &cli.UsageError{Err: err}
+	}
+	rt.Apply(lookupEnv)
+	logw, closeLog := cli.LogWriter(os.Stderr, rt.LogFlush, nil)
 	defer closeLog()
 	log := zerolog.New(logw).Level(zerolog.InfoLevel).With().Timestamp().Str("worker", *id).Logger()
 	cfg := fcgi.DefaultConfig()
