@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # accept-mutex.sh measures how nginx's accept modes share new connections
-# among workers: `accept_mutex on` (one worker accepts at a time), `off`
-# (EPOLLEXCLUSIVE on Linux) and `reuseport` (one listening socket per worker).
+# among workers: `accept_mutex on` (one worker accepts at a time), `on` with
+# `multi_accept on` (the worker holding the mutex accepts all that wait: the
+# shipped nginx.conf), `off` (EPOLLEXCLUSIVE on Linux) and `reuseport` (one
+# listening socket per worker).
 # Host nginx with `return 200` and short connections (`Connection: close`), so
 # accepting dominates. Prints a Markdown table: requests/s, context switches
 # per request of all nginx workers, and the busiest worker's share of requests.
@@ -22,8 +24,9 @@ ctxsw() { # sum of context switches of the nginx workers
 }
 
 run() { # mode clients
-	local mode=$1 c=$2 listen="listen 127.0.0.1:$port;" mutex=on
+	local mode=$1 c=$2 listen="listen 127.0.0.1:$port;" mutex=on multi=off
 	case $mode in
+	on+multi_accept) multi=on ;;
 	off) mutex=off ;;
 	reuseport) mutex=off listen="listen 127.0.0.1:$port reuseport;" ;;
 	esac
@@ -32,7 +35,7 @@ run() { # mode clients
 worker_processes $workers;
 pid $dir/nginx.pid;
 error_log $dir/error.log warn;
-events { accept_mutex $mutex; worker_connections 4096; }
+events { accept_mutex $mutex; multi_accept $multi; worker_connections 4096; }
 http {
     client_body_temp_path $dir/tmp;
     log_format w '\$pid';
@@ -61,7 +64,7 @@ echo "nginx $(nginx -v 2>&1 | sed 's/.*\///'), $workers workers, wrk -t1 -d$dura
 echo '| mode | clients | req/s | ctx switches / req | busiest worker |'
 echo '| --- | --- | --- | --- | --- |'
 for c in $clients; do
-	for mode in on off reuseport; do
+	for mode in on on+multi_accept off reuseport; do
 		echo "accept-mutex: $mode, $c clients" >&2
 		run "$mode" "$c"
 	done

@@ -152,8 +152,8 @@ func workerJoin(ctx context.Context, s *suite) result {
 	at := func(t time.Time) time.Duration { return t.Sub(res.Start) }
 	sum := res.summary(total)
 	other := sum.Sent - sum.OK - sum.Kinds[kindBusy]
-	c.fig("offered %.0f/s (%.1f C; saturation %.0f/s) for %v, goodput %.0f/s (%.2f of the saturation with 32), %.1f%% shed with 503, the client skipped %d",
-		rate, rate/s.C, sat, total, sum.Goodput, sum.Goodput/math.Max(1, sat), pct(sum.Kinds[kindBusy], sum.Sent), res.Skipped)
+	c.fig("offered %.0f/s (%.1f C; saturation %.0f/s) for %v, goodput %.0f/s (%.2f of the saturation with 32), %.1f%% shed with 503, the client skipped %d; latency p99 %s, max %s (the longest wait in nginx's listen queue after a reload)",
+		rate, rate/s.C, sat, total, sum.Goodput, sum.Goodput/math.Max(1, sat), pct(sum.Kinds[kindBusy], sum.Sent), res.Skipped, ms(sum.P99), ms(sum.Max))
 	c.want(sat > 0, "saturation with 32 in flight not measured: %v", s.ref.err)
 	c.bound(sat > 0 && sum.Goodput >= noCollapse*sat, fmt.Sprintf(">= %.1f", noCollapse), s.satRef(),
 		"goodput over the run %.2f of the saturation", sum.Goodput/math.Max(1, sat))

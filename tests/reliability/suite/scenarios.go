@@ -697,9 +697,12 @@ func reloadOverload(ctx context.Context, s *suite) result {
 	}
 	sum := res.summary(total)
 	other := sum.Sent - sum.OK - sum.Kinds[kindBusy]
-	c.fig("%d/%d reloads from %v on; offered %.0f/s (saturation %.0f/s) for %v: %d sent, goodput %.0f/s, %.1f%% shed with 503, the client skipped %d; failures other than 503 with Retry-After: %d (%s)%s",
+	// The slowest request is the one that waited longest in nginx's listen
+	// queue after a reload: it nears the client's timeout where the loss
+	// would be.
+	c.fig("%d/%d reloads from %v on; offered %.0f/s (saturation %.0f/s) for %v: %d sent, goodput %.0f/s, %.1f%% shed with 503, the client skipped %d; latency p99 %s, max %s; failures other than 503 with Retry-After: %d (%s)%s",
 		okReloads, reloads, before, rate, s.ref.sat32, total, sum.Sent, sum.Goodput, pct(sum.Kinds[kindBusy], sum.Sent), res.Skipped,
-		other, sum.kindsString(), failedWhen(res.Records))
+		ms(sum.P99), ms(sum.Max), other, sum.kindsString(), failedWhen(res.Records))
 	c.want(okReloads == reloads, "reloads failed: %s", strings.Join(errs, "; "))
 	c.want(sum.OK > 0, "no request answered")
 	c.want(other == 0, "%d requests got something other than an answer or a 503 with Retry-After: %s", other, sum.kindsString())
